@@ -1,0 +1,51 @@
+# ringshard: PGXS build.  The pure core (src/core) is also built on its own by
+# test/unit/Makefile, without PostgreSQL.
+
+EXTENSION = ringshard
+MODULE_big = ringshard
+EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" ringshard.control)
+
+CORE_OBJS = \
+	src/core/rs_status.o \
+	src/core/rs_hash.o \
+	src/core/rs_token_text.o \
+	src/core/rs_ring.o \
+	src/core/rs_partmap.o \
+	src/core/rs_config.o
+
+GLUE_OBJS = \
+	src/ringshard.o \
+	src/ringtoken.o \
+	src/key_bytes.o \
+	src/topology_cache.o \
+	src/routing.o \
+	src/ring_info.o \
+	src/partitions.o \
+	src/annotated_tables.o
+
+OBJS = $(CORE_OBJS) $(GLUE_OBJS)
+
+# The install script is assembled from one file per concern, in name order.
+EXTENSION_PIECES = $(sort $(wildcard extension/*.sql))
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir)
+SHLIB_LINK = -lmurmurhash -lyaml -lcrypto $(libpq)
+PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
+
+REGRESS = ringtoken token_vectors ring_murmur3 ring_ketama ring_admin ring_info \
+	partitions partition_config annotated_tables invalidation privileges
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+
+TAP_TESTS = 1
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+$(EXTENSION)--$(EXTVERSION).sql: $(EXTENSION_PIECES) ringshard.control
+	cat $(EXTENSION_PIECES) > $@
+
+.PHONY: unit
+unit:
+	$(MAKE) -C test/unit run

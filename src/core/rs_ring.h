@@ -1,0 +1,139 @@
+/*
+ * rs_ring.h
+ *		Consistent hash rings: murmur3 (ROUTING.md §3) and ketama (§4).
+ *
+ * A ring is built once from its members and then only read, so lookups need
+ * no locking and the layout is chosen for lookup speed: tokens and owners in
+ * separate arrays (the search touches only tokens), and a bucket table over
+ * the top bits of the token that narrows the search to about one point.
+ */
+#ifndef RS_RING_H
+#define RS_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rs_status.h"
+
+/* Documented limits; SQL-level validation quotes them. */
+#define RS_RING_MAX_POINTS	(1u << 22)	/* 4,194,304 points in one ring */
+#define RS_RING_MAX_NODES	65535		/* node indexes are 16 bits */
+#define RS_RING_MAX_VNODES	65536		/* vnodes per unit weight */
+#define RS_RING_MAX_NAME	1024		/* bytes in a node name */
+#define RS_KETAMA_LABELS_PER_SERVER 40	/* libketama's constant */
+
+typedef enum rs_ring_algorithm
+{
+	RS_RING_MURMUR3 = 0,
+	RS_RING_KETAMA = 1
+} rs_ring_algorithm;
+
+typedef unsigned __int128 rs_u128;
+
+/* One member as the caller describes it; the name is copied. */
+typedef struct rs_ring_member
+{
+	const char *name;
+	size_t		name_len;
+	double		weight;
+} rs_ring_member;
+
+/*
+ * A built ring.  Read-only after rs_ring_build; callers may read the fields.
+ * Node indexes are positions in names[], which is sorted bytewise, so the
+ * contract's tie order (token, node name, label index) is integer order.
+ */
+typedef struct rs_ring
+{
+	rs_ring_algorithm algorithm;
+	uint32_t	npoints;
+	uint32_t	nnodes;
+	uint64_t   *tokens;			/* sorted ascending, npoints */
+	uint16_t   *owners;			/* node index of each point */
+	uint32_t   *labels;			/* label index of each point, or NULL */
+	uint32_t   *buckets;		/* first point of each bucket, nbuckets + 1 */
+	uint32_t	nbuckets;
+	int			bucket_shift;	/* token >> bucket_shift is its bucket */
+	char	  **names;			/* NUL-terminated copies, sorted bytewise */
+	size_t	   *name_lens;
+	double	   *weights;		/* as given, per node index */
+	uint32_t   *node_points;	/* points placed per node */
+} rs_ring;
+
+/* Build options. */
+#define RS_RING_KEEP_LABELS 0x1 /* fill labels[] (for showing a ring) */
+
+/*
+ * Build a ring.  vnodes is per unit weight (murmur3; ignored by ketama).
+ * Errors: RS_ERR_INVALID (empty name, weight not finite and > 0, vnodes out
+ * of 1..RS_RING_MAX_VNODES, name too long), RS_ERR_DUPLICATE,
+ * RS_ERR_TOO_MANY_NODES, RS_ERR_TOO_MANY_POINTS, RS_ERR_EMPTY (no members),
+ * RS_ERR_NOMEM, RS_ERR_CRYPTO.  On error *ring_out is NULL and nothing leaks;
+ * *bad_member (if not NULL) is the index of the offending member or -1.
+ */
+extern rs_status rs_ring_build(rs_ring_algorithm algorithm,
+							   const rs_ring_member *members, size_t nmembers,
+							   uint32_t vnodes, int options,
+							   rs_ring **ring_out, long *bad_member);
+
+extern void rs_ring_free(rs_ring *ring);
+
+/* Points a member of this weight gets (murmur3 rule); 0 if invalid. */
+extern uint64_t rs_murmur3_point_count(uint32_t vnodes, double weight);
+
+/* The hash of a key in this ring's token space. */
+extern uint64_t rs_ring_key_hash(const rs_ring *ring, const void *key, size_t len);
+
+/* Size of the token space: 2^64 (murmur3) or 2^32 (ketama). */
+extern rs_u128 rs_ring_space(const rs_ring *ring);
+
+/* Index of the first point whose token is >= hash, wrapping to 0. */
+static inline uint32_t
+rs_ring_find_point(const rs_ring *ring, uint64_t hash)
+{
+	uint64_t	bucket = hash >> ring->bucket_shift;
+	uint32_t	lo = ring->buckets[bucket];
+	uint32_t	hi = ring->buckets[bucket + 1];
+
+	/*
+	 * Every point of this bucket shares the hash's top bits and every later
+	 * point is larger, so the answer is in [lo, hi], hi meaning "the first
+	 * point of a later bucket".  Buckets hold about one point; a binary
+	 * search only pays off for the rare crowded one.
+	 */
+	while (hi - lo > 8)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (ring->tokens[mid] < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo < hi && ring->tokens[lo] < hash)
+		lo++;
+	return lo == ring->npoints ? 0 : lo;
+}
+
+/* Node index owning a hash. */
+static inline uint32_t
+rs_ring_owner(const rs_ring *ring, uint64_t hash)
+{
+	return ring->owners[rs_ring_find_point(ring, hash)];
+}
+
+/*
+ * The replica set of a hash: up to want distinct node indexes, owner first,
+ * walking clockwise once around the ring.  *count gets how many were found
+ * (fewer than want when the ring has fewer nodes).  RS_ERR_NOMEM only.
+ */
+extern rs_status rs_ring_replicas(const rs_ring *ring, uint64_t hash,
+								  uint32_t want, uint16_t *out, uint32_t *count);
+
+/* Tokens owned by point i: the size of (tokens[i-1], tokens[i]], wrapping. */
+extern rs_u128 rs_ring_point_span(const rs_ring *ring, uint32_t point);
+
+/* Tokens owned per node index, into owned[nnodes]. */
+extern void rs_ring_ownership(const rs_ring *ring, rs_u128 *owned);
+
+#endif							/* RS_RING_H */
