@@ -1,0 +1,16 @@
+-- ringshard install script.  Assembled from extension/*.sql in name order;
+-- the routing functions and the ringtoken type live in pg_catalog so that
+-- they work unqualified on any search_path, administration in ringshard.
+
+\echo Use "CREATE EXTENSION ringshard" to load this file. \quit
+
+-- Members of ringshard_admin may change topology; PUBLIC may only route.
+DO $setup$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ringshard_admin') THEN
+		CREATE ROLE ringshard_admin NOLOGIN;
+	END IF;
+END
+$setup$;
+
+GRANT USAGE ON SCHEMA ringshard TO PUBLIC;

@@ -1,0 +1,126 @@
+-- The topology catalog.  Every change goes through these tables, so every
+-- change is transactional; triggers tell each backend's ring cache.
+
+CREATE FUNCTION ringshard.address_is_safe(address text) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'ringshard_address_is_safe'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.address_is_safe(text) IS
+	'true if a node address (host:port or libpq connection string) parses and carries no password';
+
+CREATE TABLE ringshard.rings (
+	ring_name text PRIMARY KEY
+		CONSTRAINT ring_name_valid CHECK (ring_name <> '' AND octet_length(ring_name) <= 1024),
+	algorithm text NOT NULL DEFAULT 'murmur3'
+		CONSTRAINT algorithm_known CHECK (algorithm IN ('murmur3', 'ketama')),
+	vnodes integer NOT NULL DEFAULT 256
+		CONSTRAINT vnodes_range CHECK (vnodes BETWEEN 1 AND 65536),
+	replication_factor integer NOT NULL DEFAULT 1
+		CONSTRAINT replication_factor_range CHECK (replication_factor BETWEEN 1 AND 64)
+);
+COMMENT ON TABLE ringshard.rings IS 'consistent hash rings: algorithm, vnodes per unit weight, replication factor';
+
+CREATE TABLE ringshard.nodes (
+	node_name text PRIMARY KEY
+		CONSTRAINT node_name_valid CHECK (node_name <> '' AND octet_length(node_name) <= 1024),
+	address text
+		CONSTRAINT address_without_password CHECK (ringshard.address_is_safe(address)),
+	is_up boolean NOT NULL DEFAULT true
+);
+COMMENT ON TABLE ringshard.nodes IS 'nodes (servers) with their libpq address and health; a node may serve several rings and maps';
+
+CREATE TABLE ringshard.ring_members (
+	ring_name text NOT NULL REFERENCES ringshard.rings ON DELETE CASCADE,
+	node_name text NOT NULL REFERENCES ringshard.nodes,
+	weight float8 NOT NULL DEFAULT 1
+		CONSTRAINT weight_positive_finite CHECK (weight > 0 AND weight < 'Infinity'),
+	PRIMARY KEY (ring_name, node_name)
+);
+CREATE INDEX ON ringshard.ring_members (node_name);
+COMMENT ON TABLE ringshard.ring_members IS 'which nodes are on which ring, with their weight';
+
+CREATE TABLE ringshard.partition_maps (
+	map_name text PRIMARY KEY
+		CONSTRAINT map_name_valid CHECK (map_name <> '' AND octet_length(map_name) <= 1024)
+);
+COMMENT ON TABLE ringshard.partition_maps IS 'maps of the 256 partitions to nodes';
+
+CREATE TABLE ringshard.partition_assignments (
+	map_name text NOT NULL REFERENCES ringshard.partition_maps ON DELETE CASCADE,
+	node_name text NOT NULL REFERENCES ringshard.nodes,
+	partition_start integer NOT NULL
+		CONSTRAINT partition_start_range CHECK (partition_start BETWEEN 0 AND 255),
+	partition_end integer NOT NULL
+		CONSTRAINT partition_end_range CHECK (partition_end BETWEEN 0 AND 255),
+	CONSTRAINT partition_range_ordered CHECK (partition_start <= partition_end),
+	PRIMARY KEY (map_name, node_name, partition_start)
+);
+CREATE INDEX ON ringshard.partition_assignments (node_name);
+COMMENT ON TABLE ringshard.partition_assignments IS 'inclusive partition ranges held by nodes; a partition held by several nodes is replicated';
+
+CREATE TABLE ringshard.distributed_tables (
+	table_name regclass PRIMARY KEY,
+	key_column name NOT NULL,
+	key_attnum smallint NOT NULL,
+	ring_name text REFERENCES ringshard.rings,
+	map_name text REFERENCES ringshard.partition_maps,
+	keyspace text,
+	keyspace_column name,
+	keyspace_attnum smallint,
+	CONSTRAINT ring_or_map CHECK ((ring_name IS NULL) <> (map_name IS NULL)),
+	CONSTRAINT map_has_one_keyspace CHECK (
+		(map_name IS NULL AND keyspace IS NULL AND keyspace_column IS NULL) OR
+		(map_name IS NOT NULL AND (keyspace IS NULL) <> (keyspace_column IS NULL)))
+);
+COMMENT ON TABLE ringshard.distributed_tables IS 'tables annotated with a sharding key and the ring or partition map that places their rows';
+
+-- The built-in ring and map, empty.
+INSERT INTO ringshard.rings (ring_name) VALUES ('default');
+INSERT INTO ringshard.partition_maps (map_name) VALUES ('default');
+
+-- Tell every backend's ring cache about any change, including direct DML.
+CREATE FUNCTION ringshard.invalidate_topology_cache() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'ringshard_invalidate_topology_cache'
+	LANGUAGE C;
+COMMENT ON FUNCTION ringshard.invalidate_topology_cache() IS
+	'trigger: makes every backend rebuild its rings and maps from its next transaction';
+
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.rings FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.nodes FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.ring_members FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.partition_maps FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.partition_assignments FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.distributed_tables FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+
+-- pg_dump keeps the catalog.  The built-in 'default' rows are created by
+-- CREATE EXTENSION, so a restore must update them rather than collide.
+CREATE FUNCTION ringshard.merge_builtin_ring() RETURNS trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	IF NEW.ring_name = 'default' AND
+	   EXISTS (SELECT FROM ringshard.rings WHERE ring_name = NEW.ring_name) THEN
+		UPDATE ringshard.rings
+		   SET algorithm = NEW.algorithm, vnodes = NEW.vnodes,
+		       replication_factor = NEW.replication_factor
+		 WHERE ring_name = NEW.ring_name;
+		RETURN NULL;
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION ringshard.merge_builtin_ring() IS
+	'trigger: a restored ''default'' ring updates the one CREATE EXTENSION made';
+CREATE TRIGGER merge_builtin_ring BEFORE INSERT ON ringshard.rings
+	FOR EACH ROW EXECUTE FUNCTION ringshard.merge_builtin_ring();
+
+SELECT pg_catalog.pg_extension_config_dump('ringshard.rings', '');
+SELECT pg_catalog.pg_extension_config_dump('ringshard.nodes', '');
+SELECT pg_catalog.pg_extension_config_dump('ringshard.ring_members', '');
+SELECT pg_catalog.pg_extension_config_dump('ringshard.partition_maps', 'WHERE map_name <> ''default''');
+SELECT pg_catalog.pg_extension_config_dump('ringshard.partition_assignments', '');
+SELECT pg_catalog.pg_extension_config_dump('ringshard.distributed_tables', '');

@@ -1,0 +1,179 @@
+-- Annotated tables: a table, its sharding key column, and the ring or
+-- partition map that places its rows.  The annotation follows renames (by
+-- attribute number) and disappears with the table or the key column.
+
+CREATE FUNCTION pg_catalog.shard_of(row_value record) RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_shard_of' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION pg_catalog.shard_of(record) IS
+	'the node that owns a row of an annotated table (ring owner, or first holder of its partition)';
+
+CREATE FUNCTION pg_catalog.replicas_of(row_value record) RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_replicas_of' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION pg_catalog.replicas_of(record) IS
+	'every node that holds a row of an annotated table (ring replica set, or all holders of its partition)';
+
+-- The live attribute number of a column, or an error naming it.
+CREATE FUNCTION ringshard.column_attnum(table_name regclass, column_name name) RETURNS smallint
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	found smallint;
+BEGIN
+	SELECT a.attnum INTO found FROM pg_attribute a
+	 WHERE a.attrelid = table_name AND a.attname = column_name AND a.attnum > 0 AND NOT a.attisdropped;
+	IF found IS NULL THEN
+		RAISE EXCEPTION 'column "%" of table % does not exist', column_name, table_name
+			USING ERRCODE = 'undefined_column';
+	END IF;
+	RETURN found;
+END
+$$;
+COMMENT ON FUNCTION ringshard.column_attnum(regclass, name) IS 'the attribute number of a live user column, or an error';
+
+-- Keep attribute numbers in step with names (on insert, and on restore).
+CREATE FUNCTION ringshard.resolve_annotation_columns() RETURNS trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	IF (SELECT c.relkind FROM pg_class c WHERE c.oid = NEW.table_name) NOT IN ('r', 'p', 'f') THEN
+		RAISE EXCEPTION '% is not a table', NEW.table_name
+			USING ERRCODE = 'wrong_object_type',
+			      HINT = 'Annotate an ordinary, partitioned or foreign table.';
+	END IF;
+	NEW.key_attnum := ringshard.column_attnum(NEW.table_name, NEW.key_column);
+	NEW.keyspace_attnum := CASE WHEN NEW.keyspace_column IS NOT NULL
+		THEN ringshard.column_attnum(NEW.table_name, NEW.keyspace_column) END;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION ringshard.resolve_annotation_columns() IS 'trigger: resolves key and keyspace column names to attribute numbers';
+CREATE TRIGGER resolve_annotation_columns BEFORE INSERT OR UPDATE OF table_name, key_column, keyspace_column
+	ON ringshard.distributed_tables FOR EACH ROW EXECUTE FUNCTION ringshard.resolve_annotation_columns();
+
+CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name, ring text DEFAULT 'default')
+	RETURNS void
+	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	PERFORM ringshard.lock_ring(ring);
+	IF EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = distribute_table.table_name) THEN
+		RAISE EXCEPTION 'table % is already annotated', table_name
+			USING ERRCODE = 'duplicate_object',
+			      HINT = 'Remove the annotation first with ringshard.undistribute_table().';
+	END IF;
+	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, ring_name)
+	VALUES (table_name, key_column, 0, ring);
+END
+$$;
+COMMENT ON FUNCTION ringshard.distribute_table(regclass, name, text) IS
+	'annotates a table: its rows are placed on a ring by the key column';
+
+CREATE FUNCTION ringshard.distribute_table_by_partition(table_name regclass, key_column name,
+														keyspace text DEFAULT NULL,
+														map text DEFAULT 'default',
+														keyspace_column name DEFAULT NULL)
+	RETURNS void
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	IF table_name IS NULL OR key_column IS NULL OR map IS NULL THEN
+		RAISE EXCEPTION 'table, key column and map must not be null'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF (keyspace IS NULL) = (keyspace_column IS NULL) THEN
+		RAISE EXCEPTION 'give exactly one of keyspace and keyspace_column'
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'A constant keyspace: keyspace => ''faces''; one per row: keyspace_column => ''keyspace_id''.';
+	END IF;
+	PERFORM ringshard.lock_partition_map(map);
+	IF EXISTS (SELECT FROM ringshard.distributed_tables d
+				WHERE d.table_name = distribute_table_by_partition.table_name) THEN
+		RAISE EXCEPTION 'table % is already annotated', table_name
+			USING ERRCODE = 'duplicate_object',
+			      HINT = 'Remove the annotation first with ringshard.undistribute_table().';
+	END IF;
+	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, map_name, keyspace, keyspace_column)
+	VALUES (table_name, key_column, 0, map, keyspace, keyspace_column);
+END
+$$;
+COMMENT ON FUNCTION ringshard.distribute_table_by_partition(regclass, name, text, text, name) IS
+	'annotates a table: its rows are placed by partition_for(keyspace, key) in a partition map; the keyspace is a constant or a column';
+
+CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS void
+	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	DELETE FROM ringshard.distributed_tables d WHERE d.table_name = undistribute_table.table_name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table % is not annotated', table_name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard.undistribute_table(regclass) IS 'removes a table''s annotation (its data is untouched)';
+
+CREATE VIEW ringshard.annotated_tables AS
+SELECT d.table_name, d.key_column,
+	   CASE WHEN d.ring_name IS NOT NULL THEN 'ring' ELSE 'partition map' END AS placement,
+	   coalesce(d.ring_name, d.map_name) AS placed_by,
+	   d.keyspace, d.keyspace_column
+  FROM ringshard.distributed_tables d;
+COMMENT ON VIEW ringshard.annotated_tables IS 'tables annotated with a sharding key, and the ring or map that places them';
+
+CREATE FUNCTION ringshard.rows_per_node(table_name regclass)
+	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share_owned float8)
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = rows_per_node.table_name) THEN
+		RAISE EXCEPTION 'table % is not annotated', table_name
+			USING ERRCODE = 'undefined_object',
+			      HINT = 'Annotate it with ringshard.distribute_table().';
+	END IF;
+	-- regclass output is a correctly quoted, qualified name: no injection.
+	RETURN QUERY EXECUTE format(
+		'WITH placed AS (SELECT pg_catalog.replicas_of(t) AS holders FROM %s t),
+		      held AS (SELECT h.node, h.ord FROM placed, unnest(placed.holders) WITH ORDINALITY AS h(node, ord)),
+		      total AS (SELECT count(*) AS n FROM placed WHERE holders IS NOT NULL)
+		 SELECT held.node, count(*) FILTER (WHERE held.ord = 1), count(*),
+		        (count(*) FILTER (WHERE held.ord = 1))::float8 / nullif((SELECT n FROM total), 0)
+		   FROM held GROUP BY held.node ORDER BY held.node COLLATE "C"', table_name);
+END
+$$;
+COMMENT ON FUNCTION ringshard.rows_per_node(regclass) IS
+	'per node, the rows of an annotated table it owns and holds (with replicas), and its share of owned rows: the data''s real skew';
+
+-- Event triggers: no dangling annotation after DROP or ALTER.
+CREATE FUNCTION ringshard.forget_dropped_tables() RETURNS event_trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	dropped record;
+BEGIN
+	FOR dropped IN SELECT * FROM pg_event_trigger_dropped_objects()
+				   WHERE object_type IN ('table', 'table column', 'foreign table', 'foreign table column') LOOP
+		IF dropped.objsubid = 0 THEN
+			DELETE FROM ringshard.distributed_tables d WHERE d.table_name::oid = dropped.objid;
+		ELSE
+			DELETE FROM ringshard.distributed_tables d
+			 WHERE d.table_name::oid = dropped.objid
+			   AND dropped.objsubid IN (d.key_attnum, d.keyspace_attnum);
+			IF FOUND THEN
+				RAISE NOTICE 'table % is no longer annotated: its sharding key column was dropped', dropped.objid::regclass;
+			END IF;
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard.forget_dropped_tables() IS 'event trigger: drops the annotation of a dropped table or key column';
+CREATE EVENT TRIGGER ringshard_forget_dropped_tables ON sql_drop
+	EXECUTE FUNCTION ringshard.forget_dropped_tables();
+
+CREATE FUNCTION ringshard.follow_renamed_columns() RETURNS event_trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	UPDATE ringshard.distributed_tables d
+	   SET key_column = (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum),
+	       keyspace_column = (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum)
+	 WHERE d.table_name::oid IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass)
+	   AND (d.key_column IS DISTINCT FROM (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum)
+	        OR d.keyspace_column IS DISTINCT FROM (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum));
+END
+$$;
+COMMENT ON FUNCTION ringshard.follow_renamed_columns() IS 'event trigger: keeps annotation column names in step with ALTER TABLE ... RENAME';
+CREATE EVENT TRIGGER ringshard_follow_renamed_columns ON ddl_command_end
+	WHEN TAG IN ('ALTER TABLE', 'ALTER FOREIGN TABLE')
+	EXECUTE FUNCTION ringshard.follow_renamed_columns();

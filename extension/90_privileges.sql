@@ -1,0 +1,31 @@
+-- Routing is for everyone; changing topology is for ringshard_admin (and the
+-- extension's owner and superusers).  Routing reads the catalog with the
+-- caller's rights, so PUBLIC may read it, except node addresses.
+
+REVOKE ALL ON ALL TABLES IN SCHEMA ringshard FROM PUBLIC;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ringshard FROM PUBLIC;
+
+GRANT SELECT ON ringshard.rings, ringshard.ring_members, ringshard.partition_maps,
+	ringshard.partition_assignments, ringshard.distributed_tables, ringshard.annotated_tables TO PUBLIC;
+GRANT SELECT (node_name, is_up) ON ringshard.nodes TO PUBLIC;
+
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA ringshard TO ringshard_admin;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
+
+-- Read-only helpers anyone may call.
+GRANT EXECUTE ON FUNCTION
+	ringshard.address_is_safe(text),
+	ringshard.validate_ring(text),
+	ringshard.ring_points(text),
+	ringshard.ring_balance(text),
+	ringshard.partition_nodes(integer, text),
+	ringshard.check_partition_map(text),
+	ringshard.parse_partition_config(text),
+	ringshard.format_partition_config(text[], integer[], integer[]),
+	ringshard.partition_config(text),
+	ringshard.column_attnum(regclass, name),
+	ringshard.rows_per_node(regclass),
+	ringshard.invalidate_topology_cache(),
+	ringshard.merge_builtin_ring(),
+	ringshard.resolve_annotation_columns()
+TO PUBLIC;

@@ -1,0 +1,250 @@
+/*
+ * annotated_tables.c
+ *		shard_of(row) and replicas_of(row): placement of a row of an annotated
+ *		table, without restating its ring, map or key column.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "key_bytes.h"
+#include "rs_hash.h"
+#include "topology_cache.h"
+
+/* What a shard_of/replicas_of call site keeps: the table's annotation. */
+typedef struct RowPlacementState
+{
+	uint64		generation;
+	Oid			row_type;		/* the row type the annotation was loaded for */
+	CachedRing *ring;			/* one of ring and map is set */
+	CachedMap  *map;
+	AttrNumber	key_attnum;
+	KeyEncoder	key;
+	AttrNumber	keyspace_attnum;	/* 0 when the keyspace is a constant */
+	KeyEncoder	keyspace_key;
+	char	   *keyspace;		/* the constant keyspace */
+	char	   *table_name;
+} RowPlacementState;
+
+/* The attribute number of a live column of this row type, or ERROR. */
+static AttrNumber
+row_column(TupleDesc desc, const char *column, const char *table_name, Oid *type_oid)
+{
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		if (!attr->attisdropped && strcmp(NameStr(attr->attname), column) == 0)
+		{
+			*type_oid = attr->atttypid;
+			return attr->attnum;
+		}
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_COLUMN),
+			 errmsg("column \"%s\" of annotated table %s not found in the row", column, table_name)));
+}
+
+/* Load the annotation of the row's table into the call site's state. */
+static void
+load_annotation(FunctionCallInfo fcinfo, RowPlacementState *state, Oid relid, TupleDesc desc)
+{
+	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *key_column;
+	char	   *ring_name = NULL;
+	char	   *map_name = NULL;
+	char	   *keyspace_column = NULL;
+	Oid			type_oid;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("shard_of() and replicas_of() take a row of a table"),
+				 errhint("Pass the table alias, as in SELECT shard_of(t) FROM my_table t.")));
+
+	state->table_name = MemoryContextStrdup(mcxt, get_rel_name(relid) ? get_rel_name(relid) : "?");
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT key_column::text, ring_name, map_name, keyspace, keyspace_column::text "
+							  "FROM ringshard.distributed_tables "
+							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ringshard catalog query failed");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" is not annotated with a sharding key", state->table_name),
+				 errhint("Annotate it with ringshard.distribute_table() or ringshard.distribute_table_by_partition().")));
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	spi_desc = SPI_tuptable->tupdesc;
+
+		key_column = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 1));
+		if (SPI_getvalue(tuple, spi_desc, 2))
+			ring_name = pstrdup(SPI_getvalue(tuple, spi_desc, 2));
+		if (SPI_getvalue(tuple, spi_desc, 3))
+			map_name = pstrdup(SPI_getvalue(tuple, spi_desc, 3));
+		if (SPI_getvalue(tuple, spi_desc, 4))
+			state->keyspace = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 4));
+		if (SPI_getvalue(tuple, spi_desc, 5))
+			keyspace_column = pstrdup(SPI_getvalue(tuple, spi_desc, 5));
+	}
+	SPI_finish();
+
+	state->key_attnum = row_column(desc, key_column, state->table_name, &type_oid);
+	key_encoder_init(&state->key, type_oid, mcxt);
+	state->keyspace_attnum = 0;
+	if (keyspace_column)
+	{
+		state->keyspace_attnum = row_column(desc, keyspace_column, state->table_name, &type_oid);
+		key_encoder_init(&state->keyspace_key, type_oid, mcxt);
+	}
+	state->ring = ring_name ? topology_cache_ring(ring_name) : NULL;
+	state->map = map_name ? topology_cache_map(map_name) : NULL;
+	state->generation = topology_cache_generation;
+}
+
+/*
+ * Route one row: for a ring, the replica set (want nodes, 1 for the owner);
+ * for a map, every holder.  Returns false for a NULL key.
+ */
+static bool
+place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
+{
+	HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(0);
+	Oid			type_oid = HeapTupleHeaderGetTypeId(row);
+	int32		typmod = HeapTupleHeaderGetTypMod(row);
+	RowPlacementState *state = fcinfo->flinfo->fn_extra;
+	TupleDesc	desc = lookup_rowtype_tupdesc(type_oid, typmod);
+	HeapTupleData tuple;
+	bool		isnull;
+	Datum		key;
+	char		buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes;
+
+	if (state == NULL)
+	{
+		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RowPlacementState));
+		fcinfo->flinfo->fn_extra = state;
+	}
+	if (state->generation != topology_cache_generation ||
+		state->row_type != type_oid)
+	{
+		load_annotation(fcinfo, state, get_typ_typrelid(type_oid), desc);
+		state->row_type = type_oid;
+	}
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(row);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = row;
+	key = heap_getattr(&tuple, state->key_attnum, desc, &isnull);
+	if (isnull)
+	{
+		ReleaseTupleDesc(desc);
+		return false;
+	}
+	bytes = key_encoder_bytes(&state->key, key, buf, &len);
+
+	if (state->ring)
+	{
+		const rs_ring *ring = state->ring->ring;
+		uint32		want = owner_only ? 1 : (uint32) state->ring->replication_factor;
+		uint16	   *found;
+		uint32		nfound = 0;
+		rs_status	status;
+
+		if (ring == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ring \"%s\" of table \"%s\" has no nodes", state->ring->name, state->table_name),
+					 errhint("Add one with ringshard.add_node(node, address, ring).")));
+		found = palloc(sizeof(uint16) * Max(want, 1));
+		status = rs_ring_replicas(ring, rs_ring_key_hash(ring, bytes, len), want, found, &nfound);
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot compute replicas");
+		*nodes = palloc(sizeof(Datum) * Max(nfound, 1));
+		for (uint32 i = 0; i < nfound; i++)
+			(*nodes)[i] = state->ring->node_texts[found[i]];
+		*count = (int) nfound;
+	}
+	else
+	{
+		const char *keyspace = state->keyspace;
+		size_t		keyspace_len = keyspace ? strlen(keyspace) : 0;
+		char		keyspace_buf[KEY_BYTES_BUFSIZE];
+		int			partition = 0;
+		rs_status	status;
+		uint32		first;
+		uint32		holders;
+
+		if (state->keyspace_attnum > 0)
+		{
+			Datum		keyspace_value = heap_getattr(&tuple, state->keyspace_attnum, desc, &isnull);
+
+			if (isnull)
+			{
+				ReleaseTupleDesc(desc);
+				return false;
+			}
+			keyspace = key_encoder_bytes(&state->keyspace_key, keyspace_value, keyspace_buf, &keyspace_len);
+		}
+		status = rs_partition(keyspace, keyspace_len, bytes, len, &partition);
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot compute partition");
+		holders = rs_partmap_holder_count(&state->map->map, partition);
+		if (holders == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition %d of map \"%s\" has no node", partition, state->map->name),
+					 errdetail("A row of table \"%s\" in keyspace \"%.*s\" hashes to partition %d, which is a gap in the map.",
+							   state->table_name, (int) keyspace_len, keyspace, partition),
+					 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
+							 partition, partition, state->map->name)));
+		if (owner_only)
+			holders = 1;
+		first = state->map->map.offsets[partition];
+		*nodes = palloc(sizeof(Datum) * holders);
+		for (uint32 i = 0; i < holders; i++)
+			(*nodes)[i] = state->map->node_texts[state->map->map.holders[first + i]];
+		*count = (int) holders;
+	}
+	ReleaseTupleDesc(desc);
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_shard_of);
+
+/* shard_of(row): the node that owns a row of an annotated table. */
+Datum
+ringshard_shard_of(PG_FUNCTION_ARGS)
+{
+	Datum	   *nodes;
+	int			count;
+
+	if (!place_row(fcinfo, true, &nodes, &count))
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(nodes[0]);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_replicas_of);
+
+/* replicas_of(row): every node that holds a row of an annotated table. */
+Datum
+ringshard_replicas_of(PG_FUNCTION_ARGS)
+{
+	Datum	   *nodes;
+	int			count;
+
+	if (!place_row(fcinfo, false, &nodes, &count))
+		PG_RETURN_NULL();
+	PG_RETURN_ARRAYTYPE_P(construct_array(nodes, count, TEXTOID, -1, false, TYPALIGN_INT));
+}

@@ -1,0 +1,44 @@
+/*
+ * key_bytes.h
+ *		A key's canonical bytes (ROUTING.md §1), for any SQL type.
+ *
+ * The encoder is chosen once per call site from the argument's type, so the
+ * per-row work is a switch and, for strings, no copy at all.
+ */
+#ifndef RINGSHARD_KEY_BYTES_H
+#define RINGSHARD_KEY_BYTES_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+/* Room for the decimal text of any bigint or the text of a uuid, with NUL. */
+#define KEY_BYTES_BUFSIZE 40
+
+typedef enum KeyKind
+{
+	KEY_VARLENA,				/* text, varchar, char, bytea: bytes as stored */
+	KEY_INT2,
+	KEY_INT4,
+	KEY_INT8,					/* integers: decimal text */
+	KEY_UUID,					/* lowercase 36-character text */
+	KEY_OUTPUT					/* anything else: the type's text output */
+} KeyKind;
+
+typedef struct KeyEncoder
+{
+	KeyKind		kind;
+	FmgrInfo	output;			/* KEY_OUTPUT only */
+} KeyEncoder;
+
+/* Choose the encoding for values of a type; output functions live in mcxt. */
+extern void key_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt);
+
+/*
+ * The canonical bytes of a non-NULL value.  The result points into the value,
+ * into buf (KEY_BYTES_BUFSIZE bytes) or into memory of the current context.
+ */
+extern const char *key_encoder_bytes(const KeyEncoder *encoder, Datum value,
+									 char *buf, size_t *len);
+
+#endif							/* RINGSHARD_KEY_BYTES_H */

@@ -1,0 +1,60 @@
+/*
+ * ringshard.c
+ *		Module entry point and small catalog helpers.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "libpq-fe.h"
+#include "utils/builtins.h"
+
+#include "topology_cache.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+/* Load-time set-up: the topology cache's invalidation hooks. */
+void
+_PG_init(void)
+{
+	topology_cache_init();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_address_is_safe);
+
+/*
+ * address_is_safe(address): a host:port or a libpq connection string (or
+ * URI) that parses and has no password in it.  Passwords belong in .pgpass,
+ * a service file or a user mapping, never in the catalog PUBLIC can read.
+ */
+Datum
+ringshard_address_is_safe(PG_FUNCTION_ARGS)
+{
+	char	   *address = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	PQconninfoOption *options;
+	char	   *parse_error = NULL;
+	bool		safe = true;
+
+	if (address[0] == '\0')
+		PG_RETURN_BOOL(false);
+
+	/* A bare host:port is not a connection string; it has no password. */
+	if (strchr(address, '=') == NULL && strstr(address, "://") == NULL)
+		PG_RETURN_BOOL(strpbrk(address, " \t\r\n'\"\\") == NULL);
+
+	options = PQconninfoParse(address, &parse_error);
+	if (options == NULL)
+	{
+		if (parse_error)
+			PQfreemem(parse_error);
+		PG_RETURN_BOOL(false);
+	}
+	for (PQconninfoOption *option = options; option->keyword; option++)
+		if (option->val != NULL && option->val[0] != '\0' &&
+			(strcmp(option->keyword, "password") == 0 ||
+			 strcmp(option->keyword, "sslpassword") == 0))
+			safe = false;
+	PQconninfoFree(options);
+	PG_RETURN_BOOL(safe);
+}

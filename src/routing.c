@@ -1,0 +1,322 @@
+/*
+ * routing.c
+ *		The SQL-callable routing functions: ring_token, shard_for, replicas_for,
+ *		read_node_for, partition_for, nodes_for, partition_nodes.
+ *
+ * One C function serves every overload of a SQL name: the key's type is read
+ * from the call expression once and kept, with the ring or map, in fn_extra.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "common/pg_prng.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "key_bytes.h"
+#include "ringtoken.h"
+#include "rs_hash.h"
+#include "topology_cache.h"
+
+/* What a routing call site keeps between rows. */
+typedef struct RouteCallState
+{
+	KeyEncoder	key;
+	uint64		generation;		/* of the cache when ring/map were fetched */
+	CachedRing *ring;
+	CachedMap  *map;
+	text	   *target_name;	/* ring or map name the pointer was fetched for */
+} RouteCallState;
+
+/* The call site's state, set up on the first row. */
+static RouteCallState *
+route_state(FunctionCallInfo fcinfo, int key_arg)
+{
+	RouteCallState *state = fcinfo->flinfo->fn_extra;
+
+	if (state == NULL)
+	{
+		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RouteCallState));
+		key_encoder_init(&state->key, get_fn_expr_argtype(fcinfo->flinfo, key_arg),
+						 fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = state;
+	}
+	return state;
+}
+
+/* Whether the call site's ring/map was fetched for this name and is current. */
+static bool
+target_is_current(RouteCallState *state, text *name)
+{
+	return state->generation == topology_cache_generation &&
+		state->target_name != NULL &&
+		VARSIZE_ANY_EXHDR(state->target_name) == VARSIZE_ANY_EXHDR(name) &&
+		memcmp(VARDATA_ANY(state->target_name), VARDATA_ANY(name),
+			   VARSIZE_ANY_EXHDR(name)) == 0;
+}
+
+/* Remember the name the call site's ring/map belongs to. */
+static void
+remember_target(FunctionCallInfo fcinfo, RouteCallState *state, text *name)
+{
+	if (state->target_name)
+		pfree(state->target_name);
+	state->target_name = (text *) MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, VARSIZE_ANY(name));
+	memcpy(state->target_name, name, VARSIZE_ANY(name));
+	state->generation = topology_cache_generation;
+}
+
+/* The text 'default', the name of the built-in ring and map. */
+static text *
+default_target_name(void)
+{
+	static text *default_name = NULL;
+
+	if (default_name == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		default_name = cstring_to_text_with_len("default", 7);
+		MemoryContextSwitchTo(old);
+	}
+	return default_name;
+}
+
+/* The ring for this row: the named argument, or "default". */
+static CachedRing *
+route_ring(FunctionCallInfo fcinfo, RouteCallState *state, int ring_arg)
+{
+	text	   *name = ring_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(ring_arg) : default_target_name();
+	if (!target_is_current(state, name))
+	{
+		char	   *cname = text_to_cstring(name);
+
+		state->ring = topology_cache_ring(cname);
+		remember_target(fcinfo, state, name);
+	}
+	if (state->ring->ring == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ring \"%s\" has no nodes", state->ring->name),
+				 errhint("Add one with ringshard.add_node(node, address, ring).")));
+	return state->ring;
+}
+
+/* The map for this row: the named argument, or "default". */
+static CachedMap *
+route_map(FunctionCallInfo fcinfo, RouteCallState *state, int map_arg)
+{
+	text	   *name = map_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(map_arg) : default_target_name();
+	if (!target_is_current(state, name))
+	{
+		char	   *cname = text_to_cstring(name);
+
+		state->map = topology_cache_map(cname);
+		remember_target(fcinfo, state, name);
+	}
+	return state->map;
+}
+
+/* The key's hash in the ring's token space. */
+static inline uint64
+key_hash(FunctionCallInfo fcinfo, RouteCallState *state, const rs_ring *ring)
+{
+	char		buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(0), buf, &len);
+
+	return rs_ring_key_hash(ring, bytes, len);
+}
+
+/* A text[] of node names from node indexes. */
+static ArrayType *
+node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(count, 1));
+
+	for (uint32 i = 0; i < count; i++)
+		elems[i] = node_texts[nodes[i]];
+	return construct_array(elems, (int) count, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/* The replica set of the current row's key: up to want node indexes. */
+static uint32
+ring_replicas(FunctionCallInfo fcinfo, RouteCallState *state, const rs_ring *ring,
+			  uint32 want, uint16 *out)
+{
+	uint32		count = 0;
+	rs_status	status = rs_ring_replicas(ring, key_hash(fcinfo, state, ring), want, out, &count);
+
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute replicas");
+	return count;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_ring_token);
+
+/* ring_token(key): the key's MurmurHash3 ring token (§2). */
+Datum
+ringshard_ring_token(PG_FUNCTION_ARGS)
+{
+	RouteCallState *state = route_state(fcinfo, 0);
+	char		buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(0), buf, &len);
+
+	PG_RETURN_RINGTOKEN(rs_murmur3_token(bytes, len));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_shard_for);
+
+/* shard_for(key [, ring]): the owning node's name. */
+Datum
+ringshard_shard_for(PG_FUNCTION_ARGS)
+{
+	RouteCallState *state = route_state(fcinfo, 0);
+	CachedRing *ring = route_ring(fcinfo, state, 1);
+	uint32		owner = rs_ring_owner(ring->ring, key_hash(fcinfo, state, ring->ring));
+
+	/* The name lives in the cache until the transaction ends: no copy. */
+	PG_RETURN_DATUM(ring->node_texts[owner]);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_replicas_for);
+
+/* replicas_for(key [, ring [, n]]): owner first, R (or n) distinct nodes. */
+Datum
+ringshard_replicas_for(PG_FUNCTION_ARGS)
+{
+	RouteCallState *state = route_state(fcinfo, 0);
+	CachedRing *ring = route_ring(fcinfo, state, 1);
+	int32		want = ring->replication_factor;
+	uint16		small[64];
+	uint16	   *nodes = small;
+	uint32		count;
+
+	if (PG_NARGS() > 2)
+	{
+		want = PG_GETARG_INT32(2);
+		if (want < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("replica count %d is not positive", want),
+					 errhint("Ask for at least one replica.")));
+	}
+	if ((uint32) want > ring->ring->nnodes)
+		want = (int32) ring->ring->nnodes;
+	if (want > (int32) lengthof(small))
+		nodes = palloc(sizeof(uint16) * want);
+	count = ring_replicas(fcinfo, state, ring->ring, (uint32) want, nodes);
+	PG_RETURN_ARRAYTYPE_P(node_array(ring->node_texts, nodes, count));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_read_node_for);
+
+/* read_node_for(key [, ring]): one healthy replica, chosen at random. */
+Datum
+ringshard_read_node_for(PG_FUNCTION_ARGS)
+{
+	RouteCallState *state = route_state(fcinfo, 0);
+	CachedRing *ring = route_ring(fcinfo, state, 1);
+	uint16		nodes[64];
+	uint16		healthy[64];
+	uint32		nhealthy = 0;
+	uint32		count;
+
+	count = ring_replicas(fcinfo, state, ring->ring,
+						  (uint32) Min(ring->replication_factor, (int) lengthof(nodes)), nodes);
+	for (uint32 i = 0; i < count; i++)
+		if (ring->node_up[nodes[i]])
+			healthy[nhealthy++] = nodes[i];
+	if (nhealthy == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("no healthy replica in ring \"%s\" for this key", ring->name),
+				 errdetail("All %u replicas, owner first %s, are marked down.", count,
+						   TextDatumGetCString(ring->node_texts[nodes[0]])),
+				 errhint("Mark a node up with ringshard.mark_node_up(), or raise the replication factor.")));
+	PG_RETURN_DATUM(ring->node_texts[healthy[pg_prng_uint64_range(&pg_global_prng_state, 0, nhealthy - 1)]]);
+}
+
+/* partition(keyspace, key) of the current row (§5). */
+static int
+row_partition(FunctionCallInfo fcinfo, RouteCallState *state)
+{
+	text	   *keyspace = PG_GETARG_TEXT_PP(0);
+	char		buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(1), buf, &len);
+	int			partition = 0;
+	rs_status	status = rs_partition(VARDATA_ANY(keyspace), VARSIZE_ANY_EXHDR(keyspace),
+									  bytes, len, &partition);
+
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute partition");
+	return partition;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_partition_for);
+
+/* partition_for(keyspace, key): the key's partition, 0..255 (§5). */
+Datum
+ringshard_partition_for(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(row_partition(fcinfo, route_state(fcinfo, 1)));
+}
+
+/* The holders of a partition as text[]; empty for a gap. */
+static ArrayType *
+partition_holders(const CachedMap *map, int partition)
+{
+	uint32		first = map->map.offsets[partition];
+	uint32		count = rs_partmap_holder_count(&map->map, partition);
+	Datum	   *elems = palloc(sizeof(Datum) * Max(count, 1));
+
+	for (uint32 i = 0; i < count; i++)
+		elems[i] = map->node_texts[map->map.holders[first + i]];
+	return construct_array(elems, (int) count, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_nodes_for);
+
+/* nodes_for(keyspace, key [, map]): every holder of the key's partition. */
+Datum
+ringshard_nodes_for(PG_FUNCTION_ARGS)
+{
+	RouteCallState *state = route_state(fcinfo, 1);
+	CachedMap  *map = route_map(fcinfo, state, 2);
+	int			partition = row_partition(fcinfo, state);
+
+	if (rs_partmap_holder_count(&map->map, partition) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition %d of map \"%s\" has no node", partition, map->name),
+				 errdetail("The key in keyspace \"%s\" hashes to partition %d, which is a gap in the map.",
+						   text_to_cstring(PG_GETARG_TEXT_PP(0)), partition),
+				 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s'); ringshard.check_partition_map() lists every gap.",
+						 partition, partition, map->name)));
+	PG_RETURN_ARRAYTYPE_P(partition_holders(map, partition));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_partition_nodes);
+
+/* partition_nodes(partition [, map]): the holders of one partition. */
+Datum
+ringshard_partition_nodes(PG_FUNCTION_ARGS)
+{
+	int32		partition = PG_GETARG_INT32(0);
+	RouteCallState *state = fcinfo->flinfo->fn_extra;
+
+	if (partition < 0 || partition >= RS_PARTITION_COUNT)
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("partition %d is out of range", partition),
+				 errhint("Partitions are numbered 0 to 255.")));
+	if (state == NULL)
+	{
+		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RouteCallState));
+		fcinfo->flinfo->fn_extra = state;
+	}
+	PG_RETURN_ARRAYTYPE_P(partition_holders(route_map(fcinfo, state, 1), partition));
+}

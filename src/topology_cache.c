@@ -1,0 +1,389 @@
+/*
+ * topology_cache.c
+ *		Backend-local rings and partition maps (see topology_cache.h).
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "topology_cache.h"
+
+uint64		topology_cache_generation = 1;
+
+static CachedRing *cached_rings;
+static CachedMap *cached_maps;
+
+/* Entries replaced by an invalidation, freed at the end of the transaction. */
+static CachedRing *retired_rings;
+static CachedMap *retired_maps;
+
+/* The relation whose relcache invalidation means "topology changed". */
+static Oid	sentinel_relid = InvalidOid;
+
+static MemoryContext topology_context;
+
+/* Free the lists of retired entries. */
+static void
+release_retired(void)
+{
+	/*
+	 * Entries are allocated in topology_context; their core rings with
+	 * malloc.  Free the malloc'd parts, then the palloc'd ones.
+	 */
+	while (retired_rings)
+	{
+		CachedRing *next = retired_rings->next;
+
+		rs_ring_free(retired_rings->ring);
+		if (retired_rings->node_texts)
+			pfree(retired_rings->node_texts);
+		if (retired_rings->node_up)
+			pfree(retired_rings->node_up);
+		pfree(retired_rings->name);
+		pfree(retired_rings);
+		retired_rings = next;
+	}
+	while (retired_maps)
+	{
+		CachedMap  *next = retired_maps->next;
+
+		rs_partmap_free(&retired_maps->map);
+		if (retired_maps->node_texts)
+			pfree(retired_maps->node_texts);
+		if (retired_maps->node_up)
+			pfree(retired_maps->node_up);
+		pfree(retired_maps->name);
+		pfree(retired_maps);
+		retired_maps = next;
+	}
+}
+
+/* Retire every cached entry and move the generation on. */
+static void
+invalidate_all(void)
+{
+	while (cached_rings)
+	{
+		CachedRing *next = cached_rings->next;
+
+		cached_rings->next = retired_rings;
+		retired_rings = cached_rings;
+		cached_rings = next;
+	}
+	while (cached_maps)
+	{
+		CachedMap  *next = cached_maps->next;
+
+		cached_maps->next = retired_maps;
+		retired_maps = cached_maps;
+		cached_maps = next;
+	}
+	topology_cache_generation++;
+}
+
+/* Relcache callback: a change of ringshard.rings (or of everything) invalidates. */
+static void
+topology_relcache_callback(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == sentinel_relid)
+		invalidate_all();
+}
+
+/* Transaction callback: retired entries can go once no query holds them. */
+static void
+topology_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		release_retired();
+}
+
+/* Register the callbacks; called from _PG_init. */
+void
+topology_cache_init(void)
+{
+	topology_context = AllocSetContextCreate(TopMemoryContext, "ringshard topology",
+											 ALLOCSET_SMALL_SIZES);
+	CacheRegisterRelcacheCallback(topology_relcache_callback, (Datum) 0);
+	RegisterXactCallback(topology_xact_callback, NULL);
+}
+
+/* Remember which relation's invalidation means "topology changed". */
+static void
+resolve_sentinel(void)
+{
+	Oid			schema = get_namespace_oid("ringshard", true);
+
+	sentinel_relid = OidIsValid(schema) ? get_relname_relid("rings", schema) : InvalidOid;
+	if (!OidIsValid(sentinel_relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ringshard catalog not found"),
+				 errhint("Run CREATE EXTENSION ringshard in this database.")));
+}
+
+/* Report a core status as an ERROR with a SQLSTATE; never returns. */
+void
+ringshard_report_core_error(rs_status status, const char *what)
+{
+	int			code;
+
+	switch (status)
+	{
+		case RS_ERR_NOMEM:
+			code = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case RS_ERR_SYNTAX:
+			code = ERRCODE_INVALID_TEXT_REPRESENTATION;
+			break;
+		case RS_ERR_OUT_OF_RANGE:
+			code = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+			break;
+		case RS_ERR_TOO_MANY_POINTS:
+		case RS_ERR_TOO_MANY_NODES:
+		case RS_ERR_TOO_LARGE:
+			code = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			break;
+		case RS_ERR_DUPLICATE:
+			code = ERRCODE_DUPLICATE_OBJECT;
+			break;
+		case RS_ERR_EMPTY:
+			code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+			break;
+		case RS_ERR_CRYPTO:
+			code = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
+			break;
+		default:
+			code = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+	}
+	ereport(ERROR, (errcode(code), errmsg("%s: %s", what, rs_status_text(status))));
+}
+
+/* Run a read-only catalog query with one text parameter. */
+static void
+run_catalog_query(const char *sql, const char *param)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(param);
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ringshard catalog query failed: %s", sql);
+}
+
+/* Build a ring afresh from the catalog (see topology_cache.h). */
+void
+topology_load_ring(const char *ring_name, int options, rs_ring **ring_out,
+				   int *replication_factor, bool **node_up_out)
+{
+	rs_ring_algorithm algorithm;
+	int			vnodes;
+	rs_ring_member *members;
+	bool	   *node_up;
+	uint64		nmembers;
+	rs_status	status;
+	long		bad_member = -1;
+
+	*ring_out = NULL;
+	SPI_connect();
+	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
+					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("ring \"%s\" does not exist", ring_name),
+				 errhint("Create it with ringshard.create_ring(), or list rings in ringshard.rings.")));
+	{
+		bool		isnull;
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *algorithm_name = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
+
+		algorithm = strcmp(algorithm_name, "ketama") == 0 ? RS_RING_KETAMA : RS_RING_MURMUR3;
+		vnodes = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		*replication_factor = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+	}
+
+	/* Bytewise name order is the core's node order, so indexes line up. */
+	run_catalog_query("SELECT m.node_name, m.weight, n.is_up "
+					  "FROM ringshard.ring_members m JOIN ringshard.nodes n "
+					  "ON n.node_name OPERATOR(pg_catalog.=) m.node_name "
+					  "WHERE m.ring_name OPERATOR(pg_catalog.=) $1 "
+					  "ORDER BY m.node_name COLLATE \"C\"", ring_name);
+	nmembers = SPI_processed;
+	members = palloc0(sizeof(rs_ring_member) * Max(nmembers, 1));
+	node_up = MemoryContextAllocZero(topology_context, sizeof(bool) * Max(nmembers, 1));
+	for (uint64 i = 0; i < nmembers; i++)
+	{
+		bool		isnull;
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		text	   *name = DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull));
+
+		members[i].name = VARDATA_ANY(name);
+		members[i].name_len = VARSIZE_ANY_EXHDR(name);
+		members[i].weight = DatumGetFloat8(SPI_getbinval(tuple, desc, 2, &isnull));
+		node_up[i] = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+	}
+
+	if (nmembers > 0)
+	{
+		status = rs_ring_build(algorithm, members, nmembers, (uint32) vnodes, options,
+							   ring_out, &bad_member);
+		if (status != RS_OK)
+		{
+			pfree(node_up);
+			if (bad_member >= 0)
+				ereport(ERROR,
+						(errcode(status == RS_ERR_TOO_MANY_POINTS ? ERRCODE_PROGRAM_LIMIT_EXCEEDED
+								 : ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("cannot build ring \"%s\": %s", ring_name, rs_status_text(status)),
+						 errdetail("The offending node is \"%.*s\" with weight %g.",
+								   (int) members[bad_member].name_len, members[bad_member].name,
+								   members[bad_member].weight),
+						 errhint("A ring holds at most %u points and %u nodes.",
+								 RS_RING_MAX_POINTS, RS_RING_MAX_NODES)));
+			ringshard_report_core_error(status, psprintf("cannot build ring \"%s\"", ring_name));
+		}
+	}
+	SPI_finish();
+	*node_up_out = node_up;
+}
+
+/* The cached ring of this name; ERROR if no such ring. */
+CachedRing *
+topology_cache_ring(const char *ring_name)
+{
+	CachedRing *entry;
+	rs_ring    *ring;
+	int			replication_factor;
+	bool	   *node_up;
+	MemoryContext old;
+
+	for (entry = cached_rings; entry; entry = entry->next)
+		if (strcmp(entry->name, ring_name) == 0)
+			return entry;
+
+	resolve_sentinel();
+	topology_load_ring(ring_name, 0, &ring, &replication_factor, &node_up);
+
+	old = MemoryContextSwitchTo(topology_context);
+	entry = palloc0(sizeof(CachedRing));
+	entry->name = pstrdup(ring_name);
+	entry->ring = ring;
+	entry->replication_factor = replication_factor;
+	entry->node_up = node_up;
+	if (ring)
+	{
+		entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
+		for (uint32 i = 0; i < ring->nnodes; i++)
+			entry->node_texts[i] = PointerGetDatum(cstring_to_text_with_len(ring->names[i],
+																			(int) ring->name_lens[i]));
+	}
+	MemoryContextSwitchTo(old);
+	entry->next = cached_rings;
+	cached_rings = entry;
+	return entry;
+}
+
+/* The cached map of this name; ERROR if no such map. */
+CachedMap *
+topology_cache_map(const char *map_name)
+{
+	CachedMap  *entry;
+	rs_partition_range *ranges;
+	uint64		nranges;
+	uint64		nnodes;
+	MemoryContext old;
+	rs_status	status;
+
+	for (entry = cached_maps; entry; entry = entry->next)
+		if (strcmp(entry->name, map_name) == 0)
+			return entry;
+
+	resolve_sentinel();
+	SPI_connect();
+	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
+					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("partition map \"%s\" does not exist", map_name),
+				 errhint("Create it with ringshard.create_partition_map(), or list maps in ringshard.partition_maps.")));
+
+	/* Node indexes: dense ranks in bytewise name order. */
+	run_catalog_query("SELECT (pg_catalog.dense_rank() OVER (ORDER BY a.node_name COLLATE \"C\") - 1)::int4, "
+					  "a.node_name, n.is_up, a.partition_start, a.partition_end "
+					  "FROM ringshard.partition_assignments a JOIN ringshard.nodes n "
+					  "ON n.node_name OPERATOR(pg_catalog.=) a.node_name "
+					  "WHERE a.map_name OPERATOR(pg_catalog.=) $1 "
+					  "ORDER BY a.node_name COLLATE \"C\", a.partition_start", map_name);
+	nranges = SPI_processed;
+	ranges = palloc(sizeof(rs_partition_range) * Max(nranges, 1));
+	nnodes = 0;
+
+	old = MemoryContextSwitchTo(topology_context);
+	entry = palloc0(sizeof(CachedMap));
+	entry->name = pstrdup(map_name);
+	entry->node_texts = palloc(sizeof(Datum) * Max(nranges, 1));
+	entry->node_up = palloc(sizeof(bool) * Max(nranges, 1));
+	for (uint64 i = 0; i < nranges; i++)
+	{
+		bool		isnull;
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		int			node = DatumGetInt32(SPI_getbinval(tuple, desc, 1, &isnull));
+
+		if ((uint64) node == nnodes)
+		{
+			entry->node_texts[node] = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(tuple, desc, 2, &isnull)));
+			entry->node_up[node] = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+			nnodes++;
+		}
+		ranges[i].node = (uint32) node;
+		ranges[i].partition_start = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
+		ranges[i].partition_end = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
+	}
+	MemoryContextSwitchTo(old);
+	entry->nnodes = (int) nnodes;
+
+	status = rs_partmap_build(ranges, nranges, &entry->map, NULL);
+	if (status != RS_OK)
+		ringshard_report_core_error(status, psprintf("cannot build partition map \"%s\"", map_name));
+	SPI_finish();
+	pfree(ranges);
+
+	entry->next = cached_maps;
+	cached_maps = entry;
+	return entry;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_invalidate_topology_cache);
+
+/* Trigger on every catalog table: any change makes every backend rebuild. */
+Datum
+ringshard_invalidate_topology_cache(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			rings_relid;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("ringshard.invalidate_topology_cache() must be called as a trigger")));
+
+	rings_relid = get_relname_relid("rings", RelationGetNamespace(trigdata->tg_relation));
+	if (OidIsValid(rings_relid))
+		CacheInvalidateRelcacheByRelid(rings_relid);
+	return PointerGetDatum(NULL);
+}

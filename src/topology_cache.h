@@ -1,0 +1,63 @@
+/*
+ * topology_cache.h
+ *		Backend-local rings and partition maps, built from the catalog once and
+ *		rebuilt only after a topology change.
+ *
+ * Lookups never touch the catalog: a routing function keeps a pointer to a
+ * cached ring in its fn_extra together with the cache generation it saw, and
+ * asks the cache again only when the generation has moved on.  A relcache
+ * invalidation of ringshard.rings (sent by the catalog's triggers on every
+ * change) bumps the generation.  Replaced entries stay allocated until the
+ * end of the transaction, because a query may still hold node names that
+ * were returned from them without a copy.
+ */
+#ifndef RINGSHARD_TOPOLOGY_CACHE_H
+#define RINGSHARD_TOPOLOGY_CACHE_H
+
+#include "postgres.h"
+
+#include "rs_partmap.h"
+#include "rs_ring.h"
+
+typedef struct CachedRing
+{
+	char	   *name;
+	rs_ring    *ring;			/* NULL when the ring has no nodes */
+	int			replication_factor;
+	Datum	   *node_texts;		/* text datum of each node's name */
+	bool	   *node_up;		/* health, by node index */
+	struct CachedRing *next;
+} CachedRing;
+
+typedef struct CachedMap
+{
+	char	   *name;
+	rs_partmap	map;
+	int			nnodes;
+	Datum	   *node_texts;		/* by the node indexes used in map.holders */
+	bool	   *node_up;
+	struct CachedMap *next;
+} CachedMap;
+
+/* Bumped by every invalidation; a pointer is valid while this is unchanged. */
+extern uint64 topology_cache_generation;
+
+extern void topology_cache_init(void);
+
+/* The cached ring of this name; ERROR if no such ring. */
+extern CachedRing *topology_cache_ring(const char *ring_name);
+
+/* The cached map of this name; ERROR if no such map. */
+extern CachedMap *topology_cache_map(const char *map_name);
+
+/*
+ * Build a ring afresh from the catalog (not cached), with the given core
+ * options.  *ring is NULL if the ring has no nodes.  For showing rings.
+ */
+extern void topology_load_ring(const char *ring_name, int options, rs_ring **ring,
+							   int *replication_factor, bool **node_up);
+
+/* Report a core status as an ERROR with a SQLSTATE; never returns. */
+extern void ringshard_report_core_error(rs_status status, const char *what) pg_attribute_noreturn();
+
+#endif							/* RINGSHARD_TOPOLOGY_CACHE_H */
