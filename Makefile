@@ -34,10 +34,11 @@ SHLIB_LINK = -lmurmurhash -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors ring_murmur3 ring_ketama ring_admin ring_info \
-	partitions partition_config annotated_tables invalidation privileges
+	partitions partition_config annotated_tables privileges
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 TAP_TESTS = 1
+PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -49,3 +50,6 @@ $(EXTENSION)--$(EXTVERSION).sql: $(EXTENSION_PIECES) ringshard.control
 .PHONY: unit
 unit:
 	$(MAKE) -C test/unit run
+
+# PGXS tracks no header dependencies for extensions: rebuild on any change.
+$(OBJS): $(wildcard src/*.h src/core/*.h)

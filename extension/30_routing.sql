@@ -80,3 +80,39 @@ COMMENT ON FUNCTION pg_catalog.nodes_for(text, anyelement, text) IS 'every holde
 CREATE FUNCTION ringshard.partition_nodes(partition integer, map text DEFAULT 'default') RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_partition_nodes' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard.partition_nodes(integer, text) IS 'the holders of one partition (empty for a gap)';
+
+-- char(n) keys route by their bytes as stored, padding included (§1); without
+-- these overloads PostgreSQL would pick the text overload and trim them.
+CREATE FUNCTION pg_catalog.ring_token(key character) RETURNS ringtoken
+	AS 'MODULE_PATHNAME', 'ringshard_ring_token' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.shard_for(key character) RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_shard_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.shard_for(key character, ring text) RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_shard_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.replicas_for(key character) RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_replicas_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.replicas_for(key character, ring text) RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_replicas_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.replicas_for(key character, ring text, n integer) RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_replicas_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.read_node_for(key character) RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_read_node_for' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.read_node_for(key character, ring text) RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_read_node_for' LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.partition_for(keyspace text, key character) RETURNS integer
+	AS 'MODULE_PATHNAME', 'ringshard_partition_for' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.nodes_for(keyspace text, key character) RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_nodes_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION pg_catalog.nodes_for(keyspace text, key character, map text) RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_nodes_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION pg_catalog.ring_token(character) IS 'ring token of a char(n) key, padding included';
+COMMENT ON FUNCTION pg_catalog.shard_for(character) IS 'the node that owns a char(n) key (padding included) on ring ''default''';
+COMMENT ON FUNCTION pg_catalog.shard_for(character, text) IS 'the node that owns a char(n) key (padding included) on the named ring';
+COMMENT ON FUNCTION pg_catalog.replicas_for(character) IS 'the replica set of a char(n) key on ring ''default''';
+COMMENT ON FUNCTION pg_catalog.replicas_for(character, text) IS 'the replica set of a char(n) key on the named ring';
+COMMENT ON FUNCTION pg_catalog.replicas_for(character, text, integer) IS 'the first n distinct nodes clockwise from a char(n) key';
+COMMENT ON FUNCTION pg_catalog.read_node_for(character) IS 'a random healthy replica of a char(n) key on ring ''default''';
+COMMENT ON FUNCTION pg_catalog.read_node_for(character, text) IS 'a random healthy replica of a char(n) key on the named ring';
+COMMENT ON FUNCTION pg_catalog.partition_for(text, character) IS 'the partition of a char(n) key, padding included';
+COMMENT ON FUNCTION pg_catalog.nodes_for(text, character) IS 'every holder of a char(n) key''s partition in map ''default''';
+COMMENT ON FUNCTION pg_catalog.nodes_for(text, character, text) IS 'every holder of a char(n) key''s partition in the named map';

@@ -178,7 +178,8 @@ BEGIN
 			BEGIN
 				PERFORM ringshard.ensure_node(node, entry.address);
 			EXCEPTION WHEN invalid_parameter_value OR duplicate_object THEN
-				RAISE EXCEPTION 'invalid partition config: address "%" cannot be used', entry.address
+				RAISE EXCEPTION 'invalid partition config: address "%" cannot be used',
+					regexp_replace(entry.address, '(password\s*=\s*)\S+', '\1***', 'gi')
 					USING ERRCODE = 'invalid_parameter_value',
 					      DETAIL = format('At line %s, field address.', entry.line),
 					      HINT = 'An address is host:port or a libpq connection string without a password, and must not clash with a node of another address.';

@@ -360,8 +360,7 @@ topology_cache_map(const char *map_name)
 	status = rs_partmap_build(ranges, nranges, &entry->map, NULL);
 	if (status != RS_OK)
 		ringshard_report_core_error(status, psprintf("cannot build partition map \"%s\"", map_name));
-	SPI_finish();
-	pfree(ranges);
+	SPI_finish();				/* frees ranges with the SPI context */
 
 	entry->next = cached_maps;
 	cached_maps = entry;

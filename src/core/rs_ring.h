@@ -28,7 +28,12 @@ typedef enum rs_ring_algorithm
 	RS_RING_KETAMA = 1
 } rs_ring_algorithm;
 
-typedef unsigned __int128 rs_u128;
+/*
+ * Exact token counts need 65 bits.  The type asks for only 8-byte alignment
+ * so that arrays of it can live in memory from allocators that give no more
+ * (palloc), without the compiler assuming 16.
+ */
+typedef unsigned __int128 rs_u128 __attribute__((aligned(8)));
 
 /* One member as the caller describes it; the name is copied. */
 typedef struct rs_ring_member

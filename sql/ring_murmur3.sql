@@ -1,0 +1,80 @@
+-- ROUTING.md §3 and §6: the murmur3 ring.
+\set SHOW_CONTEXT never
+
+-- The seed's three shards, 256 vnodes each, replication 2.
+SELECT ringshard.set_replication_factor('default', 2);
+SELECT ringshard.add_node('shard-jakarta-01');
+SELECT ringshard.add_node('shard-surabaya-02');
+SELECT ringshard.add_node('shard-makassar-03');
+
+SELECT count(*) AS points FROM ringshard.ring_points();
+SELECT * FROM ringshard.ring_points() LIMIT 3;
+
+-- §6 ring table: token, owner and replica set of every key
+SELECT key, ring_token(key) AS token, shard_for(key) AS owner, replicas_for(key) AS replicas
+  FROM (VALUES ('3201012345670001'), ('3578021122330002'), ('7371034455660003'),
+               ('3171059988770004'), ('key-1'), ('key-2'), ('key-3'), ('key-4')) AS v(key);
+
+-- the same rows checked against the contract: no disagreement
+SELECT count(*) AS disagreements
+  FROM (VALUES ('3201012345670001', '15884386775397619189', '{shard-surabaya-02,shard-jakarta-01}'),
+               ('3578021122330002', '8811238047343097349', '{shard-makassar-03,shard-surabaya-02}'),
+               ('7371034455660003', '14745517588873323327', '{shard-makassar-03,shard-surabaya-02}'),
+               ('3171059988770004', '7138621039917915904', '{shard-makassar-03,shard-surabaya-02}'),
+               ('key-1', '18316859633611270910', '{shard-makassar-03,shard-surabaya-02}'),
+               ('key-2', '15933830083902091493', '{shard-surabaya-02,shard-jakarta-01}'),
+               ('key-3', '2277932087057949865', '{shard-makassar-03,shard-surabaya-02}'),
+               ('key-4', '5869623425920187448', '{shard-makassar-03,shard-jakarta-01}')) AS v(key, token, replicas)
+ WHERE ring_token(key) <> token::ringtoken
+    OR shard_for(key) <> (replicas::text[])[1]
+    OR replicas_for(key) <> replicas::text[]
+    OR replicas_for(key, 'default') <> replicas::text[];
+
+-- bigint NIKs route as their decimal text
+SELECT nik, shard_for(nik) AS owner, shard_for(nik) = shard_for(nik::text) AS same_as_text
+  FROM (VALUES (3201012345670001::bigint), (3578021122330002), (7371034455660003), (3171059988770004)) AS v(nik);
+
+-- replicas_for with n: owner first, distinct, capped at the number of nodes
+SELECT replicas_for('key-1', 'default', 1) AS one, replicas_for('key-1', 'default', 3) AS three,
+       replicas_for('key-1', 'default', 10) AS capped;
+SELECT replicas_for('key-1', 'default', 0);
+
+-- the owner is the node of the first point whose token is >= the key's
+-- token, wrapping past the last point: checked against ring_points for
+-- 2,000 keys
+WITH keys AS (SELECT 'k' || g AS key FROM generate_series(1, 2000) g),
+     expected AS (
+       SELECT k.key,
+              coalesce((SELECT p.node FROM ringshard.ring_points() p
+                         WHERE p.token >= ring_token(k.key) ORDER BY p.token LIMIT 1),
+                       (SELECT p.node FROM ringshard.ring_points() p ORDER BY p.token LIMIT 1)) AS owner
+         FROM keys k)
+SELECT count(*) FILTER (WHERE shard_for(key) <> owner) AS disagreements, count(*) AS keys FROM expected;
+
+-- exact boundary: a key whose token equals a point's token belongs to that
+-- point; one more belongs to the next point.  Found with a point label.
+SELECT shard_for('shard-jakarta-01#vnode#0') AS owner_of_point_label,
+       (SELECT node FROM ringshard.ring_points() WHERE token = ring_token('shard-jakarta-01#vnode#0')) AS point_node;
+
+-- §6 weighted ring: a, b weight 1, c weight 2, 4 vnodes per unit weight
+SELECT ringshard.create_ring('weighted', vnodes => 4, replication_factor => 3);
+SELECT ringshard.add_node('a', ring => 'weighted');
+SELECT ringshard.add_node('b', ring => 'weighted');
+SELECT ringshard.add_node('c', ring => 'weighted', weight => 2);
+SELECT token, node FROM ringshard.ring_points('weighted');
+SELECT key, shard_for(key, 'weighted') AS owner, replicas_for(key, 'weighted') AS replicas
+  FROM (VALUES ('k1'), ('k2'), ('k3'), ('k4'), ('k5'), ('k6')) AS v(key);
+SELECT node, weight, points FROM ringshard.ring_balance('weighted');
+
+-- weights round half away from zero, at least one point
+SELECT ringshard.set_node_weight('a', 0.125, 'weighted');
+SELECT ringshard.set_node_weight('b', 0.375, 'weighted');
+SELECT node, weight, points FROM ringshard.ring_balance('weighted');
+
+-- adding a fourth node moves only keys to it, about a quarter of them
+CREATE TEMP TABLE before AS
+  SELECT 'key-' || g AS key, shard_for('key-' || g) AS owner FROM generate_series(1, 20000) g;
+SELECT ringshard.add_node('shard-bandung-04');
+SELECT count(*) FILTER (WHERE shard_for(key) <> owner AND shard_for(key) <> 'shard-bandung-04') AS moved_elsewhere,
+       round(avg((shard_for(key) <> owner)::int), 2) AS moved_fraction
+  FROM before;
