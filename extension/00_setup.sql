@@ -13,4 +13,7 @@ BEGIN
 END
 $setup$;
 
+-- The schema belongs to the extension, so DROP EXTENSION removes it too.
+CREATE SCHEMA ringshard;
+COMMENT ON SCHEMA ringshard IS 'ringshard administration and catalog';
 GRANT USAGE ON SCHEMA ringshard TO PUBLIC;
