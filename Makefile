@@ -10,6 +10,8 @@ CORE_OBJS = \
 	src/core/rs_hash.o \
 	src/core/rs_token_text.o \
 	src/core/rs_ring.o \
+	src/core/rs_ring_diff.o \
+	src/core/rs_schemes.o \
 	src/core/rs_partmap.o \
 	src/core/rs_config.o
 
@@ -21,7 +23,8 @@ GLUE_OBJS = \
 	src/routing.o \
 	src/ring_info.o \
 	src/partitions.o \
-	src/annotated_tables.o
+	src/annotated_tables.o \
+	src/previews.o
 
 OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 
@@ -34,7 +37,8 @@ SHLIB_LINK = -lmurmurhash -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors ring_murmur3 ring_ketama ring_admin ring_info \
-	partitions partition_config annotated_tables privileges
+	partitions partition_config annotated_tables privileges \
+	previews
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 TAP_TESTS = 1

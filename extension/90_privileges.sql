@@ -29,3 +29,25 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.merge_builtin_ring(),
 	ringshard.resolve_annotation_columns()
 TO PUBLIC;
+
+-- Previews change nothing: anyone may look.
+GRANT EXECUTE ON FUNCTION
+	ringshard.preview_change(text, text, text, float8, boolean),
+	ringshard.preview_add_node(text, text, float8),
+	ringshard.preview_remove_node(text, text),
+	ringshard.preview_set_weight(text, float8, text),
+	ringshard.preview_add_node_copies(text, text, float8),
+	ringshard.preview_remove_node_copies(text, text),
+	ringshard.preview_set_weight_copies(text, float8, text),
+	ringshard.proposed_replicas(text, text, text, text, float8),
+	ringshard.proposed_replicas(anyelement, text, text, text, float8),
+	ringshard.plan_table_moves(regclass, text, text, float8),
+	ringshard.plan_table_summary(regclass, text, text, float8),
+	ringshard.compare_schemes(integer, integer, integer, integer),
+	ringshard.ring_skew(text, float8),
+	ringshard.ring_balance_summary(text),
+	ringshard.table_skew(regclass, float8),
+	ringshard.preview_partition_assignments(text[], integer[], integer[], text),
+	ringshard.preview_partition_config(text, text),
+	ringshard.suggest_partition_boundaries(regclass)
+TO PUBLIC;

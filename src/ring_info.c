@@ -36,14 +36,7 @@ u128_numeric(rs_u128 value)
 static rs_ring *
 load_for_display(text *ring_name, int options)
 {
-	rs_ring    *ring;
-	int			replication_factor;
-	bool	   *node_up;
-	char	   *name = text_to_cstring(ring_name);
-
-	topology_load_ring(name, options, &ring, &replication_factor, &node_up);
-	pfree(node_up);
-	return ring;
+	return topology_build_ring(topology_read_ring_spec(text_to_cstring(ring_name)), options);
 }
 
 PG_FUNCTION_INFO_V1(ringshard_validate_ring);

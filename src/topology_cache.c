@@ -181,20 +181,14 @@ run_catalog_query(const char *sql, const char *param)
 		elog(ERROR, "ringshard catalog query failed: %s", sql);
 }
 
-/* Build a ring afresh from the catalog (see topology_cache.h). */
-void
-topology_load_ring(const char *ring_name, int options, rs_ring **ring_out,
-				   int *replication_factor, bool **node_up_out)
+/* Read a ring's definition and members from the catalog (see topology_cache.h). */
+RingSpec *
+topology_read_ring_spec(const char *ring_name)
 {
-	rs_ring_algorithm algorithm;
-	int			vnodes;
-	rs_ring_member *members;
-	bool	   *node_up;
-	uint64		nmembers;
-	rs_status	status;
-	long		bad_member = -1;
+	MemoryContext caller = CurrentMemoryContext;
+	RingSpec   *spec = palloc0(sizeof(RingSpec));
 
-	*ring_out = NULL;
+	spec->name = pstrdup(ring_name);
 	SPI_connect();
 	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
 					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
@@ -209,9 +203,9 @@ topology_load_ring(const char *ring_name, int options, rs_ring **ring_out,
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		char	   *algorithm_name = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
 
-		algorithm = strcmp(algorithm_name, "ketama") == 0 ? RS_RING_KETAMA : RS_RING_MURMUR3;
-		vnodes = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-		*replication_factor = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
+		spec->algorithm = strcmp(algorithm_name, "ketama") == 0 ? RS_RING_KETAMA : RS_RING_MURMUR3;
+		spec->vnodes = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+		spec->replication_factor = DatumGetInt32(SPI_getbinval(tuple, desc, 3, &isnull));
 	}
 
 	/* Bytewise name order is the core's node order, so indexes line up. */
@@ -220,44 +214,49 @@ topology_load_ring(const char *ring_name, int options, rs_ring **ring_out,
 					  "ON n.node_name OPERATOR(pg_catalog.=) m.node_name "
 					  "WHERE m.ring_name OPERATOR(pg_catalog.=) $1 "
 					  "ORDER BY m.node_name COLLATE \"C\"", ring_name);
-	nmembers = SPI_processed;
-	members = palloc0(sizeof(rs_ring_member) * Max(nmembers, 1));
-	node_up = MemoryContextAllocZero(topology_context, sizeof(bool) * Max(nmembers, 1));
-	for (uint64 i = 0; i < nmembers; i++)
+	spec->nmembers = (int) SPI_processed;
+	spec->members = MemoryContextAllocZero(caller, sizeof(rs_ring_member) * (spec->nmembers + 1));
+	spec->node_up = MemoryContextAllocZero(caller, sizeof(bool) * (spec->nmembers + 1));
+	for (int i = 0; i < spec->nmembers; i++)
 	{
 		bool		isnull;
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		text	   *name = DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull));
+		char	   *name = MemoryContextStrdup(caller, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)));
 
-		members[i].name = VARDATA_ANY(name);
-		members[i].name_len = VARSIZE_ANY_EXHDR(name);
-		members[i].weight = DatumGetFloat8(SPI_getbinval(tuple, desc, 2, &isnull));
-		node_up[i] = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
-	}
-
-	if (nmembers > 0)
-	{
-		status = rs_ring_build(algorithm, members, nmembers, (uint32) vnodes, options,
-							   ring_out, &bad_member);
-		if (status != RS_OK)
-		{
-			pfree(node_up);
-			if (bad_member >= 0)
-				ereport(ERROR,
-						(errcode(status == RS_ERR_TOO_MANY_POINTS ? ERRCODE_PROGRAM_LIMIT_EXCEEDED
-								 : ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("cannot build ring \"%s\": %s", ring_name, rs_status_text(status)),
-						 errdetail("The offending node is \"%.*s\" with weight %g.",
-								   (int) members[bad_member].name_len, members[bad_member].name,
-								   members[bad_member].weight),
-						 errhint("A ring holds at most %u points and %u nodes.",
-								 RS_RING_MAX_POINTS, RS_RING_MAX_NODES)));
-			ringshard_report_core_error(status, psprintf("cannot build ring \"%s\"", ring_name));
-		}
+		spec->members[i].name = name;
+		spec->members[i].name_len = strlen(name);
+		spec->members[i].weight = DatumGetFloat8(SPI_getbinval(tuple, desc, 2, &isnull));
+		spec->node_up[i] = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
 	}
 	SPI_finish();
-	*node_up_out = node_up;
+	return spec;
+}
+
+/* Build the ring a spec describes; NULL when it has no members; ERROR if invalid. */
+rs_ring *
+topology_build_ring(const RingSpec *spec, int options)
+{
+	rs_ring    *ring = NULL;
+	long		bad_member = -1;
+	rs_status	status;
+
+	if (spec->nmembers == 0)
+		return NULL;
+	status = rs_ring_build(spec->algorithm, spec->members, (size_t) spec->nmembers,
+						   (uint32) spec->vnodes, options, &ring, &bad_member);
+	if (status == RS_OK)
+		return ring;
+	if (bad_member >= 0)
+		ereport(ERROR,
+				(errcode(status == RS_ERR_TOO_MANY_POINTS ? ERRCODE_PROGRAM_LIMIT_EXCEEDED
+						 : ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot build ring \"%s\": %s", spec->name, rs_status_text(status)),
+				 errdetail("The offending node is \"%s\" with weight %g.",
+						   spec->members[bad_member].name, spec->members[bad_member].weight),
+				 errhint("A ring holds at most %u points and %u nodes.",
+						 RS_RING_MAX_POINTS, RS_RING_MAX_NODES)));
+	ringshard_report_core_error(status, psprintf("cannot build ring \"%s\"", spec->name));
 }
 
 /* The cached ring of this name; ERROR if no such ring. */
@@ -265,6 +264,7 @@ CachedRing *
 topology_cache_ring(const char *ring_name)
 {
 	CachedRing *entry;
+	RingSpec   *spec;
 	rs_ring    *ring;
 	int			replication_factor;
 	bool	   *node_up;
@@ -275,7 +275,11 @@ topology_cache_ring(const char *ring_name)
 			return entry;
 
 	resolve_sentinel();
-	topology_load_ring(ring_name, 0, &ring, &replication_factor, &node_up);
+	spec = topology_read_ring_spec(ring_name);
+	ring = topology_build_ring(spec, 0);
+	replication_factor = spec->replication_factor;
+	node_up = MemoryContextAlloc(topology_context, sizeof(bool) * (spec->nmembers + 1));
+	memcpy(node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
 
 	old = MemoryContextSwitchTo(topology_context);
 	entry = palloc0(sizeof(CachedRing));

@@ -50,12 +50,23 @@ extern CachedRing *topology_cache_ring(const char *ring_name);
 /* The cached map of this name; ERROR if no such map. */
 extern CachedMap *topology_cache_map(const char *map_name);
 
-/*
- * Build a ring afresh from the catalog (not cached), with the given core
- * options.  *ring is NULL if the ring has no nodes.  For showing rings.
- */
-extern void topology_load_ring(const char *ring_name, int options, rs_ring **ring,
-							   int *replication_factor, bool **node_up);
+/* A ring's definition and members as the catalog has them now. */
+typedef struct RingSpec
+{
+	char	   *name;
+	rs_ring_algorithm algorithm;
+	int			vnodes;
+	int			replication_factor;
+	int			nmembers;
+	rs_ring_member *members;	/* in bytewise name order, names palloc'd */
+	bool	   *node_up;		/* by member index */
+} RingSpec;
+
+/* Read a ring's definition and members (not cached); ERROR if no such ring. */
+extern RingSpec *topology_read_ring_spec(const char *ring_name);
+
+/* Build the ring a spec describes; NULL when it has no members; ERROR if invalid. */
+extern rs_ring *topology_build_ring(const RingSpec *spec, int options);
 
 /* Report a core status as an ERROR with a SQLSTATE; never returns. */
 extern void ringshard_report_core_error(rs_status status, const char *what) pg_attribute_noreturn();

@@ -1,0 +1,255 @@
+-- Previews: what a topology change would move, computed before any data
+-- moves and without changing the catalog.
+
+CREATE FUNCTION ringshard.preview_change(ring text, change text, node text, weight float8, copies boolean)
+	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
+	AS 'MODULE_PATHNAME', 'ringshard_preview_change' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.preview_change(text, text, text, float8, boolean) IS
+	'ranges whose owner (copies false) or replica set (copies true: from_node is the node, to_node ''gains'' or ''loses'') a change ''add'', ''remove'' or ''set_weight'' would alter';
+
+CREATE FUNCTION ringshard.preview_add_node(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
+	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, false) $$;
+COMMENT ON FUNCTION ringshard.preview_add_node(text, text, float8) IS
+	'each contiguous token range (range_start, range_end] whose owner changes if the node joins, with its exact share of the ring; nothing changes';
+
+CREATE FUNCTION ringshard.preview_remove_node(node text, ring text DEFAULT 'default')
+	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, false) $$;
+COMMENT ON FUNCTION ringshard.preview_remove_node(text, text) IS
+	'each token range whose owner changes if the node leaves; nothing changes';
+
+CREATE FUNCTION ringshard.preview_set_weight(node text, weight float8, ring text DEFAULT 'default')
+	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, false) $$;
+COMMENT ON FUNCTION ringshard.preview_set_weight(text, float8, text) IS
+	'each token range whose owner changes if the node''s weight changes; nothing changes';
+
+CREATE FUNCTION ringshard.preview_add_node_copies(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
+	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, true) $$;
+COMMENT ON FUNCTION ringshard.preview_add_node_copies(text, text, float8) IS
+	'with replication: each range in which a node gains or loses a copy if the node joins (what data movement really is)';
+
+CREATE FUNCTION ringshard.preview_remove_node_copies(node text, ring text DEFAULT 'default')
+	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, true) $$;
+COMMENT ON FUNCTION ringshard.preview_remove_node_copies(text, text) IS
+	'with replication: each range in which a node gains or loses a copy if the node leaves';
+
+CREATE FUNCTION ringshard.preview_set_weight_copies(node text, weight float8, ring text DEFAULT 'default')
+	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, true) $$;
+COMMENT ON FUNCTION ringshard.preview_set_weight_copies(text, float8, text) IS
+	'with replication: each range in which a node gains or loses a copy if the node''s weight changes';
+
+CREATE FUNCTION ringshard.proposed_replicas(key text, ring text, change text, node text, weight float8 DEFAULT 1)
+	RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION ringshard.proposed_replicas(key anyelement, ring text, change text, node text, weight float8 DEFAULT 1)
+	RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.proposed_replicas(text, text, text, text, float8) IS
+	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight)';
+COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, float8) IS
+	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight)';
+
+-- Row-level plans for annotated tables.  The query streams through the
+-- table; RETURN QUERY spills to disk past work_mem rather than growing.
+CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, node text, weight float8 DEFAULT 1)
+	RETURNS TABLE (key text, from_node text, to_node text, from_replicas text[], to_replicas text[])
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	annotation ringshard.distributed_tables;
+BEGIN
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = plan_table_moves.table_name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table % is not annotated', table_name
+			USING ERRCODE = 'undefined_object', HINT = 'Annotate it with ringshard.distribute_table().';
+	END IF;
+	IF annotation.ring_name IS NULL THEN
+		RAISE EXCEPTION 'table % is placed by a partition map, not a ring', table_name
+			USING ERRCODE = 'wrong_object_type',
+			      HINT = 'Preview partition maps with ringshard.preview_partition_config().';
+	END IF;
+	RETURN QUERY EXECUTE format(
+		'SELECT s.k::text, s.before[1], s.after[1], s.before, s.after
+		   FROM (SELECT t.%1$I AS k, pg_catalog.replicas_of(t) AS before,
+		                ringshard.proposed_replicas(t.%1$I, $1, $2, $3, $4) AS after
+		           FROM %2$s t WHERE t.%1$I IS NOT NULL) s
+		  WHERE s.before IS DISTINCT FROM s.after', annotation.key_column, table_name)
+	USING annotation.ring_name, change, node, weight;
+END
+$$;
+COMMENT ON FUNCTION ringshard.plan_table_moves(regclass, text, text, float8) IS
+	'every row of a ring-placed table whose replica set a change (add, remove, set_weight) would alter, with old and new owners and replica sets';
+
+CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, node text, weight float8 DEFAULT 1)
+	RETURNS TABLE (from_node text, to_node text, rows bigint)
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	SELECT m.from_node, m.to_node, count(*)
+	  FROM ringshard.plan_table_moves(table_name, change, node, weight) m
+	 WHERE m.from_node IS DISTINCT FROM m.to_node
+	 GROUP BY m.from_node, m.to_node ORDER BY m.from_node COLLATE "C", m.to_node COLLATE "C";
+$$;
+COMMENT ON FUNCTION ringshard.plan_table_summary(regclass, text, text, float8) IS
+	'rows whose owner a change would move, counted per (from, to) pair: a migration plan per table';
+
+CREATE FUNCTION ringshard.compare_schemes(from_nodes integer, to_nodes integer, keys integer DEFAULT 100000,
+										  vnodes integer DEFAULT 256)
+	RETURNS TABLE (scheme text, moved_fraction float8, ideal_fraction float8, max_over_mean float8, stddev_share float8)
+	AS 'MODULE_PATHNAME', 'ringshard_compare_schemes' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.compare_schemes(integer, integer, integer, integer) IS
+	'keys key-0.. placed with modulo, range, ring, jump and rendezvous on from_nodes then to_nodes nodes: share moved against the ideal, and balance after';
+
+-- Balance and skew.
+CREATE FUNCTION ringshard.ring_skew(ring text DEFAULT 'default', threshold float8 DEFAULT 1.25)
+	RETURNS TABLE (node text, share float8, ideal_share float8, ratio float8, hotspot boolean)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	SELECT b.node, b.share, b.ideal_share, b.ratio, b.ratio > threshold
+	  FROM ringshard.ring_balance(ring) b ORDER BY b.ratio DESC, b.node COLLATE "C";
+$$;
+COMMENT ON FUNCTION ringshard.ring_skew(text, float8) IS
+	'each node''s share of the ring against its ideal share; hotspot when the ratio exceeds the threshold (default 1.25)';
+
+CREATE FUNCTION ringshard.ring_balance_summary(ring text DEFAULT 'default')
+	RETURNS TABLE (nodes integer, points bigint, max_over_mean float8, stddev_ratio float8, expected_stddev_ratio float8)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	SELECT count(*)::integer, sum(b.points), max(b.ratio), stddev_pop(b.ratio),
+	       1 / sqrt((SELECT r.vnodes FROM ringshard.rings r WHERE r.ring_name = ring))
+	  FROM ringshard.ring_balance(ring) b;
+$$;
+COMMENT ON FUNCTION ringshard.ring_balance_summary(text) IS
+	'max/mean and standard deviation of share/ideal over nodes, next to what V vnodes predict (about 1/sqrt(V))';
+
+CREATE FUNCTION ringshard.table_skew(table_name regclass, threshold float8 DEFAULT 1.25)
+	RETURNS TABLE (node text, rows_owned bigint, share float8, ratio float8, hotspot boolean)
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	WITH per_node AS (SELECT * FROM ringshard.rows_per_node(table_name)),
+	     n AS (SELECT count(*) AS nodes FROM per_node)
+	SELECT p.node, p.rows_owned, p.share_owned, p.share_owned * n.nodes, p.share_owned * n.nodes > threshold
+	  FROM per_node p, n ORDER BY p.share_owned DESC, p.node COLLATE "C";
+$$;
+COMMENT ON FUNCTION ringshard.table_skew(regclass, float8) IS
+	'each node''s share of a table''s rows against 1/N of the nodes holding rows; a bad sharding key shows up as hotspots';
+
+-- Partition map previews.
+CREATE FUNCTION ringshard.preview_partition_assignments(nodes text[], partition_starts integer[],
+														 partition_ends integer[], map text DEFAULT 'default')
+	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	IF nodes IS NULL OR partition_starts IS NULL OR partition_ends IS NULL OR map IS NULL THEN
+		RAISE EXCEPTION 'arguments must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF cardinality(nodes) <> cardinality(partition_starts) OR cardinality(nodes) <> cardinality(partition_ends) THEN
+		RAISE EXCEPTION 'nodes, partition_starts and partition_ends must have the same length'
+			USING ERRCODE = 'array_subscript_error';
+	END IF;
+	PERFORM ringshard.check_partition_range(s, e) FROM unnest(partition_starts, partition_ends) AS u(s, e);
+	IF NOT EXISTS (SELECT FROM ringshard.partition_maps m WHERE m.map_name = map) THEN
+		RAISE EXCEPTION 'partition map "%" does not exist', map USING ERRCODE = 'undefined_object';
+	END IF;
+	RETURN QUERY
+	WITH proposed AS (
+		SELECT p, coalesce(array_agg(DISTINCT u.n ORDER BY u.n) FILTER (WHERE u.n IS NOT NULL), '{}') AS holders
+		  FROM generate_series(0, 255) p
+		  LEFT JOIN unnest(nodes, partition_starts, partition_ends) AS u(n, s, e) ON p BETWEEN u.s AND u.e
+		 GROUP BY p),
+	     current AS (
+		SELECT p, coalesce(array_agg(DISTINCT a.node_name ORDER BY a.node_name) FILTER (WHERE a.node_name IS NOT NULL), '{}') AS holders
+		  FROM generate_series(0, 255) p
+		  LEFT JOIN ringshard.partition_assignments a
+		    ON a.map_name = map AND p BETWEEN a.partition_start AND a.partition_end
+		 GROUP BY p),
+	     changed AS (
+		SELECT c.p, c.holders AS before, n.holders AS after,
+		       c.p - row_number() OVER (PARTITION BY c.holders, n.holders ORDER BY c.p) AS run
+		  FROM current c JOIN proposed n USING (p)
+		 WHERE c.holders IS DISTINCT FROM n.holders)
+	SELECT min(ch.p)::integer, max(ch.p)::integer, ch.before, ch.after
+	  FROM changed ch GROUP BY ch.before, ch.after, ch.run ORDER BY 1;
+END
+$$;
+COMMENT ON FUNCTION ringshard.preview_partition_assignments(text[], integer[], integer[], text) IS
+	'runs of partitions whose holders would change if the map held exactly these (node, start, end) ranges; nothing changes';
+
+CREATE FUNCTION ringshard.preview_partition_config(config text, map text DEFAULT 'default')
+	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	names text[];
+	starts integer[];
+	ends integer[];
+BEGIN
+	-- Entries name nodes by address, as load_partition_config resolves them.
+	SELECT coalesce(array_agg(coalesce(
+	           (SELECT n.node_name FROM ringshard.nodes n
+	             WHERE n.address = c.address OR (n.address IS NULL AND n.node_name = c.address)
+	             ORDER BY n.node_name = c.address DESC, n.node_name LIMIT 1), c.address) ORDER BY c.line), '{}'),
+	       coalesce(array_agg(c.partition_start ORDER BY c.line), '{}'),
+	       coalesce(array_agg(c.partition_end ORDER BY c.line), '{}')
+	  INTO names, starts, ends
+	  FROM ringshard.parse_partition_config(config) c;
+	RETURN QUERY SELECT * FROM ringshard.preview_partition_assignments(names, starts, ends, map);
+END
+$$;
+COMMENT ON FUNCTION ringshard.preview_partition_config(text, text) IS
+	'runs of partitions whose holders would change if the YAML config were loaded into the map; nothing changes';
+
+CREATE FUNCTION ringshard.suggest_partition_boundaries(table_name regclass)
+	RETURNS TABLE (node text, partition_start integer, partition_end integer, rows bigint, current_rows bigint)
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	annotation ringshard.distributed_tables;
+	keyspace_expr text;
+BEGIN
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = suggest_partition_boundaries.table_name;
+	IF NOT FOUND OR annotation.map_name IS NULL THEN
+		RAISE EXCEPTION 'table % is not placed by a partition map', table_name
+			USING ERRCODE = 'wrong_object_type',
+			      HINT = 'Annotate it with ringshard.distribute_table_by_partition().';
+	END IF;
+	keyspace_expr := CASE WHEN annotation.keyspace_column IS NOT NULL
+		THEN format('t.%I::text', annotation.keyspace_column) ELSE quote_literal(annotation.keyspace) END;
+	-- Rows per partition, then contiguous cuts that give each node (the
+	-- map's current nodes, in name order) as close to total/N rows as the
+	-- cumulative counts allow.
+	RETURN QUERY EXECUTE format($q$
+		WITH per_partition AS (
+			SELECT p, coalesce(cnt, 0) AS cnt
+			  FROM generate_series(0, 255) p
+			  LEFT JOIN (SELECT pg_catalog.partition_for(%1$s, t.%2$I) AS part, count(*) AS cnt
+			               FROM %3$s t WHERE t.%2$I IS NOT NULL GROUP BY 1) c ON c.part = p),
+		     nodes AS (
+			SELECT n, row_number() OVER (ORDER BY n COLLATE "C") - 1 AS idx, count(*) OVER () AS total_nodes
+			  FROM (SELECT DISTINCT a.node_name AS n FROM ringshard.partition_assignments a WHERE a.map_name = $1) s),
+		     cumulative AS (
+			SELECT p, cnt, sum(cnt) OVER (ORDER BY p) - cnt AS before_p, sum(cnt) OVER () AS total
+			  FROM per_partition),
+		     assigned AS (
+			SELECT c.p, c.cnt,
+			       CASE WHEN c.total = 0 THEN c.p * (SELECT max(total_nodes) FROM nodes) / 256
+			            ELSE least(floor((c.before_p + c.cnt / 2.0) * (SELECT max(total_nodes) FROM nodes) / c.total),
+			                       (SELECT max(total_nodes) FROM nodes) - 1) END AS idx
+			  FROM cumulative c),
+		     current_rows AS (
+			SELECT a.node_name AS n, sum(pp.cnt) AS cnt
+			  FROM ringshard.partition_assignments a
+			  JOIN per_partition pp ON pp.p BETWEEN a.partition_start AND a.partition_end
+			 WHERE a.map_name = $1 GROUP BY 1)
+		SELECT nodes.n, min(assigned.p)::integer, max(assigned.p)::integer, sum(assigned.cnt)::bigint,
+		       coalesce((SELECT cr.cnt FROM current_rows cr WHERE cr.n = nodes.n), 0)::bigint
+		  FROM assigned JOIN nodes ON nodes.idx = assigned.idx
+		 GROUP BY nodes.n ORDER BY 2$q$, keyspace_expr, annotation.key_column, table_name)
+	USING annotation.map_name;
+END
+$$;
+COMMENT ON FUNCTION ringshard.suggest_partition_boundaries(regclass) IS
+	'new contiguous partition boundaries that equalise a partition-mapped table''s rows over the map''s current nodes; preview their moves with preview_partition_assignments()';

@@ -1,0 +1,378 @@
+/*
+ * previews.c
+ *		What a topology change would move, before it is made: exact owner and
+ *		copy changes per token range, the proposed placement of single keys
+ *		(for row-level plans), and the scheme comparison.  Nothing here
+ *		writes to the catalog.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+
+#include "key_bytes.h"
+#include "ringtoken.h"
+#include "rs_ring_diff.h"
+#include "rs_schemes.h"
+#include "topology_cache.h"
+
+/* The kinds of change a preview can describe. */
+typedef enum ProposedChange
+{
+	CHANGE_ADD,
+	CHANGE_REMOVE,
+	CHANGE_SET_WEIGHT
+} ProposedChange;
+
+/* Parse 'add', 'remove' or 'set_weight'. */
+static ProposedChange
+parse_change(const char *change)
+{
+	if (strcmp(change, "add") == 0)
+		return CHANGE_ADD;
+	if (strcmp(change, "remove") == 0)
+		return CHANGE_REMOVE;
+	if (strcmp(change, "set_weight") == 0)
+		return CHANGE_SET_WEIGHT;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown topology change \"%s\"", change),
+			 errhint("Use 'add', 'remove' or 'set_weight'.")));
+}
+
+/* Index of a member by name, or -1. */
+static int
+member_index(const RingSpec *spec, const char *node)
+{
+	for (int i = 0; i < spec->nmembers; i++)
+		if (strcmp(spec->members[i].name, node) == 0)
+			return i;
+	return -1;
+}
+
+/* The spec after a change; the input is not modified. */
+static RingSpec *
+apply_change(const RingSpec *current, ProposedChange change, const char *node, double weight)
+{
+	RingSpec   *proposed = palloc(sizeof(RingSpec));
+	int			index = member_index(current, node);
+
+	*proposed = *current;
+	proposed->members = palloc(sizeof(rs_ring_member) * (current->nmembers + 1));
+	proposed->node_up = palloc(sizeof(bool) * (current->nmembers + 1));
+	memcpy(proposed->members, current->members, sizeof(rs_ring_member) * current->nmembers);
+	memcpy(proposed->node_up, current->node_up, sizeof(bool) * current->nmembers);
+
+	if (change != CHANGE_REMOVE && !(weight > 0 && isfinite(weight)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weight %g is not a finite number greater than zero", weight)));
+	switch (change)
+	{
+		case CHANGE_ADD:
+			if (node[0] == '\0')
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid node name \"\"")));
+			if (index >= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_OBJECT),
+						 errmsg("node \"%s\" is already on ring \"%s\"", node, current->name)));
+			proposed->members[proposed->nmembers].name = pstrdup(node);
+			proposed->members[proposed->nmembers].name_len = strlen(node);
+			proposed->members[proposed->nmembers].weight = weight;
+			proposed->node_up[proposed->nmembers] = true;
+			proposed->nmembers++;
+			break;
+		case CHANGE_REMOVE:
+		case CHANGE_SET_WEIGHT:
+			if (index < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("node \"%s\" is not on ring \"%s\"", node, current->name)));
+			if (change == CHANGE_SET_WEIGHT)
+				proposed->members[index].weight = weight;
+			else
+			{
+				memmove(&proposed->members[index], &proposed->members[index + 1],
+						sizeof(rs_ring_member) * (proposed->nmembers - index - 1));
+				proposed->nmembers--;
+			}
+			break;
+	}
+	return proposed;
+}
+
+/* A span of tokens as a fraction of the ring. */
+static double
+span_fraction(rs_u128 span, const rs_ring *ring)
+{
+	return (double) span / (double) rs_ring_space(ring);
+}
+
+/* Emit owner moves from old to new; either ring may be NULL (no nodes). */
+static void
+emit_owner_moves(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rs_owner_move *moves = NULL;
+	size_t		nmoves = 0;
+	rs_status	status;
+
+	if (old_ring == NULL || new_ring == NULL)
+	{
+		/* From or to no nodes at all: the whole ring changes hands, per node. */
+		rs_ring    *ring = old_ring ? old_ring : new_ring;
+		rs_u128    *owned;
+
+		if (ring == NULL)
+			return;
+		owned = palloc(sizeof(rs_u128) * ring->nnodes);
+		rs_ring_ownership(ring, owned);
+		for (uint32 n = 0; n < ring->nnodes; n++)
+		{
+			Datum		values[5];
+			bool		nulls[5] = {old_ring == NULL, new_ring == NULL, true, true, false};
+			Datum		name = CStringGetTextDatum(ring->names[n]);
+
+			values[0] = name;
+			values[1] = name;
+			values[4] = Float8GetDatum(span_fraction(owned[n], ring));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		return;
+	}
+
+	status = rs_ring_owner_moves(old_ring, new_ring, &moves, &nmoves);
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute the moves");
+	for (size_t i = 0; i < nmoves; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		values[0] = CStringGetTextDatum(moves[i].from_node);
+		values[1] = CStringGetTextDatum(moves[i].to_node);
+		values[2] = RingTokenGetDatum(moves[i].range_start);
+		values[3] = RingTokenGetDatum(moves[i].range_end);
+		values[4] = Float8GetDatum(span_fraction(moves[i].span, old_ring));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	free(moves);
+}
+
+/* Emit copy changes from old to new replica sets. */
+static void
+emit_copy_changes(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring, int replicas)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	rs_copy_change *changes = NULL;
+	size_t		nchanges = 0;
+	rs_status	status;
+
+	if (old_ring == NULL || new_ring == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a copy preview needs nodes on the ring before and after the change"),
+				 errhint("Use the owner preview to see a ring go from or to no nodes.")));
+	status = rs_ring_copy_changes(old_ring, (uint32) replicas, new_ring, (uint32) replicas,
+								  &changes, &nchanges);
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute the copy changes");
+	for (size_t i = 0; i < nchanges; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		values[0] = CStringGetTextDatum(changes[i].node);
+		values[1] = CStringGetTextDatum(changes[i].gains ? "gains" : "loses");
+		values[2] = RingTokenGetDatum(changes[i].range_start);
+		values[3] = RingTokenGetDatum(changes[i].range_end);
+		values[4] = Float8GetDatum(span_fraction(changes[i].span, old_ring));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	free(changes);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_preview_change);
+
+/*
+ * preview_change(ring, change, node, weight, copies): the ranges whose owner
+ * (copies = false) or replica set (copies = true) a change would alter.
+ */
+Datum
+ringshard_preview_change(PG_FUNCTION_ARGS)
+{
+	char	   *ring_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ProposedChange change = parse_change(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	char	   *node = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	double		weight = PG_GETARG_FLOAT8(3);
+	bool		copies = PG_GETARG_BOOL(4);
+	RingSpec   *current;
+	RingSpec   *proposed;
+	rs_ring    *old_ring = NULL;
+	rs_ring    *new_ring = NULL;
+
+	InitMaterializedSRF(fcinfo, 0);
+	current = topology_read_ring_spec(ring_name);
+	proposed = apply_change(current, change, node, weight);
+	PG_TRY();
+	{
+		old_ring = topology_build_ring(current, 0);
+		new_ring = topology_build_ring(proposed, 0);
+		if (copies)
+			emit_copy_changes(fcinfo, old_ring, new_ring, current->replication_factor);
+		else
+			emit_owner_moves(fcinfo, old_ring, new_ring);
+	}
+	PG_FINALLY();
+	{
+		rs_ring_free(old_ring);
+		rs_ring_free(new_ring);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
+}
+
+/* A proposed ring kept by a call site while the topology is unchanged. */
+typedef struct ProposedRingState
+{
+	uint64		generation;
+	char	   *signature;		/* ring, change, node, weight it was built for */
+	rs_ring    *ring;
+	int			replication_factor;
+	Datum	   *node_texts;
+	KeyEncoder	key;
+} ProposedRingState;
+
+/* Free a call site's proposed ring when its memory context goes away. */
+static void
+free_proposed_ring(void *arg)
+{
+	ProposedRingState *state = arg;
+
+	rs_ring_free(state->ring);
+	state->ring = NULL;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_proposed_replicas);
+
+/*
+ * proposed_replicas(key, ring, change, node, weight): the key's replica set,
+ * owner first, on the ring as it would be after the change.
+ */
+Datum
+ringshard_proposed_replicas(PG_FUNCTION_ARGS)
+{
+	ProposedRingState *state = fcinfo->flinfo->fn_extra;
+	char	   *signature = psprintf("%s|%s|%s|%.17g",
+									 text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									 text_to_cstring(PG_GETARG_TEXT_PP(2)),
+									 text_to_cstring(PG_GETARG_TEXT_PP(3)),
+									 PG_GETARG_FLOAT8(4));
+	char		buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes;
+	uint16	   *nodes;
+	uint32		count = 0;
+	Datum	   *elems;
+	rs_status	status;
+
+	if (state == NULL)
+	{
+		MemoryContextCallback *callback;
+
+		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ProposedRingState));
+		key_encoder_init(&state->key, get_fn_expr_argtype(fcinfo->flinfo, 0), fcinfo->flinfo->fn_mcxt);
+		callback = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(MemoryContextCallback));
+		callback->func = free_proposed_ring;
+		callback->arg = state;
+		MemoryContextRegisterResetCallback(fcinfo->flinfo->fn_mcxt, callback);
+		fcinfo->flinfo->fn_extra = state;
+	}
+	if (state->generation != topology_cache_generation || state->signature == NULL ||
+		strcmp(state->signature, signature) != 0)
+	{
+		RingSpec   *current = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+		RingSpec   *proposed = apply_change(current,
+											parse_change(text_to_cstring(PG_GETARG_TEXT_PP(2))),
+											text_to_cstring(PG_GETARG_TEXT_PP(3)),
+											PG_GETARG_FLOAT8(4));
+		rs_ring    *ring = topology_build_ring(proposed, 0);
+
+		rs_ring_free(state->ring);
+		state->ring = ring;
+		state->replication_factor = proposed->replication_factor;
+		state->signature = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, signature);
+		state->generation = topology_cache_generation;
+		if (ring)
+		{
+			state->node_texts = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(Datum) * ring->nnodes);
+			for (uint32 i = 0; i < ring->nnodes; i++)
+			{
+				MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+				state->node_texts[i] = CStringGetTextDatum(ring->names[i]);
+				MemoryContextSwitchTo(old);
+			}
+		}
+	}
+	if (state->ring == NULL)
+		PG_RETURN_NULL();
+
+	bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(0), buf, &len);
+	nodes = palloc(sizeof(uint16) * state->replication_factor);
+	status = rs_ring_replicas(state->ring, rs_ring_key_hash(state->ring, bytes, len),
+							  (uint32) state->replication_factor, nodes, &count);
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute replicas");
+	elems = palloc(sizeof(Datum) * Max(count, 1));
+	for (uint32 i = 0; i < count; i++)
+		elems[i] = state->node_texts[nodes[i]];
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, (int) count, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_compare_schemes);
+
+/* compare_schemes(from_nodes, to_nodes, keys, vnodes): moved fraction and balance per scheme. */
+Datum
+ringshard_compare_schemes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		from_nodes = PG_GETARG_INT32(0);
+	int32		to_nodes = PG_GETARG_INT32(1);
+	int32		keys = PG_GETARG_INT32(2);
+	int32		vnodes = PG_GETARG_INT32(3);
+	rs_scheme_result results[RS_SCHEME_COUNT];
+	rs_status	status;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (from_nodes < 1 || to_nodes < 1 || from_nodes > 10000 || to_nodes > 10000 ||
+		keys < 1 || keys > 10000000 || vnodes < 1 || vnodes > RS_RING_MAX_VNODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("compare_schemes(%d, %d, %d, %d) is outside the supported sizes",
+						from_nodes, to_nodes, keys, vnodes),
+				 errhint("Nodes 1..10000, keys 1..10000000, vnodes 1..65536.")));
+	status = rs_compare_schemes((uint32) from_nodes, (uint32) to_nodes, (uint32) keys,
+								(uint32) vnodes, results);
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compare schemes");
+	for (int s = 0; s < RS_SCHEME_COUNT; s++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		values[0] = CStringGetTextDatum(results[s].scheme);
+		values[1] = Float8GetDatum(results[s].moved_fraction);
+		values[2] = Float8GetDatum(results[s].ideal_fraction);
+		values[3] = Float8GetDatum(results[s].max_over_mean);
+		values[4] = Float8GetDatum(results[s].stddev_share);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
+}
