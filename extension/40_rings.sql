@@ -9,10 +9,13 @@ COMMENT ON FUNCTION ringshard.validate_ring(text) IS
 
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard.lock_ring(ring text) RETURNS ringshard.rings
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
+	IF ring IS NULL THEN
+		RAISE EXCEPTION 'ring name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	SELECT * INTO locked FROM ringshard.rings r WHERE r.ring_name = ring FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'ring "%" does not exist', ring
@@ -79,7 +82,7 @@ $$;
 COMMENT ON FUNCTION ringshard.forget_unused_nodes() IS 'deletes nodes that are in no ring and no partition map';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	users text;
 BEGIN
@@ -99,7 +102,7 @@ $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
 
 CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.lock_ring(ring);
 	IF replication_factor NOT BETWEEN 1 AND 64 THEN
@@ -132,17 +135,19 @@ DECLARE
 	known ringshard.nodes;
 BEGIN
 	PERFORM ringshard.check_name('node', node);
+	-- The address is never printed: it may hold the very password refused.
 	IF address IS NOT NULL AND NOT ringshard.address_is_safe(address) THEN
-		RAISE EXCEPTION 'invalid address "%" for node "%"', regexp_replace(address, '(password\s*=\s*)\S+', '\1***', 'gi'), node
+		RAISE EXCEPTION 'invalid address for node "%"', node
 			USING ERRCODE = 'invalid_parameter_value',
-			      DETAIL = 'An address is host:port or a libpq connection string without a password.',
+			      DETAIL = 'An address is host:port or a libpq connection string (or URI) that parses and has no password.',
 			      HINT = 'Keep passwords in ~/.pgpass, a service file or a postgres_fdw user mapping.';
 	END IF;
 	SELECT * INTO known FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
 	IF NOT FOUND THEN
 		INSERT INTO ringshard.nodes (node_name, address) VALUES (node, address);
 	ELSIF address IS NOT NULL AND known.address IS DISTINCT FROM address THEN
-		RAISE EXCEPTION 'node "%" already exists with address "%"', node, known.address
+		RAISE EXCEPTION 'node "%" already exists %', node,
+			CASE WHEN known.address IS NULL THEN 'without an address' ELSE format('with address "%s"', known.address) END
 			USING ERRCODE = 'duplicate_object',
 			      HINT = 'Change its address with ringshard.set_node_address(), or leave the address out.';
 	END IF;
@@ -171,7 +176,7 @@ COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8) IS
 	'adds a node (created if new) to a ring with a weight; its address is host:port or a libpq connection string without a password';
 
 CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	users text;
 BEGIN
@@ -197,7 +202,7 @@ $$;
 COMMENT ON FUNCTION ringshard.remove_node(text, text) IS 'removes a node from a ring; a node left in no ring and no map is forgotten';
 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.lock_ring(ring);
 	PERFORM ringshard.check_weight(weight);
@@ -214,8 +219,11 @@ COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a 
 
 -- Lock a node's row; raises if there is no such node.
 CREATE FUNCTION ringshard.lock_node(node text) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
+	IF node IS NULL THEN
+		RAISE EXCEPTION 'node name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'node "%" does not exist', node
@@ -242,7 +250,7 @@ $$;
 COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS 'changes (or clears, with NULL) the libpq address of a node';
 
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.lock_node(node);
 	UPDATE ringshard.nodes n SET is_up = false WHERE n.node_name = node;
@@ -251,7 +259,7 @@ $$;
 COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the node; ownership does not change';
 
 CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.lock_node(node);
 	UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = node;

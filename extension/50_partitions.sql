@@ -3,8 +3,11 @@
 -- row per maximal range and unassigning splits at most one row.
 
 CREATE FUNCTION ringshard.lock_partition_map(map text) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
+	IF map IS NULL THEN
+		RAISE EXCEPTION 'partition map name must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	PERFORM FROM ringshard.partition_maps p WHERE p.map_name = map FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'partition map "%" does not exist', map
@@ -29,7 +32,7 @@ $$;
 COMMENT ON FUNCTION ringshard.create_partition_map(text) IS 'creates an empty partition map (all 256 partitions are gaps)';
 
 CREATE FUNCTION ringshard.drop_partition_map(map text) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	users text;
 BEGIN
@@ -69,7 +72,7 @@ COMMENT ON FUNCTION ringshard.check_partition_range(integer, integer) IS 'raises
 
 CREATE FUNCTION ringshard.assign_partitions(node text, partition_start integer, partition_end integer,
 											map text DEFAULT 'default') RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	merged_start integer := partition_start;
 	merged_end integer := partition_end;
@@ -99,7 +102,7 @@ COMMENT ON FUNCTION ringshard.assign_partitions(text, integer, integer, text) IS
 
 CREATE FUNCTION ringshard.unassign_partitions(node text, partition_start integer, partition_end integer,
 											  map text DEFAULT 'default') RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	held ringshard.partition_assignments;
 	removed boolean := false;
@@ -150,7 +153,7 @@ COMMENT ON FUNCTION ringshard.format_partition_config(text[], integer[], integer
 	'writes node entries as a YAML coordinator config (version "v1")';
 
 CREATE FUNCTION ringshard.load_partition_config(config text, map text DEFAULT 'default') RETURNS integer
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	entry record;
 	node text;
@@ -178,8 +181,7 @@ BEGIN
 			BEGIN
 				PERFORM ringshard.ensure_node(node, entry.address);
 			EXCEPTION WHEN invalid_parameter_value OR duplicate_object THEN
-				RAISE EXCEPTION 'invalid partition config: address "%" cannot be used',
-					regexp_replace(entry.address, '(password\s*=\s*)\S+', '\1***', 'gi')
+				RAISE EXCEPTION 'invalid partition config: the address at line % cannot be used', entry.line
 					USING ERRCODE = 'invalid_parameter_value',
 					      DETAIL = format('At line %s, field address.', entry.line),
 					      HINT = 'An address is host:port or a libpq connection string without a password, and must not clash with a node of another address.';
@@ -197,7 +199,7 @@ COMMENT ON FUNCTION ringshard.load_partition_config(text, text) IS
 	'replaces a map''s assignments with a YAML coordinator config, all or nothing; nodes are found or created by address; returns the number of entries';
 
 CREATE FUNCTION ringshard.partition_config(map text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	result text;
 BEGIN

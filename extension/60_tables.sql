@@ -50,7 +50,7 @@ CREATE TRIGGER resolve_annotation_columns BEFORE INSERT OR UPDATE OF table_name,
 
 CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name, ring text DEFAULT 'default')
 	RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.lock_ring(ring);
 	IF EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = distribute_table.table_name) THEN
@@ -96,7 +96,7 @@ COMMENT ON FUNCTION ringshard.distribute_table_by_partition(regclass, name, text
 	'annotates a table: its rows are placed by partition_for(keyspace, key) in a partition map; the keyspace is a constant or a column';
 
 CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS void
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	DELETE FROM ringshard.distributed_tables d WHERE d.table_name = undistribute_table.table_name;
 	IF NOT FOUND THEN
@@ -117,7 +117,7 @@ COMMENT ON VIEW ringshard.annotated_tables IS 'tables annotated with a sharding 
 
 CREATE FUNCTION ringshard.rows_per_node(table_name regclass)
 	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share_owned float8)
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = rows_per_node.table_name) THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name
@@ -138,8 +138,10 @@ COMMENT ON FUNCTION ringshard.rows_per_node(regclass) IS
 	'per node, the rows of an annotated table it owns and holds (with replicas), and its share of owned rows: the data''s real skew';
 
 -- Event triggers: no dangling annotation after DROP or ALTER.
+-- Event triggers fire for every user's DDL, while the catalog is writable
+-- only by administrators: these run with the extension owner's rights.
 CREATE FUNCTION ringshard.forget_dropped_tables() RETURNS event_trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	dropped record;
 BEGIN
@@ -163,7 +165,7 @@ CREATE EVENT TRIGGER ringshard_forget_dropped_tables ON sql_drop
 	EXECUTE FUNCTION ringshard.forget_dropped_tables();
 
 CREATE FUNCTION ringshard.follow_renamed_columns() RETURNS event_trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	UPDATE ringshard.distributed_tables d
 	   SET key_column = (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum),

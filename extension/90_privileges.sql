@@ -22,7 +22,6 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.check_partition_map(text),
 	ringshard.parse_partition_config(text),
 	ringshard.format_partition_config(text[], integer[], integer[]),
-	ringshard.partition_config(text),
 	ringshard.column_attnum(regclass, name),
 	ringshard.rows_per_node(regclass),
 	ringshard.invalidate_topology_cache(),

@@ -1,3 +1,8 @@
+-- Every file starts from a fresh extension: the suite shares one database.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS ringshard CASCADE;
+CREATE EXTENSION ringshard;
+RESET client_min_messages;
 -- The seed's YAML coordinator config: load, write back, errors.
 \set SHOW_CONTEXT never
 SELECT ringshard.load_partition_config($$version: "v1"

@@ -1,3 +1,8 @@
+-- Every file starts from a fresh extension: the suite shares one database.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS ringshard CASCADE;
+CREATE EXTENSION ringshard;
+RESET client_min_messages;
 -- ROUTING.md §5: the 256 partitions and partition maps.
 \set SHOW_CONTEXT never
 

@@ -1,5 +1,12 @@
+-- Every file starts from a fresh extension: the suite shares one database.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS ringshard CASCADE;
+CREATE EXTENSION ringshard;
+RESET client_min_messages;
 -- Previews of topology changes: exact, pure, and equal to what happens.
 \set SHOW_CONTEXT never
+CREATE SCHEMA previews;
+SET search_path = previews, public;
 
 -- A small ring whose ranges can be checked by hand: 2 vnodes per node.
 SELECT ringshard.create_ring('tiny', vnodes => 2);
@@ -118,3 +125,5 @@ SELECT min(partition_start) = 0 AS from_zero, max(partition_end) = 255 AS to_255
        sum(partition_end - partition_start + 1) = 256 AS no_gap_no_overlap,
        max(rows)::float8 / avg(rows) < max(current_rows)::float8 / avg(current_rows) AS more_even
   FROM ringshard.suggest_partition_boundaries('faces');
+RESET search_path;
+DROP SCHEMA previews CASCADE;

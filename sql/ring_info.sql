@@ -1,3 +1,8 @@
+-- Every file starts from a fresh extension: the suite shares one database.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS ringshard CASCADE;
+CREATE EXTENSION ringshard;
+RESET client_min_messages;
 -- Seeing a ring: points in order, exact shares, balance.
 \set SHOW_CONTEXT never
 SELECT ringshard.create_ring('small', vnodes => 2);

@@ -252,7 +252,7 @@ topology_build_ring(const RingSpec *spec, int options)
 				(errcode(status == RS_ERR_TOO_MANY_POINTS ? ERRCODE_PROGRAM_LIMIT_EXCEEDED
 						 : ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot build ring \"%s\": %s", spec->name, rs_status_text(status)),
-				 errdetail("The offending node is \"%s\" with weight %g.",
+				 errdetail("The offending node is \"%s\" with weight %.17g.",
 						   spec->members[bad_member].name, spec->members[bad_member].weight),
 				 errhint("A ring holds at most %u points and %u nodes.",
 						 RS_RING_MAX_POINTS, RS_RING_MAX_NODES)));
