@@ -24,7 +24,9 @@ GLUE_OBJS = \
 	src/ring_info.o \
 	src/partitions.o \
 	src/annotated_tables.o \
-	src/previews.o
+	src/previews.o \
+	src/cluster.o \
+	src/cluster_sql.o
 
 OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 

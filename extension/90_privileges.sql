@@ -50,3 +50,18 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.preview_partition_config(text, text),
 	ringshard.suggest_partition_boundaries(regclass)
 TO PUBLIC;
+
+-- Cluster: reading and writing distributed tables is for everyone;
+-- running statements on nodes and changing them is for administrators.
+GRANT SELECT ON ringshard.cluster_state TO PUBLIC;
+GRANT EXECUTE ON FUNCTION
+	ringshard.node_health(),
+	ringshard.node_table_rows(regclass),
+	ringshard.reads_here(record, text[]),
+	ringshard.reject_misrouted_rows(),
+	ringshard.route_write(),
+	ringshard.cluster_get(anyelement, text, text),
+	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),
+	ringshard.last_fanout_missing(),
+	ringshard.merge_cluster_state()
+TO PUBLIC;

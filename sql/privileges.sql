@@ -248,14 +248,19 @@ SELECT p.oid::regprocedure AS function, p.proconfig
 FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
 WHERE p.pronamespace = 'ringshard'::regnamespace AND l.lanname IN ('sql', 'plpgsql')
   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%');
--- What PUBLIC may execute in schema ringshard is read-only: no volatile
--- function other than the catalog's trigger functions (which cannot be called).
-SELECT count(*) > 0 AS some_executable,
-       count(*) FILTER (WHERE p.provolatile = 'v' AND p.prorettype NOT IN ('trigger'::regtype, 'event_trigger'::regtype))
-	   AS volatile_executable
+-- What PUBLIC may execute in schema ringshard changes no topology: the only
+-- volatile functions it may call (besides trigger functions, which cannot be
+-- called) are the cluster's reads and health probes, listed exactly.
+SELECT count(*) > 0 AS some_executable
 FROM pg_proc p
 WHERE p.pronamespace = 'ringshard'::regnamespace
   AND has_function_privilege('regress_ringshard_reader', p.oid, 'EXECUTE');
+SELECT p.oid::regprocedure AS volatile_executable
+FROM pg_proc p
+WHERE p.pronamespace = 'ringshard'::regnamespace
+  AND has_function_privilege('regress_ringshard_reader', p.oid, 'EXECUTE')
+  AND p.provolatile = 'v' AND p.prorettype NOT IN ('trigger'::regtype, 'event_trigger'::regtype)
+ORDER BY 1::text;
 SET ROLE regress_ringshard_reader;
 SELECT pg_temp.err($$SELECT ringshard.invalidate_topology_cache()$$) AS trigger_function_called_directly;
 RESET ROLE;

@@ -13,24 +13,8 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
-#include "key_bytes.h"
+#include "annotated_tables.h"
 #include "rs_hash.h"
-#include "topology_cache.h"
-
-/* What a shard_of/replicas_of call site keeps: the table's annotation. */
-typedef struct RowPlacementState
-{
-	uint64		generation;
-	Oid			row_type;		/* the row type the annotation was loaded for */
-	CachedRing *ring;			/* one of ring and map is set */
-	CachedMap  *map;
-	AttrNumber	key_attnum;
-	KeyEncoder	key;
-	AttrNumber	keyspace_attnum;	/* 0 when the keyspace is a constant */
-	KeyEncoder	keyspace_key;
-	char	   *keyspace;		/* the constant keyspace */
-	char	   *table_name;
-} RowPlacementState;
 
 /* The attribute number of a live column of this row type, or ERROR. */
 static AttrNumber
@@ -51,11 +35,10 @@ row_column(TupleDesc desc, const char *column, const char *table_name, Oid *type
 			 errmsg("column \"%s\" of annotated table %s not found in the row", column, table_name)));
 }
 
-/* Load the annotation of the row's table into the call site's state. */
-static void
-load_annotation(FunctionCallInfo fcinfo, RowPlacementState *state, Oid relid, TupleDesc desc)
+/* Load (or reload, after a topology change) the annotation of a table. */
+void
+table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt)
 {
-	MemoryContext mcxt = fcinfo->flinfo->fn_mcxt;
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	char	   *key_column;
@@ -87,6 +70,7 @@ load_annotation(FunctionCallInfo fcinfo, RowPlacementState *state, Oid relid, Tu
 		TupleDesc	spi_desc = SPI_tuptable->tupdesc;
 
 		key_column = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 1));
+		state->key_column = key_column;
 		if (SPI_getvalue(tuple, spi_desc, 2))
 			ring_name = pstrdup(SPI_getvalue(tuple, spi_desc, 2));
 		if (SPI_getvalue(tuple, spi_desc, 3))
@@ -94,7 +78,8 @@ load_annotation(FunctionCallInfo fcinfo, RowPlacementState *state, Oid relid, Tu
 		if (SPI_getvalue(tuple, spi_desc, 4))
 			state->keyspace = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 4));
 		if (SPI_getvalue(tuple, spi_desc, 5))
-			keyspace_column = pstrdup(SPI_getvalue(tuple, spi_desc, 5));
+			keyspace_column = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 5));
+		state->keyspace_column = keyspace_column;
 	}
 	SPI_finish();
 
@@ -108,50 +93,32 @@ load_annotation(FunctionCallInfo fcinfo, RowPlacementState *state, Oid relid, Tu
 	}
 	state->ring = ring_name ? topology_cache_ring(ring_name) : NULL;
 	state->map = map_name ? topology_cache_map(map_name) : NULL;
+	state->relid = relid;
 	state->generation = topology_cache_generation;
 }
 
-/*
- * Route one row: for a ring, the replica set (want nodes, 1 for the owner);
- * for a map, every holder.  Returns false for a NULL key.
- */
-static bool
-place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
+/* Whether the placement is current for this relation. */
+bool
+table_placement_is_current(const TablePlacement *placement, Oid relid)
 {
-	HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(0);
-	Oid			type_oid = HeapTupleHeaderGetTypeId(row);
-	int32		typmod = HeapTupleHeaderGetTypMod(row);
-	RowPlacementState *state = fcinfo->flinfo->fn_extra;
-	TupleDesc	desc = lookup_rowtype_tupdesc(type_oid, typmod);
-	HeapTupleData tuple;
+	return placement->generation == topology_cache_generation && placement->relid == relid &&
+		OidIsValid(relid);
+}
+
+/* The nodes a row belongs on (see annotated_tables.h). */
+bool
+table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
+					  bool owner_only, Datum **nodes, int *count)
+{
 	bool		isnull;
 	Datum		key;
 	char		buf[KEY_BYTES_BUFSIZE];
 	size_t		len;
 	const char *bytes;
 
-	if (state == NULL)
-	{
-		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RowPlacementState));
-		fcinfo->flinfo->fn_extra = state;
-	}
-	if (state->generation != topology_cache_generation ||
-		state->row_type != type_oid)
-	{
-		load_annotation(fcinfo, state, get_typ_typrelid(type_oid), desc);
-		state->row_type = type_oid;
-	}
-
-	tuple.t_len = HeapTupleHeaderGetDatumLength(row);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = row;
-	key = heap_getattr(&tuple, state->key_attnum, desc, &isnull);
+	key = heap_getattr(tuple, state->key_attnum, desc, &isnull);
 	if (isnull)
-	{
-		ReleaseTupleDesc(desc);
 		return false;
-	}
 	bytes = key_encoder_bytes(&state->key, key, buf, &len);
 
 	if (state->ring)
@@ -188,13 +155,10 @@ place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
 
 		if (state->keyspace_attnum > 0)
 		{
-			Datum		keyspace_value = heap_getattr(&tuple, state->keyspace_attnum, desc, &isnull);
+			Datum		keyspace_value = heap_getattr(tuple, state->keyspace_attnum, desc, &isnull);
 
 			if (isnull)
-			{
-				ReleaseTupleDesc(desc);
 				return false;
-			}
 			keyspace = key_encoder_bytes(&state->keyspace_key, keyspace_value, keyspace_buf, &keyspace_len);
 		}
 		status = rs_partition(keyspace, keyspace_len, bytes, len, &partition);
@@ -217,8 +181,38 @@ place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
 			(*nodes)[i] = state->map->node_texts[state->map->map.holders[first + i]];
 		*count = (int) holders;
 	}
-	ReleaseTupleDesc(desc);
 	return true;
+}
+
+/* Route one row passed as a record argument; false for a NULL key. */
+static bool
+place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
+{
+	HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(0);
+	Oid			type_oid = HeapTupleHeaderGetTypeId(row);
+	int32		typmod = HeapTupleHeaderGetTypMod(row);
+	TablePlacement *state = fcinfo->flinfo->fn_extra;
+	TupleDesc	desc = lookup_rowtype_tupdesc(type_oid, typmod);
+	HeapTupleData tuple;
+	bool		placed;
+
+	if (state == NULL)
+	{
+		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(TablePlacement));
+		fcinfo->flinfo->fn_extra = state;
+	}
+	if (state->generation != topology_cache_generation || state->row_type != type_oid)
+	{
+		table_placement_load(state, get_typ_typrelid(type_oid), desc, fcinfo->flinfo->fn_mcxt);
+		state->row_type = type_oid;
+	}
+	tuple.t_len = HeapTupleHeaderGetDatumLength(row);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = row;
+	placed = table_placement_place(state, &tuple, desc, owner_only, nodes, count);
+	ReleaseTupleDesc(desc);
+	return placed;
 }
 
 PG_FUNCTION_INFO_V1(ringshard_shard_of);

@@ -8,17 +8,19 @@
 #include "libpq-fe.h"
 #include "utils/builtins.h"
 
+#include "cluster.h"
 #include "topology_cache.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Load-time set-up: the topology cache's invalidation hooks. */
+/* Load-time set-up: cache invalidation hooks, cluster settings and callbacks. */
 void
 _PG_init(void)
 {
 	topology_cache_init();
+	cluster_init();
 }
 
 PG_FUNCTION_INFO_V1(ringshard_address_is_safe);

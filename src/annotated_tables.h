@@ -1,0 +1,49 @@
+/*
+ * annotated_tables.h
+ *		Placement of rows of annotated tables: the table's ring or map and key
+ *		columns, loaded once per call site (or trigger) and per topology
+ *		generation, and the nodes a row belongs on.
+ */
+#ifndef RINGSHARD_ANNOTATED_TABLES_H
+#define RINGSHARD_ANNOTATED_TABLES_H
+
+#include "postgres.h"
+
+#include "access/htup.h"
+#include "access/tupdesc.h"
+
+#include "key_bytes.h"
+#include "topology_cache.h"
+
+typedef struct TablePlacement
+{
+	uint64		generation;
+	Oid			row_type;		/* the row type the annotation was loaded for */
+	Oid			relid;
+	CachedRing *ring;			/* one of ring and map is set */
+	CachedMap  *map;
+	AttrNumber	key_attnum;
+	KeyEncoder	key;
+	AttrNumber	keyspace_attnum;	/* 0 when the keyspace is a constant */
+	KeyEncoder	keyspace_key;
+	char	   *keyspace;		/* the constant keyspace */
+	char	   *table_name;
+	char	   *key_column;
+	char	   *keyspace_column;
+} TablePlacement;
+
+/* Load (or reload, after a topology change) the annotation of a table. */
+extern void table_placement_load(TablePlacement *placement, Oid relid, TupleDesc desc,
+								 MemoryContext mcxt);
+
+/* Whether the placement is current for this relation. */
+extern bool table_placement_is_current(const TablePlacement *placement, Oid relid);
+
+/*
+ * The nodes a row belongs on: the ring replica set (or just the owner), or
+ * every holder of its partition (or the first).  False for a NULL key.
+ */
+extern bool table_placement_place(TablePlacement *placement, HeapTuple tuple, TupleDesc desc,
+								  bool owner_only, Datum **nodes, int *count);
+
+#endif							/* RINGSHARD_ANNOTATED_TABLES_H */

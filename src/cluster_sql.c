@@ -1,0 +1,743 @@
+/*
+ * cluster_sql.c
+ *		Cluster mode in SQL: remote execution on nodes, health, routed writes,
+ *		reads by key with failover, and parallel fan-out with top-k merge.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "annotated_tables.h"
+#include "cluster.h"
+#include "rs_hash.h"
+
+/* Nodes the last fan-out of this session could not read. */
+static ArrayType *last_fanout_missing = NULL;
+
+/* The elements of a text[] argument as C strings. */
+static char **
+text_array_strings(ArrayType *array, int *count)
+{
+	Datum	   *values;
+	bool	   *nulls;
+	char	  **strings;
+
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &values, &nulls, count);
+	strings = palloc(sizeof(char *) * Max(*count, 1));
+	for (int i = 0; i < *count; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("node and parameter lists must not contain nulls")));
+		strings[i] = TextDatumGetCString(values[i]);
+	}
+	return strings;
+}
+
+/* A text[] of C strings. */
+static ArrayType *
+strings_text_array(char **strings, int count)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(count, 1));
+
+	for (int i = 0; i < count; i++)
+		elems[i] = CStringGetTextDatum(strings[i]);
+	return construct_array(elems, count, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/* A text[] literal of C strings, each double-quoted and escaped. */
+static char *
+text_array_literal(char **strings, int count)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < count; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(&buf, ',');
+		appendStringInfoChar(&buf, '"');
+		for (const char *p = strings[i]; *p; p++)
+		{
+			if (*p == '"' || *p == '\\')
+				appendStringInfoChar(&buf, '\\');
+			appendStringInfoChar(&buf, *p);
+		}
+		appendStringInfoChar(&buf, '"');
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_node_execute);
+
+/*
+ * node_execute(nodes, sql, params, in_transaction): run one statement on
+ * several nodes in parallel; per node whether it worked, the first value of
+ * its first row, its error and its time.
+ */
+Datum
+ringshard_node_execute(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			nnodes;
+	char	  **nodes = text_array_strings(PG_GETARG_ARRAYTYPE_P(0), &nnodes);
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int			nparams;
+	char	  **params = text_array_strings(PG_GETARG_ARRAYTYPE_P(2), &nparams);
+	bool		in_transaction = PG_GETARG_BOOL(3);
+	NodeResult *results = palloc0(sizeof(NodeResult) * Max(nnodes, 1));
+
+	InitMaterializedSRF(fcinfo, 0);
+	cluster_connect_all(nnodes, (const char *const *) nodes, results);
+	cluster_query_all(nnodes, results, sql, nparams, (const char *const *) params, in_transaction);
+	for (int i = 0; i < nnodes; i++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, true, true, false};
+		PGresult   *r = results[i].result;
+
+		values[0] = CStringGetTextDatum(nodes[i]);
+		values[1] = BoolGetDatum(r != NULL);
+		if (r && PQntuples(r) > 0 && PQnfields(r) > 0 && !PQgetisnull(r, 0, 0))
+		{
+			values[2] = CStringGetTextDatum(PQgetvalue(r, 0, 0));
+			nulls[2] = false;
+		}
+		if (results[i].error)
+		{
+			values[3] = CStringGetTextDatum(results[i].error);
+			nulls[3] = false;
+		}
+		values[4] = Float8GetDatum(results[i].elapsed_ms);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if (r)
+			PQclear(r);
+	}
+	PG_RETURN_VOID();
+}
+
+/* Every node name with an address, in name order. */
+static char **
+addressed_nodes(int *count)
+{
+	char	  **nodes;
+
+	SPI_connect();
+	if (SPI_execute("SELECT node_name FROM ringshard.nodes ORDER BY node_name COLLATE \"C\"", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "ringshard catalog query failed");
+	*count = (int) SPI_processed;
+	nodes = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * Max(*count, 1));
+	for (int i = 0; i < *count; i++)
+		nodes[i] = MemoryContextStrdup(TopTransactionContext,
+									   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+	SPI_finish();
+	return nodes;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_node_health);
+
+/*
+ * node_health(): per node whether it answers, its round trip, server
+ * version, database size and connections, and the last error seen.  Nodes
+ * are probed in parallel; a dead one costs at most ringshard.node_timeout.
+ */
+Datum
+ringshard_node_health(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			nnodes;
+	char	  **nodes;
+	NodeResult *results;
+	const char *probe = "SELECT current_setting('server_version'), "
+		"pg_database_size(current_database()), "
+		"(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database())";
+
+	InitMaterializedSRF(fcinfo, 0);
+	nodes = addressed_nodes(&nnodes);
+	results = palloc0(sizeof(NodeResult) * Max(nnodes, 1));
+	cluster_connect_all(nnodes, (const char *const *) nodes, results);
+	cluster_query_all(nnodes, results, probe, 0, NULL, false);
+	for (int i = 0; i < nnodes; i++)
+	{
+		Datum		values[7];
+		bool		nulls[7] = {false, false, true, true, true, true, true};
+		PGresult   *r = results[i].result;
+
+		values[0] = CStringGetTextDatum(nodes[i]);
+		values[1] = BoolGetDatum(r != NULL);
+		if (r && PQntuples(r) == 1)
+		{
+			values[2] = Float8GetDatum(results[i].elapsed_ms);
+			values[3] = CStringGetTextDatum(PQgetvalue(r, 0, 0));
+			values[4] = Int64GetDatum(strtoll(PQgetvalue(r, 0, 1), NULL, 10));
+			values[5] = Int32GetDatum(atoi(PQgetvalue(r, 0, 2)));
+			nulls[2] = nulls[3] = nulls[4] = nulls[5] = false;
+		}
+		if (results[i].connection->last_error)
+		{
+			values[6] = CStringGetTextDatum(results[i].connection->last_error);
+			nulls[6] = false;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if (r)
+			PQclear(r);
+	}
+	PG_RETURN_VOID();
+}
+
+/* The SQL list of a row type's live columns, quoted, in order. */
+static char *
+column_list(TupleDesc desc)
+{
+	StringInfoData buf;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+		if (attr->attisdropped)
+			continue;
+		appendStringInfo(&buf, "%s%s", first ? "" : ", ", quote_identifier(NameStr(attr->attname)));
+		first = false;
+	}
+	return buf.data;
+}
+
+/* Raise the error for nodes that failed a write. */
+static void
+report_failed_write(const char *table, int nnodes, NodeResult *results)
+{
+	for (int i = 0; i < nnodes; i++)
+		if (results[i].error)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("write to table %s failed on node \"%s\"", table,
+							results[i].connection->node),
+					 errdetail("%s", results[i].error),
+					 errhint("Every replica must take the write; check the node with ringshard.node_health().")));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_route_write);
+
+/*
+ * Trigger on a distributed table at the coordinator: each inserted row goes
+ * to every node of its replica set (or every holder of its partition), in
+ * remote transactions that commit with the local one; nothing is stored
+ * locally.
+ */
+Datum
+ringshard_route_write(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	TablePlacement *placement;
+	Datum	   *nodes;
+	int			count;
+	char	  **node_names;
+	NodeResult *results;
+	char	   *table;
+	char	   *json;
+	char	   *sql;
+	const char *params[1];
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("ringshard.route_write() must be a BEFORE INSERT row trigger")));
+	rel = trigdata->tg_relation;
+
+	/* The trigger's own memory keeps the placement between rows of a statement. */
+	placement = fcinfo->flinfo->fn_extra;
+	if (placement == NULL)
+		placement = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(TablePlacement));
+	if (!table_placement_is_current(placement, RelationGetRelid(rel)))
+		table_placement_load(placement, RelationGetRelid(rel), RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
+
+	table = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)), RelationGetRelationName(rel));
+	if (!table_placement_place(placement, trigdata->tg_trigtuple, RelationGetDescr(rel), false, &nodes, &count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a row of distributed table %s needs a sharding key", table),
+				 errdetail("Its key column \"%s\" is null.", placement->key_column)));
+
+	node_names = palloc(sizeof(char *) * count);
+	for (int i = 0; i < count; i++)
+		node_names[i] = TextDatumGetCString(nodes[i]);
+	json = TextDatumGetCString(DirectFunctionCall1(row_to_json,
+												   heap_copy_tuple_as_datum(trigdata->tg_trigtuple,
+																			RelationGetDescr(rel))));
+	params[0] = json;
+	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM pg_catalog.json_populate_record(NULL::%s, $1::pg_catalog.json)",
+				   table, column_list(RelationGetDescr(rel)), column_list(RelationGetDescr(rel)), table);
+	results = palloc0(sizeof(NodeResult) * count);
+	cluster_connect_all(count, (const char *const *) node_names, results);
+	cluster_query_all(count, results, sql, 1, params, true);
+	report_failed_write(table, count, results);
+	for (int i = 0; i < count; i++)
+		PQclear(results[i].result);
+	return PointerGetDatum(NULL);
+}
+
+/* Build a tuple of the row type from one row of a node's text result. */
+static HeapTuple
+tuple_from_result(AttInMetadata *attinmeta, PGresult *r, int row, char **values)
+{
+	TupleDesc	desc = attinmeta->tupdesc;
+	int			field = 0;
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+		{
+			values[i] = NULL;
+			continue;
+		}
+		values[i] = PQgetisnull(r, row, field) ? NULL : PQgetvalue(r, row, field);
+		field++;
+	}
+	return BuildTupleFromCStrings(attinmeta, values);
+}
+
+/* The row type's descriptor and the relation behind it, for a polymorphic argument. */
+static TupleDesc
+row_type_desc(FunctionCallInfo fcinfo, Oid *relid)
+{
+	Oid			type_oid = get_fn_expr_argtype(fcinfo->flinfo, 0);
+
+	*relid = get_typ_typrelid(type_oid);
+	if (!OidIsValid(*relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("the first argument must be a row of a distributed table"),
+				 errhint("Pass NULL::my_table.")));
+	return lookup_rowtype_tupdesc_copy(type_oid, -1);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_cluster_get);
+
+/*
+ * cluster_get(NULL::table, key [, keyspace]): the rows with this key, read
+ * from one healthy replica chosen at random, failing over to the others.
+ */
+Datum
+ringshard_cluster_get(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid;
+	TupleDesc	desc;
+	TablePlacement *placement;
+	text	   *key = PG_GETARG_TEXT_PP(1);
+	char	   *keyspace = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? text_to_cstring(PG_GETARG_TEXT_PP(2)) : NULL;
+	uint16		replica_index[64];
+	Datum	   *candidates;
+	int			ncandidates = 0;
+	int			nhealthy = 0;
+	char	   *table;
+	char	   *sql;
+	const char *params[1];
+	StringInfoData failures;
+	AttInMetadata *attinmeta;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a key must not be null")));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	desc = row_type_desc(fcinfo, &relid);
+	placement = palloc0(sizeof(TablePlacement));
+	table_placement_load(placement, relid, desc, CurrentMemoryContext);
+	table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+
+	/* The key's replicas, healthy ones first in random order. */
+	if (placement->ring)
+	{
+		const rs_ring *ring = placement->ring->ring;
+		uint32		found = 0;
+
+		if (ring == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ring \"%s\" has no nodes", placement->ring->name)));
+		rs_ring_replicas(ring, rs_ring_key_hash(ring, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)),
+						 (uint32) Min(placement->ring->replication_factor, 64), replica_index, &found);
+		candidates = palloc(sizeof(Datum) * Max(found, 1));
+		for (int pass = 0; pass < 2; pass++)
+			for (uint32 i = 0; i < found; i++)
+				if (placement->ring->node_up[replica_index[i]] == (pass == 0))
+				{
+					candidates[ncandidates++] = placement->ring->node_texts[replica_index[i]];
+					nhealthy += pass == 0;
+				}
+	}
+	else
+	{
+		const char *ks = keyspace ? keyspace : placement->keyspace;
+		int			partition;
+		uint32		first;
+		uint32		holders;
+
+		if (ks == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("table %s takes its keyspace from a column: pass the keyspace", table)));
+		if (rs_partition(ks, strlen(ks), VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), &partition) != RS_OK)
+			ereport(ERROR, (errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION), errmsg("cannot compute partition")));
+		holders = rs_partmap_holder_count(&placement->map->map, partition);
+		if (holders == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition %d of map \"%s\" has no node", partition, placement->map->name)));
+		first = placement->map->map.offsets[partition];
+		candidates = palloc(sizeof(Datum) * holders);
+		for (int pass = 0; pass < 2; pass++)
+			for (uint32 i = 0; i < holders; i++)
+				if (placement->map->node_up[placement->map->map.holders[first + i]] == (pass == 0))
+				{
+					candidates[ncandidates++] = placement->map->node_texts[placement->map->map.holders[first + i]];
+					nhealthy += pass == 0;
+				}
+	}
+	/* Shuffle the healthy prefix so reads spread over replicas. */
+	for (int i = nhealthy - 1; i > 0; i--)
+	{
+		int			j = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, i);
+		Datum		t = candidates[i];
+
+		candidates[i] = candidates[j];
+		candidates[j] = t;
+	}
+
+	sql = psprintf("SELECT %s FROM %s WHERE %s OPERATOR(pg_catalog.=) $1::%s%s",
+				   column_list(desc), table, quote_identifier(placement->key_column),
+				   format_type_be(TupleDescAttr(desc, placement->key_attnum - 1)->atttypid),
+				   placement->keyspace_column && keyspace
+				   ? psprintf(" AND %s::pg_catalog.text OPERATOR(pg_catalog.=) %s",
+							  quote_identifier(placement->keyspace_column), quote_literal_cstr(keyspace))
+				   : "");
+	params[0] = text_to_cstring(key);
+	attinmeta = TupleDescGetAttInMetadata(rsinfo->setDesc);
+	initStringInfo(&failures);
+	for (int i = 0; i < ncandidates; i++)
+	{
+		const char *node = TextDatumGetCString(candidates[i]);
+		NodeResult	result;
+
+		cluster_connect_all(1, &node, &result);
+		cluster_query_all(1, &result, sql, 1, params, false);
+		if (result.result == NULL)
+		{
+			appendStringInfo(&failures, "%s%s: %s", failures.len ? "; " : "", node, result.error);
+			continue;
+		}
+		{
+			char	  **values = palloc(sizeof(char *) * desc->natts);
+
+			for (int row = 0; row < PQntuples(result.result); row++)
+				tuplestore_puttuple(rsinfo->setResult, tuple_from_result(attinmeta, result.result, row, values));
+		}
+		PQclear(result.result);
+		if (failures.len)
+			ereport(NOTICE,
+					(errmsg("read of table %s failed over to node \"%s\"", table, node),
+					 errdetail("%s", failures.data)));
+		PG_RETURN_VOID();
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("no replica of the key could be read from table %s", table),
+			 errdetail("%s", failures.len ? failures.data : "The key has no replicas."),
+			 errhint("Check the nodes with ringshard.node_health().")));
+}
+
+/* Comparison of two tuples by one column, descending, for the top-k merge. */
+typedef struct ScoreSort
+{
+	AttrNumber	attnum;
+	TupleDesc	desc;
+	FmgrInfo   *cmp;
+	Oid			collation;
+} ScoreSort;
+
+static ScoreSort score_sort;
+
+/* qsort comparator: higher scores first, NULLs last. */
+static int
+compare_scores(const void *a, const void *b)
+{
+	HeapTuple	x = *(const HeapTuple *) a;
+	HeapTuple	y = *(const HeapTuple *) b;
+	bool		xnull,
+				ynull;
+	Datum		xv = heap_getattr(x, score_sort.attnum, score_sort.desc, &xnull);
+	Datum		yv = heap_getattr(y, score_sort.attnum, score_sort.desc, &ynull);
+
+	if (xnull || ynull)
+		return (int) xnull - (int) ynull;
+	return -DatumGetInt32(FunctionCall2Coll(score_sort.cmp, score_sort.collation, xv, yv));
+}
+
+/* Whether every range keeps a replica outside the excluded nodes. */
+static bool
+coverage_complete(TablePlacement *placement, char **excluded, int nexcluded)
+{
+	if (nexcluded == 0)
+		return true;
+	if (placement->ring)
+	{
+		const rs_ring *ring = placement->ring->ring;
+		uint16		replicas[64];
+		uint32		found;
+
+		for (uint32 p = 0; p < ring->npoints; p++)
+		{
+			bool		covered = false;
+
+			rs_ring_replicas(ring, ring->tokens[p], (uint32) Min(placement->ring->replication_factor, 64),
+							 replicas, &found);
+			for (uint32 r = 0; r < found && !covered; r++)
+			{
+				char	   *name = TextDatumGetCString(placement->ring->node_texts[replicas[r]]);
+				bool		out = false;
+
+				for (int e = 0; e < nexcluded; e++)
+					out |= strcmp(excluded[e], name) == 0;
+				covered = !out;
+			}
+			if (!covered)
+				return false;
+		}
+		return true;
+	}
+	for (int part = 0; part < RS_PARTITION_COUNT; part++)
+	{
+		uint32		first = placement->map->map.offsets[part];
+		uint32		holders = rs_partmap_holder_count(&placement->map->map, part);
+		bool		covered = false;
+
+		for (uint32 h = 0; h < holders && !covered; h++)
+		{
+			char	   *name = TextDatumGetCString(placement->map->node_texts[placement->map->map.holders[first + h]]);
+			bool		out = false;
+
+			for (int e = 0; e < nexcluded; e++)
+				out |= strcmp(excluded[e], name) == 0;
+			covered = !out;
+		}
+		if (!covered && holders > 0)
+			return false;
+	}
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_cluster_fanout);
+
+/*
+ * cluster_fanout(NULL::table, where, score_column, k, allow_partial): run a
+ * query on every node at once; each node returns only the rows it is the
+ * chosen reader of (the first replica that answered), so every range is
+ * read exactly once.  With score_column and k, each node returns its top k
+ * and the coordinator merges them.
+ */
+Datum
+ringshard_cluster_fanout(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid;
+	TupleDesc	desc;
+	TablePlacement *placement;
+	char	   *where = PG_ARGISNULL(1) ? "true" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *score_column = PG_ARGISNULL(2) ? NULL : NameStr(*PG_GETARG_NAME(2));
+	int32		k = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	bool		allow_partial = !PG_ARGISNULL(4) && PG_GETARG_BOOL(4);
+	char	   *table;
+	Datum	   *node_texts;
+	int			nnodes;
+	char	  **nodes;
+	NodeResult *results;
+	char	  **excluded;
+	int			nexcluded = 0;
+	char	   *sql;
+	const char *params[1];
+	HeapTuple  *rows = NULL;
+	int			nrows = 0;
+	int			capacity = 0;
+	AttrNumber	score_attnum = 0;
+	AttInMetadata *attinmeta;
+	bool		complete;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	desc = row_type_desc(fcinfo, &relid);
+	placement = palloc0(sizeof(TablePlacement));
+	table_placement_load(placement, relid, desc, CurrentMemoryContext);
+	table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+	if (score_column)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped && strcmp(NameStr(TupleDescAttr(desc, i)->attname), score_column) == 0)
+				score_attnum = TupleDescAttr(desc, i)->attnum;
+		if (score_attnum == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of table %s does not exist", score_column, table)));
+	}
+	if (k == 0 || k < -1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("k must be positive, got %d", k)));
+
+	/* The nodes that hold the table's data. */
+	if (placement->ring)
+	{
+		if (placement->ring->ring == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ring \"%s\" has no nodes", placement->ring->name)));
+		nnodes = (int) placement->ring->ring->nnodes;
+		node_texts = placement->ring->node_texts;
+	}
+	else
+	{
+		nnodes = placement->map->nnodes;
+		node_texts = placement->map->node_texts;
+	}
+	nodes = palloc(sizeof(char *) * Max(nnodes, 1));
+	excluded = palloc(sizeof(char *) * Max(nnodes, 1));
+	for (int i = 0; i < nnodes; i++)
+		nodes[i] = TextDatumGetCString(node_texts[i]);
+
+	/* Connect to all at once; nodes marked down or unreachable are left out. */
+	results = palloc0(sizeof(NodeResult) * Max(nnodes, 1));
+	cluster_connect_all(nnodes, (const char *const *) nodes, results);
+	for (int i = 0; i < nnodes; i++)
+	{
+		bool		up = placement->ring ? placement->ring->node_up[i] : placement->map->node_up[i];
+
+		if (!up && !results[i].error)
+			results[i].error = pstrdup("marked down");
+		if (results[i].error)
+			excluded[nexcluded++] = nodes[i];
+	}
+	complete = coverage_complete(placement, excluded, nexcluded);
+
+	sql = psprintf("SELECT %s FROM %s t WHERE (%s) AND ringshard.reads_here(t, $1::pg_catalog.text[])%s",
+				   column_list(desc), table, where,
+				   score_column
+				   ? psprintf(" ORDER BY %s DESC NULLS LAST%s", quote_identifier(score_column),
+							  k > 0 ? psprintf(" LIMIT %d", k) : "")
+				   : (k > 0 ? psprintf(" LIMIT %d", k) : ""));
+	params[0] = text_array_literal(excluded, nexcluded);
+	cluster_query_all(nnodes, results, sql, 1, params, false);
+
+	attinmeta = TupleDescGetAttInMetadata(rsinfo->setDesc);
+	for (int i = 0; i < nnodes; i++)
+	{
+		PGresult   *r = results[i].result;
+		char	  **values = palloc(sizeof(char *) * desc->natts);
+
+		if (r == NULL)
+		{
+			bool		listed = false;
+
+			for (int e = 0; e < nexcluded; e++)
+				listed |= excluded[e] == nodes[i];
+			if (!listed)
+			{
+				/* It failed after the others were told to skip its rows. */
+				excluded[nexcluded++] = nodes[i];
+				complete = false;
+			}
+			continue;
+		}
+		for (int row = 0; row < PQntuples(r); row++)
+		{
+			if (nrows == capacity)
+			{
+				capacity = capacity ? capacity * 2 : 256;
+				rows = rows ? repalloc(rows, sizeof(HeapTuple) * capacity) : palloc(sizeof(HeapTuple) * capacity);
+			}
+			rows[nrows++] = tuple_from_result(attinmeta, r, row, values);
+		}
+		PQclear(r);
+	}
+
+	if (nexcluded > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		if (last_fanout_missing)
+			pfree(last_fanout_missing);
+		last_fanout_missing = strings_text_array(excluded, nexcluded);
+		MemoryContextSwitchTo(old);
+	}
+	else if (last_fanout_missing)
+	{
+		pfree(last_fanout_missing);
+		last_fanout_missing = NULL;
+	}
+	if (!complete)
+	{
+		StringInfoData missing;
+
+		initStringInfo(&missing);
+		for (int i = 0; i < nnodes; i++)
+			if (results[i].error)
+				appendStringInfo(&missing, "%s%s (%s)", missing.len ? ", " : "", nodes[i], results[i].error);
+		ereport(allow_partial ? WARNING : ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("fan-out over table %s %s", table,
+						allow_partial ? "returned partial results" : "could not read every range"),
+				 errdetail("Nodes that did not answer: %s.", missing.data),
+				 allow_partial ? errhint("ringshard.last_fanout_missing() lists them.")
+				 : errhint("Pass allow_partial => true to accept the rows of the nodes that answered.")));
+	}
+
+	if (score_attnum > 0)
+	{
+		TypeCacheEntry *typentry = lookup_type_cache(TupleDescAttr(desc, score_attnum - 1)->atttypid,
+													 TYPECACHE_CMP_PROC_FINFO);
+
+		if (!OidIsValid(typentry->cmp_proc_finfo.fn_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("column \"%s\" has no ordering to merge by", score_column)));
+		score_sort.attnum = score_attnum;
+		score_sort.desc = desc;
+		score_sort.cmp = &typentry->cmp_proc_finfo;
+		score_sort.collation = TupleDescAttr(desc, score_attnum - 1)->attcollation;
+		if (nrows > 1)
+			qsort(rows, nrows, sizeof(HeapTuple), compare_scores);
+	}
+	for (int i = 0; i < nrows && (k < 0 || i < k); i++)
+		tuplestore_puttuple(rsinfo->setResult, rows[i]);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_last_fanout_missing);
+
+/* last_fanout_missing(): the nodes the session's last fan-out could not read. */
+Datum
+ringshard_last_fanout_missing(PG_FUNCTION_ARGS)
+{
+	if (last_fanout_missing == NULL)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(TEXTOID));
+	PG_RETURN_ARRAYTYPE_P(DatumGetArrayTypePCopy(PointerGetDatum(last_fanout_missing)));
+}
