@@ -26,7 +26,8 @@ GLUE_OBJS = \
 	src/annotated_tables.o \
 	src/previews.o \
 	src/cluster.o \
-	src/cluster_sql.o
+	src/cluster_sql.o \
+	src/plproxy_bridge.o
 
 OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 

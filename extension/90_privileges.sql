@@ -63,5 +63,8 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.cluster_get(anyelement, text, text),
 	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),
 	ringshard.last_fanout_missing(),
-	ringshard.merge_cluster_state()
+	ringshard.merge_cluster_state(),
+	ringshard.count_topology_change(),
+	ringshard.plproxy_partitions(text),
+	ringshard.plproxy_version(text)
 TO PUBLIC;
