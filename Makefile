@@ -27,7 +27,8 @@ GLUE_OBJS = \
 	src/previews.o \
 	src/cluster.o \
 	src/cluster_sql.o \
-	src/plproxy_bridge.o
+	src/plproxy_bridge.o \
+	src/watchdog.o
 
 OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 

@@ -18,7 +18,12 @@ CREATE FUNCTION ringshard.merge_cluster_state() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.cluster_state) THEN
-		UPDATE ringshard.cluster_state SET local_node = NEW.local_node, topology_version = NEW.topology_version;
+		UPDATE ringshard.cluster_state SET (local_node, topology_version) = (NEW.local_node, NEW.topology_version);
+		-- columns added by later pieces of the script are restored too
+		UPDATE ringshard.cluster_state s SET change_counter = (to_jsonb(NEW)->>'change_counter')::bigint
+		 WHERE to_jsonb(NEW) ? 'change_counter';
+		UPDATE ringshard.cluster_state s SET coordinator_id = (to_jsonb(NEW)->>'coordinator_id')::uuid
+		 WHERE to_jsonb(NEW) ? 'coordinator_id';
 		RETURN NULL;
 	END IF;
 	RETURN NEW;

@@ -53,7 +53,7 @@ TO PUBLIC;
 
 -- Cluster: reading and writing distributed tables is for everyone;
 -- running statements on nodes and changing them is for administrators.
-GRANT SELECT ON ringshard.cluster_state TO PUBLIC;
+GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
 	ringshard.node_table_rows(regclass),

@@ -24,11 +24,13 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "cluster.h"
 
 int			ringshard_node_timeout_ms = 5000;
+int			ringshard_write_quorum = 1;
 
 static NodeConnection *connections;
 
@@ -50,7 +52,12 @@ cluster_disconnect(NodeConnection *connection)
 	if (connection->conn)
 		PQfinish(connection->conn);
 	connection->conn = NULL;
-	connection->in_transaction = false;
+	/*
+	 * A remote transaction dies with its connection; routed writes sent in it
+	 * are queued at commit (transaction_failed), so keep in_transaction.
+	 */
+	if (connection->in_transaction)
+		connection->transaction_failed = true;
 }
 
 /* Send one command and wait for it, bounded by the node timeout. */
@@ -59,7 +66,7 @@ run_command(NodeConnection *connection, const char *sql)
 {
 	NodeResult	result = {connection, NULL, NULL, 0};
 
-	cluster_query_all(1, &result, sql, 0, NULL, false);
+	cluster_query_all(1, &result, sql, 0, NULL, REMOTE_AUTOCOMMIT);
 	if (result.result == NULL)
 	{
 		connection->last_error = result.error;
@@ -69,34 +76,99 @@ run_command(NodeConnection *connection, const char *sql)
 	return true;
 }
 
+/*
+ * Queue a node's routed writes of this transaction: they certainly did not
+ * land (its remote transaction failed) or may not have (it did not confirm
+ * the commit).  Replay is idempotent, so none lands twice.
+ */
+static void
+queue_pending_writes(NodeConnection *c, const char *why)
+{
+	ListCell   *lc;
+	bool		pushed = false;
+
+	if (c->pending_writes == NIL)
+		return;
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	foreach(lc, c->pending_writes)
+	{
+		PendingWrite *w = lfirst(lc);
+
+		cluster_enqueue_write(c->node, w->relid, w->json, w->write_id);
+	}
+	if (pushed)
+		PopActiveSnapshot();
+	ereport(WARNING,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("node \"%s\" %s; %d writes are queued for it", c->node, why,
+					list_length(c->pending_writes)),
+			 errdetail("%s", c->last_error ? c->last_error : "no detail")));
+}
+
+/* COMMIT on a node; true only if the server says it committed. */
+static bool
+commit_remote(NodeConnection *c)
+{
+	NodeResult	result = {c, NULL, NULL, 0};
+	bool		committed;
+
+	cluster_query_all(1, &result, "COMMIT", 0, NULL, REMOTE_AUTOCOMMIT);
+	if (result.result == NULL)
+		return false;
+	/* A failed remote transaction answers COMMIT with ROLLBACK, not an error. */
+	committed = strcmp(PQcmdStatus(result.result), "COMMIT") == 0;
+	if (!committed)
+		c->last_error = MemoryContextStrdup(TopMemoryContext, "the remote transaction rolled back");
+	PQclear(result.result);
+	return committed;
+}
+
 /* Finish every remote transaction with the local one. */
 static void
 cluster_xact_callback(XactEvent event, void *arg)
 {
 	for (NodeConnection *c = connections; c; c = c->next)
 	{
-		if (!c->in_transaction)
-			continue;
-		if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT)
+		if (c->in_transaction &&
+			(event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT))
 		{
+			bool		failed_before = c->transaction_failed;
+
 			c->in_transaction = false;
-			if (!run_command(c, "COMMIT"))
+			if (failed_before || !commit_remote(c))
 			{
-				cluster_disconnect(c);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("could not commit on node \"%s\"", c->node),
-						 errdetail("%s", c->last_error ? c->last_error : "no detail"),
-						 errhint("Nodes committed before this one keep their writes; check with ringshard.node_health().")));
+				if (failed_before && c->conn)
+					(void) run_command(c, "ROLLBACK");
+				else
+					cluster_disconnect(c);
+				if (c->other_statements)
+					ereport(ERROR,
+							(errcode(ERRCODE_CONNECTION_FAILURE),
+							 errmsg("could not commit on node \"%s\"", c->node),
+							 errdetail("%s", c->last_error ? c->last_error : "no detail"),
+							 errhint("Nodes committed before this one keep their changes; check with ringshard.node_health().")));
+				queue_pending_writes(c, failed_before ? "lost its transaction" : "did not confirm its commit");
 			}
 		}
-		else if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		else if (c->in_transaction && (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT))
 		{
 			c->in_transaction = false;
 			/* A connection that cannot roll back is closed: the server aborts it. */
 			if (c->conn && (PQtransactionStatus(c->conn) == PQTRANS_ACTIVE ||
 							!run_command(c, "ROLLBACK")))
 				cluster_disconnect(c);
+		}
+		if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+			event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		{
+			/* The list lived in TopTransactionContext, which goes now. */
+			c->pending_writes = NIL;
+			c->other_statements = false;
+			c->transaction_failed = false;
 		}
 	}
 }
@@ -110,6 +182,11 @@ cluster_init(void)
 							"A node that takes longer is cancelled and counted as failed.",
 							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.write_quorum",
+							"Replicas that must take a routed write for it to succeed.",
+							"The others get it queued in ringshard.write_queue and replayed when they return.",
+							&ringshard_write_quorum, 1, 1, 64,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	RegisterXactCallback(cluster_xact_callback, NULL);
 }
 
@@ -187,6 +264,83 @@ cluster_node_conninfo(const char *node)
 	else
 		conninfo = pstrdup(address);
 	return conninfo;
+}
+
+/*
+ * Queue a write for a node that missed it, in the current transaction.  The
+ * queue is the administrators'; any user whose insert was routed may add
+ * to it, so the row is written with the catalog owner's rights.
+ */
+void
+cluster_enqueue_write(const char *node, Oid relid, const char *json, int64 write_id)
+{
+	Oid			saved_user;
+	int			saved_context;
+	Oid			argtypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8OID};
+	Datum		values[4];
+
+	values[0] = CStringGetTextDatum(node);
+	values[1] = ObjectIdGetDatum(relid);
+	values[2] = CStringGetTextDatum(json);
+	values[3] = Int64GetDatum(write_id);
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		SPI_connect();
+		if (SPI_execute_with_args("INSERT INTO ringshard.write_queue (id, node_name, table_name, payload) "
+								  "VALUES ($4, $1, $2, $3::pg_catalog.json) ON CONFLICT DO NOTHING",
+								  4, argtypes, values, NULL, false, 0) < 0)
+			elog(ERROR, "could not queue a write for node \"%s\"", node);
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(saved_user, saved_context);
+	}
+	PG_END_TRY();
+}
+
+/* Run one catalog query as the catalog owner and return its first value as text. */
+static char *
+owner_query_value(const char *sql)
+{
+	Oid			saved_user;
+	int			saved_context;
+	char	   *value = NULL;
+
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		SPI_connect();
+		if (SPI_execute(sql, false, 1) >= 0 && SPI_processed == 1)
+			value = MemoryContextStrdup(TopTransactionContext,
+										SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(saved_user, saved_context);
+	}
+	PG_END_TRY();
+	if (value == NULL)
+		elog(ERROR, "ringshard catalog query failed: %s", sql);
+	return value;
+}
+
+/* A new routed write's id, shared by all its replicas. */
+int64
+cluster_next_write_id(void)
+{
+	return strtoll(owner_query_value("SELECT pg_catalog.nextval('ringshard.write_queue_id_seq')"), NULL, 10);
+}
+
+/* This coordinator's id, which workers use to recognise a repeated delivery. */
+char *
+cluster_coordinator_id(void)
+{
+	return owner_query_value("SELECT coordinator_id FROM ringshard.cluster_state");
 }
 
 /* The session's connection entry for a node, created if new. */
@@ -334,14 +488,14 @@ cluster_connect_all(int nnodes, const char *const *nodes, NodeResult *results)
 /* Run one query on several connected nodes in parallel (see cluster.h). */
 void
 cluster_query_all(int nnodes, NodeResult *results, const char *sql,
-				  int nparams, const char *const *params, bool in_transaction)
+				  int nparams, const char *const *params, RemoteMode mode)
 {
 	instr_time	start;
 	bool	   *done = palloc0(sizeof(bool) * nnodes);
 	int			pending = 0;
 
 	/* Open the remote transactions first; they finish with ours. */
-	if (in_transaction)
+	if (mode != REMOTE_AUTOCOMMIT)
 	{
 		NodeResult *begins = palloc0(sizeof(NodeResult) * nnodes);
 		int		   *index = palloc(sizeof(int) * nnodes);
@@ -354,7 +508,7 @@ cluster_query_all(int nnodes, NodeResult *results, const char *sql,
 				index[nbegins++] = i;
 			}
 		if (nbegins > 0)
-			cluster_query_all(nbegins, begins, "BEGIN", 0, NULL, false);
+			cluster_query_all(nbegins, begins, "BEGIN", 0, NULL, REMOTE_AUTOCOMMIT);
 		for (int b = 0; b < nbegins; b++)
 		{
 			if (begins[b].error)
@@ -380,6 +534,15 @@ cluster_query_all(int nnodes, NodeResult *results, const char *sql,
 			done[i] = true;
 			continue;
 		}
+		/* A node whose remote transaction broke takes no more of this one. */
+		if (mode != REMOTE_AUTOCOMMIT && c->transaction_failed)
+		{
+			results[i].error = pstrdup("its remote transaction failed earlier in this transaction");
+			done[i] = true;
+			continue;
+		}
+		if (mode == REMOTE_TRANSACTION)
+			c->other_statements = true;
 		sent = nparams > 0
 			? PQsendQueryParams(c->conn, sql, nparams, NULL, params, NULL, NULL, 0)
 			: PQsendQuery(c->conn, sql);
@@ -429,7 +592,11 @@ cluster_query_all(int nnodes, NodeResult *results, const char *sql,
 					last = r;
 				}
 				if (results[i].error)
+				{
 					PQclear(last);
+					if (mode != REMOTE_AUTOCOMMIT)
+						c->transaction_failed = true;
+				}
 				else
 					results[i].result = last;
 				results[i].elapsed_ms = elapsed_since(start);

@@ -105,7 +105,8 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	cluster_connect_all(nnodes, (const char *const *) nodes, results);
-	cluster_query_all(nnodes, results, sql, nparams, (const char *const *) params, in_transaction);
+	cluster_query_all(nnodes, results, sql, nparams, (const char *const *) params,
+					  in_transaction ? REMOTE_TRANSACTION : REMOTE_AUTOCOMMIT);
 	for (int i = 0; i < nnodes; i++)
 	{
 		Datum		values[5];
@@ -172,7 +173,7 @@ ringshard_node_health(PG_FUNCTION_ARGS)
 	nodes = addressed_nodes(&nnodes);
 	results = palloc0(sizeof(NodeResult) * Max(nnodes, 1));
 	cluster_connect_all(nnodes, (const char *const *) nodes, results);
-	cluster_query_all(nnodes, results, probe, 0, NULL, false);
+	cluster_query_all(nnodes, results, probe, 0, NULL, REMOTE_AUTOCOMMIT);
 	for (int i = 0; i < nnodes; i++)
 	{
 		Datum		values[7];
@@ -221,18 +222,57 @@ column_list(TupleDesc desc)
 	return buf.data;
 }
 
-/* Raise the error for nodes that failed a write. */
+/*
+ * Settle a routed write: when at least ringshard.write_quorum replicas took
+ * it, queue it durably (in this transaction) for each replica that did not;
+ * otherwise fail naming the nodes.
+ */
 static void
-report_failed_write(const char *table, int nnodes, NodeResult *results)
+settle_write(Oid relid, const char *table, const char *json, int64 write_id,
+			 int nnodes, NodeResult *results)
 {
+	int			took = 0;
+	int			quorum = Min(ringshard_write_quorum, nnodes);
+
 	for (int i = 0; i < nnodes; i++)
-		if (results[i].error)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("write to table %s failed on node \"%s\"", table,
-							results[i].connection->node),
-					 errdetail("%s", results[i].error),
-					 errhint("Every replica must take the write; check the node with ringshard.node_health().")));
+		took += results[i].error == NULL;
+	if (took < quorum)
+	{
+		StringInfoData failed;
+
+		initStringInfo(&failed);
+		for (int i = 0; i < nnodes; i++)
+			if (results[i].error)
+				appendStringInfo(&failed, "%s%s: %s", failed.len ? "; " : "",
+								 results[i].connection->node, results[i].error);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("write to table %s reached %d of %d replicas, fewer than ringshard.write_quorum (%d)",
+						table, took, nnodes, ringshard_write_quorum),
+				 errdetail("%s", failed.data),
+				 errhint("Check the nodes with ringshard.node_health().")));
+	}
+	for (int i = 0; i < nnodes; i++)
+	{
+		if (results[i].error == NULL)
+		{
+			/* Remember it: if the node cannot confirm its commit, it is queued then. */
+			MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+			PendingWrite *w = palloc(sizeof(PendingWrite));
+
+			w->relid = relid;
+			w->json = pstrdup(json);
+			w->write_id = write_id;
+			results[i].connection->pending_writes = lappend(results[i].connection->pending_writes, w);
+			MemoryContextSwitchTo(old);
+			continue;
+		}
+		cluster_enqueue_write(results[i].connection->node, relid, json, write_id);
+		ereport(NOTICE,
+				(errmsg("node \"%s\" did not take the write; it is queued and will be replayed",
+						results[i].connection->node),
+				 errdetail("%s", results[i].error)));
+	}
 }
 
 PG_FUNCTION_INFO_V1(ringshard_route_write);
@@ -256,7 +296,8 @@ ringshard_route_write(PG_FUNCTION_ARGS)
 	char	   *table;
 	char	   *json;
 	char	   *sql;
-	const char *params[1];
+	const char *params[3];
+	int64		write_id;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) || !TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
@@ -285,15 +326,26 @@ ringshard_route_write(PG_FUNCTION_ARGS)
 	json = TextDatumGetCString(DirectFunctionCall1(row_to_json,
 												   heap_copy_tuple_as_datum(trigdata->tg_trigtuple,
 																			RelationGetDescr(rel))));
+	/*
+	 * The write carries (coordinator, write id), recorded on the worker in
+	 * the same statement: a later replay of the same write is a no-op.
+	 */
+	write_id = cluster_next_write_id();
 	params[0] = json;
-	sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM pg_catalog.json_populate_record(NULL::%s, $1::pg_catalog.json)",
+	params[1] = cluster_coordinator_id();
+	params[2] = psprintf(INT64_FORMAT, write_id);
+	sql = psprintf("WITH first_time AS (INSERT INTO ringshard.replayed_writes (coordinator_id, queue_id) "
+				   "VALUES ($2::pg_catalog.uuid, $3::pg_catalog.int8) ON CONFLICT DO NOTHING RETURNING 1) "
+				   "INSERT INTO %s (%s) SELECT %s FROM pg_catalog.json_populate_record(NULL::%s, $1::pg_catalog.json) "
+				   "WHERE EXISTS (SELECT FROM first_time)",
 				   table, column_list(RelationGetDescr(rel)), column_list(RelationGetDescr(rel)), table);
 	results = palloc0(sizeof(NodeResult) * count);
 	cluster_connect_all(count, (const char *const *) node_names, results);
-	cluster_query_all(count, results, sql, 1, params, true);
-	report_failed_write(table, count, results);
+	cluster_query_all(count, results, sql, 3, params, REMOTE_ROUTED_WRITE);
+	settle_write(RelationGetRelid(rel), table, json, write_id, count, results);
 	for (int i = 0; i < count; i++)
-		PQclear(results[i].result);
+		if (results[i].result)
+			PQclear(results[i].result);
 	return PointerGetDatum(NULL);
 }
 
@@ -442,7 +494,7 @@ ringshard_cluster_get(PG_FUNCTION_ARGS)
 		NodeResult	result;
 
 		cluster_connect_all(1, &node, &result);
-		cluster_query_all(1, &result, sql, 1, params, false);
+		cluster_query_all(1, &result, sql, 1, params, REMOTE_AUTOCOMMIT);
 		if (result.result == NULL)
 		{
 			appendStringInfo(&failures, "%s%s: %s", failures.len ? "; " : "", node, result.error);
@@ -645,7 +697,7 @@ ringshard_cluster_fanout(PG_FUNCTION_ARGS)
 							  k > 0 ? psprintf(" LIMIT %d", k) : "")
 				   : (k > 0 ? psprintf(" LIMIT %d", k) : ""));
 	params[0] = text_array_literal(excluded, nexcluded);
-	cluster_query_all(nnodes, results, sql, 1, params, false);
+	cluster_query_all(nnodes, results, sql, 1, params, REMOTE_AUTOCOMMIT);
 
 	attinmeta = TupleDescGetAttInMetadata(rsinfo->setDesc);
 	for (int i = 0; i < nnodes; i++)

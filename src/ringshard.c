@@ -10,17 +10,19 @@
 
 #include "cluster.h"
 #include "topology_cache.h"
+#include "watchdog.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Load-time set-up: cache invalidation hooks, cluster settings and callbacks. */
+/* Load-time set-up: cache invalidation hooks, cluster settings, the watchdog. */
 void
 _PG_init(void)
 {
 	topology_cache_init();
 	cluster_init();
+	watchdog_init();
 }
 
 PG_FUNCTION_INFO_V1(ringshard_address_is_safe);

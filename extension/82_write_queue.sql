@@ -1,0 +1,109 @@
+-- Queued writes (hinted handoff).  A routed write that reached at least
+-- ringshard.write_quorum replicas succeeds; for each replica that missed it
+-- the row waits here, in an ordinary WAL-logged table written in the same
+-- transaction, until the watchdog (or replay_queue) delivers it.  Delivery
+-- is idempotent: the worker records each (coordinator, queue id) it applied
+-- in the same statement that inserts the row.
+
+ALTER TABLE ringshard.cluster_state
+	ADD COLUMN coordinator_id uuid NOT NULL DEFAULT pg_catalog.gen_random_uuid();
+
+CREATE TABLE ringshard.write_queue (
+	id bigserial NOT NULL,
+	node_name text NOT NULL,
+	table_name regclass NOT NULL,
+	payload json NOT NULL,
+	queued_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	attempts integer NOT NULL DEFAULT 0,
+	last_error text,
+	-- one routed write has one id, queued once per replica that missed it
+	PRIMARY KEY (node_name, id)
+);
+COMMENT ON TABLE ringshard.write_queue IS
+	'routed writes a replica missed (or could not confirm), in order, waiting to be replayed to it; the id is the write''s, shared by its replicas';
+SELECT pg_catalog.pg_extension_config_dump('ringshard.write_queue', '');
+SELECT pg_catalog.pg_extension_config_dump('ringshard.write_queue_id_seq', '');
+
+CREATE VIEW ringshard.write_queue_status AS
+SELECT q.node_name AS node, count(*) AS queued, min(q.queued_at) AS oldest,
+       pg_catalog.now() - min(q.queued_at) AS oldest_age, max(q.attempts) AS max_attempts,
+       (array_agg(q.last_error ORDER BY q.id DESC) FILTER (WHERE q.last_error IS NOT NULL))[1] AS last_error
+  FROM ringshard.write_queue q GROUP BY q.node_name;
+COMMENT ON VIEW ringshard.write_queue_status IS 'queued writes per node: how many, how old, and the last delivery error';
+
+-- On a worker: the queued writes it has applied, so a replay never applies twice.
+CREATE TABLE ringshard.replayed_writes (
+	coordinator_id uuid NOT NULL,
+	queue_id bigint NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	PRIMARY KEY (coordinator_id, queue_id)
+);
+COMMENT ON TABLE ringshard.replayed_writes IS 'on a worker: queued writes already applied, by coordinator and queue id';
+SELECT pg_catalog.pg_extension_config_dump('ringshard.replayed_writes', '');
+
+-- Deliver up to batch queued writes to one node, oldest first, in this
+-- transaction (the remote one commits with it).  Returns how many left the
+-- queue; stops at the first failure, which stays queued with its error.
+CREATE FUNCTION ringshard.replay_queue(node text, batch integer DEFAULT 1000) RETURNS integer
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	item ringshard.write_queue;
+	origin uuid := (SELECT s.coordinator_id FROM ringshard.cluster_state s);
+	outcome record;
+	delivered integer := 0;
+	columns text;
+BEGIN
+	IF node IS NULL OR batch IS NULL OR batch < 1 THEN
+		RAISE EXCEPTION 'replay_queue needs a node and a positive batch' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	FOR item IN SELECT * FROM ringshard.write_queue q WHERE q.node_name = node ORDER BY q.id LIMIT batch
+		FOR UPDATE SKIP LOCKED
+	LOOP
+		SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
+		  FROM pg_attribute a WHERE a.attrelid = item.table_name AND a.attnum > 0 AND NOT a.attisdropped;
+		SELECT * INTO outcome FROM ringshard.node_execute(ARRAY[node], format(
+			'WITH first_time AS (INSERT INTO ringshard.replayed_writes (coordinator_id, queue_id)
+			                     VALUES ($2::uuid, $3::bigint) ON CONFLICT DO NOTHING RETURNING 1)
+			 INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_record(NULL::%1$s, $1::pg_catalog.json)
+			  WHERE EXISTS (SELECT FROM first_time)', item.table_name, columns),
+			ARRAY[item.payload::text, origin::text, item.id::text]);
+		IF NOT outcome.ok THEN
+			UPDATE ringshard.write_queue q SET attempts = q.attempts + 1, last_error = outcome.error
+			 WHERE q.node_name = item.node_name AND q.id = item.id;
+			EXIT;
+		END IF;
+		DELETE FROM ringshard.write_queue q WHERE q.node_name = item.node_name AND q.id = item.id;
+		delivered := delivered + 1;
+	END LOOP;
+	RETURN delivered;
+END
+$$;
+COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
+	'delivers up to batch queued writes to a node, oldest first, exactly once (idempotent on the worker); returns how many were delivered';
+
+-- One round of the health watchdog: probe every node, mark it up or down,
+-- and replay the queue of each node that answers.
+CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
+	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	probe record;
+BEGIN
+	FOR probe IN SELECT h.node, h.reachable FROM ringshard.node_health() h LOOP
+		node := probe.node;
+		reachable := probe.reachable;
+		delivered := 0;
+		IF mark_health THEN
+			UPDATE ringshard.nodes n SET is_up = probe.reachable
+			 WHERE n.node_name = probe.node AND n.is_up IS DISTINCT FROM probe.reachable;
+		END IF;
+		IF probe.reachable THEN
+			delivered := ringshard.replay_queue(probe.node, batch);
+		END IF;
+		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard.watchdog_tick(boolean, integer) IS
+	'one round of the health watchdog: probes nodes, marks them up or down, replays the queue of each node that answers';

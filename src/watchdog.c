@@ -1,0 +1,107 @@
+/*
+ * watchdog.c
+ *		The health watchdog: a background worker that, every
+ *		ringshard.watchdog_interval, probes the nodes, marks them up or down
+ *		and replays each returning node's queued writes (the seed's
+ *		coordinator watchdog).  It runs ringshard.watchdog_tick() in its own
+ *		transaction, so a crash at any point leaves the queue consistent.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+
+#include "watchdog.h"
+
+static char *watchdog_database = NULL;
+static int	watchdog_interval_ms = 5000;
+
+PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
+
+/* Settings, and the worker itself when preloaded with a database to watch. */
+void
+watchdog_init(void)
+{
+	BackgroundWorker worker;
+
+	DefineCustomIntVariable("ringshard.watchdog_interval",
+							"Time between two rounds of the health watchdog.",
+							NULL, &watchdog_interval_ms, 5000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	/* A postmaster setting can only be defined while preloading. */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomStringVariable("ringshard.watchdog_database",
+							   "Database whose ringshard coordinator the health watchdog serves.",
+							   "Empty (the default) starts no watchdog. Needs shared_preload_libraries.",
+							   &watchdog_database, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	if (watchdog_database == NULL || watchdog_database[0] == '\0')
+		return;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "ringshard");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "ringshard_watchdog_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "ringshard watchdog");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "ringshard watchdog");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* One round, in its own transaction; false if the extension is not installed. */
+static bool
+watchdog_round(void)
+{
+	bool		installed;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "ringshard watchdog round");
+	installed = SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'ringshard'",
+							true, 1) == SPI_OK_SELECT && SPI_processed == 1;
+	if (installed &&
+		SPI_execute("SELECT * FROM ringshard.watchdog_tick()", false, 0) != SPI_OK_SELECT)
+		elog(WARNING, "ringshard watchdog round failed");
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	return installed;
+}
+
+/* The worker's main loop. */
+void
+ringshard_watchdog_main(Datum arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(watchdog_database, NULL, 0);
+	elog(LOG, "ringshard watchdog started for database \"%s\"", watchdog_database);
+
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 watchdog_interval_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		(void) watchdog_round();
+	}
+}

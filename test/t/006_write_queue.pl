@@ -1,0 +1,139 @@
+# No write lost: while a worker is killed (SIGKILL) and restarted under a
+# write load, routed writes succeed with the other replica, wait in the
+# coordinator's queue, and the watchdog replays them once the worker is back.
+# Afterwards every row is on every replica, exactly once.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
+my @workers = map { PostgreSQL::Test::Cluster->new("q$_") } 1 .. 3;
+$coordinator->init;
+$coordinator->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'ringshard'
+ringshard.watchdog_database = 'postgres'
+ringshard.watchdog_interval = '300ms'
+ringshard.node_timeout = '2s'
+});
+$coordinator->start;
+for my $node (@workers)
+{
+	$node->init;
+	$node->start;
+}
+$_->safe_psql('postgres', 'CREATE EXTENSION ringshard') for ($coordinator, @workers);
+
+my $setup = '';
+for my $i (1 .. 3)
+{
+	my $w = $workers[ $i - 1 ];
+	$setup .= sprintf("SELECT ringshard.add_node('q%d', 'host=%s port=%d dbname=postgres');", $i, $w->host, $w->port);
+}
+$setup .= q{
+	SELECT ringshard.set_replication_factor('default', 2);
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE TABLE items (id bigint, payload text);
+	SELECT ringshard.distribute_table('items', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('items');
+};
+$coordinator->safe_psql('postgres', $setup);
+ok($coordinator->poll_query_until('postgres',
+	q{SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'ringshard watchdog'}),
+	'the watchdog background worker runs');
+
+# The write load: one row per transaction, 360 rows; q2 dies after 120 and
+# comes back after 240.
+my $writer = $coordinator->background_psql('postgres');
+$writer->query_safe('SET client_min_messages = error');
+my $max_queued = 0;
+my $killed_pid;
+for my $id (1 .. 360)
+{
+	if ($id == 121)
+	{
+		$killed_pid = $workers[1]->{_pid};
+		$workers[1]->kill9;
+		note('q2 killed with SIGKILL');
+	}
+	if ($id == 241)
+	{
+		$max_queued = $coordinator->safe_psql('postgres',
+			q{SELECT coalesce(sum(queued), 0) FROM ringshard.write_queue_status WHERE node = 'q2'});
+		# the killed postmaster must be gone before a new one may start
+		for (1 .. 300)
+		{
+			last unless kill(0, $killed_pid);
+			select(undef, undef, undef, 0.1);
+		}
+		$workers[1]->start;
+		note('q2 restarted');
+	}
+	$writer->query_safe("INSERT INTO items VALUES ($id, 'payload-$id')");
+}
+$writer->quit;
+my $on_q2_while_down = $coordinator->safe_psql('postgres',
+	q{SELECT count(*) FROM generate_series(121, 240) g WHERE 'q2' = ANY (replicas_for(g::bigint))});
+cmp_ok($max_queued, '>=', $on_q2_while_down, "writes for the dead worker were queued ($max_queued)");
+
+ok($coordinator->poll_query_until('postgres', q{SELECT count(*) = 0 FROM ringshard.write_queue}),
+	'the watchdog replays the queue once the worker is back');
+is($coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q2'}), 't',
+	'the watchdog marks the returning worker up');
+
+# Every replica holds exactly its rows, once, with the same content.
+sub check_placement
+{
+	my ($label) = @_;
+	for my $i (1 .. 3)
+	{
+		my $expected = $coordinator->safe_psql('postgres',
+			"SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, 360) g
+			  WHERE 'q$i' = ANY (replicas_for(g::bigint))");
+		my $actual = $workers[ $i - 1 ]->safe_psql('postgres',
+			q{SELECT string_agg(id::text, ',' ORDER BY id) FROM items});
+		is($actual, $expected, "$label: q$i holds exactly its rows, each once");
+	}
+	for my $pair ([ 1, 2 ], [ 1, 3 ], [ 2, 3 ])
+	{
+		my ($a, $b) = @$pair;
+		my $ids = $coordinator->safe_psql('postgres',
+			"SELECT string_agg(g::text, ',') FROM generate_series(1, 360) g
+			  WHERE replicas_for(g::bigint) @> ARRAY['q$a', 'q$b']");
+		my $sql = "SELECT md5(string_agg(i::text, ';' ORDER BY id)) FROM items i WHERE id IN ($ids)";
+		is($workers[ $a - 1 ]->safe_psql('postgres', $sql), $workers[ $b - 1 ]->safe_psql('postgres', $sql),
+			"$label: q$a and q$b hold identical copies");
+	}
+}
+check_placement('after the outage');
+
+# Replay is idempotent: a queue entry delivered before (as after a crash
+# between the worker's commit and the coordinator's) is not applied twice.
+my $replayed = $workers[1]->safe_psql('postgres',
+	q{SELECT queue_id FROM ringshard.replayed_writes ORDER BY queue_id LIMIT 1});
+ok($replayed ne '', "q2 recorded the queued writes it applied (first: $replayed)");
+my $row_id = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(121, 240) g WHERE 'q2' = ANY (replicas_for(g::bigint)) ORDER BY g LIMIT 1});
+$coordinator->safe_psql('postgres', qq{
+	INSERT INTO ringshard.write_queue (id, node_name, table_name, payload)
+	VALUES ($replayed, 'q2', 'items', json_build_object('id', $row_id, 'payload', 'payload-$row_id'));
+	SELECT ringshard.replay_queue('q2');});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}), '0',
+	'the duplicate delivery left the queue');
+check_placement('after a repeated delivery');
+
+# With a quorum of two, a write whose second replica is down fails.
+$workers[2]->stop;
+my $both_on_q3 = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(1000, 2000) g WHERE 'q3' = ANY (replicas_for(g::bigint)) LIMIT 1});
+my ($rc, $out, $err) = $coordinator->psql('postgres',
+	"SET ringshard.write_quorum = 2; INSERT INTO items VALUES ($both_on_q3, 'quorum')");
+isnt($rc, 0, 'below the write quorum the write fails');
+like($err, qr/fewer than ringshard.write_quorum/, 'the error names the quorum');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}), '0',
+	'a failed write queues nothing');
+$workers[2]->start;
+
+$_->stop for ($coordinator, @workers);
+done_testing();
