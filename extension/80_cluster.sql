@@ -214,7 +214,8 @@ $$;
 COMMENT ON FUNCTION ringshard.adopt_distributed_table(text, json, name, text, text, text, name) IS
 	'on a worker: creates the table (or checks that its columns match) and annotates it, with the trigger that refuses misrouted rows';
 
-CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS TABLE (node text, ok boolean)
+-- Create (or check) a distributed table on every node with an address.
+CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS TABLE (node text, ok boolean)
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
@@ -222,7 +223,7 @@ DECLARE
 	target text;
 	outcome record;
 BEGIN
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = create_distributed_table.table_name;
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = push_table_definition.table_name;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name
 			USING ERRCODE = 'undefined_object',
@@ -245,11 +246,24 @@ BEGIN
 		ok := true;
 		RETURN NEXT;
 	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard.push_table_definition(regclass) IS
+	'creates an annotated table on every node with an address, or checks that its definition there matches';
+
+CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS TABLE (node text, ok boolean)
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+BEGIN
+	RETURN QUERY SELECT * FROM ringshard.push_table_definition(table_name);
 	IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'ringshard_route_write') THEN
 		EXECUTE format('DROP TRIGGER ringshard_route_write ON %s', table_name);
 	END IF;
 	EXECUTE format('CREATE TRIGGER ringshard_route_write BEFORE INSERT ON %s
 	                FOR EACH ROW EXECUTE FUNCTION ringshard.route_write()', table_name);
+	-- Rows are laid out under the current topology from now on.
+	EXECUTE 'INSERT INTO ringshard.placements (table_name, snapshot) VALUES ($1, ringshard.placement_snapshot($1))
+	         ON CONFLICT (table_name) DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = pg_catalog.now()'
+		USING table_name;
 END
 $$;
 COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS

@@ -53,7 +53,7 @@ TO PUBLIC;
 
 -- Cluster: reading and writing distributed tables is for everyone;
 -- running statements on nodes and changing them is for administrators.
-GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status TO PUBLIC;
+GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status, ringshard.rebalance_status TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
 	ringshard.node_table_rows(regclass),
@@ -68,3 +68,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.plproxy_partitions(text),
 	ringshard.plproxy_version(text)
 TO PUBLIC;
+
+-- Procedures are named explicitly: rebalancing is for administrators.
+REVOKE ALL ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) TO ringshard_admin;

@@ -237,7 +237,9 @@ JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.de
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'ringshard'
 WHERE p.prosecdef
   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%');
--- SQL and PL/pgSQL functions in schema ringshard: none without a search_path
+-- SQL and PL/pgSQL functions in schema ringshard: none without a search_path,
+-- except the rebalance procedure, which commits and so cannot carry SET (every
+-- name in it is qualified); it is listed below.
 SELECT count(*) > 0 AS some_checked,
        count(*) FILTER (WHERE NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%')) AS without_search_path,
        count(*) FILTER (WHERE NOT EXISTS (SELECT FROM unnest(p.proconfig) c

@@ -376,3 +376,90 @@ ringshard_compare_schemes(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_VOID();
 }
+
+PG_FUNCTION_INFO_V1(ringshard_ring_move_plan);
+
+/*
+ * ring_move_plan(old_nodes, old_weights, old_vnodes, old_replicas, ring): the
+ * token ranges whose replica set differs between the ring as it was (given
+ * by its members) and the ring as the catalog has it now, with both sets.
+ */
+Datum
+ringshard_ring_move_plan(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ArrayType  *old_nodes = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *old_weights = PG_GETARG_ARRAYTYPE_P(1);
+	int32		old_vnodes = PG_GETARG_INT32(2);
+	int32		old_replicas = PG_GETARG_INT32(3);
+	RingSpec   *current = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	RingSpec	previous = *current;
+	Datum	   *names;
+	Datum	   *weights;
+	bool	   *nulls;
+	int			nnames;
+	int			nweights;
+	rs_ring    *old_ring = NULL;
+	rs_ring    *new_ring = NULL;
+	rs_move_step *steps = NULL;
+	size_t		nsteps = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	deconstruct_array(old_nodes, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &nnames);
+	deconstruct_array(old_weights, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &weights, &nulls, &nweights);
+	if (nnames != nweights)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("old_nodes and old_weights must have the same length")));
+	previous.vnodes = old_vnodes;
+	previous.replication_factor = old_replicas;
+	previous.nmembers = nnames;
+	previous.members = palloc0(sizeof(rs_ring_member) * (nnames + 1));
+	for (int i = 0; i < nnames; i++)
+	{
+		previous.members[i].name = TextDatumGetCString(names[i]);
+		previous.members[i].name_len = strlen(previous.members[i].name);
+		previous.members[i].weight = DatumGetFloat8(weights[i]);
+	}
+	PG_TRY();
+	{
+		rs_status	status;
+
+		old_ring = topology_build_ring(&previous, 0);
+		new_ring = topology_build_ring(current, 0);
+		if (old_ring == NULL || new_ring == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("a move needs nodes on the ring before and after the change")));
+		status = rs_ring_move_steps(old_ring, (uint32) old_replicas, new_ring,
+									(uint32) current->replication_factor, &steps, &nsteps);
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot plan the move");
+		for (size_t i = 0; i < nsteps; i++)
+		{
+			Datum		values[5];
+			bool		vnulls[5] = {false, false, false, false, false};
+			Datum	   *olds = palloc(sizeof(Datum) * Max(steps[i].nold, 1));
+			Datum	   *news = palloc(sizeof(Datum) * Max(steps[i].nnew, 1));
+
+			for (uint32 j = 0; j < steps[i].nold; j++)
+				olds[j] = CStringGetTextDatum(steps[i].old_nodes[j]);
+			for (uint32 j = 0; j < steps[i].nnew; j++)
+				news[j] = CStringGetTextDatum(steps[i].new_nodes[j]);
+			values[0] = RingTokenGetDatum(steps[i].range_start);
+			values[1] = RingTokenGetDatum(steps[i].range_end);
+			values[2] = Float8GetDatum(span_fraction(steps[i].span, new_ring));
+			values[3] = PointerGetDatum(construct_array(olds, (int) steps[i].nold, TEXTOID, -1, false, TYPALIGN_INT));
+			values[4] = PointerGetDatum(construct_array(news, (int) steps[i].nnew, TEXTOID, -1, false, TYPALIGN_INT));
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, vnulls);
+		}
+	}
+	PG_FINALLY();
+	{
+		free(steps);
+		rs_ring_free(old_ring);
+		rs_ring_free(new_ring);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
+}

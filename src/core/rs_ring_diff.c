@@ -293,3 +293,101 @@ rs_ring_copy_changes(const rs_ring *old_ring, uint32_t old_replicas,
 	*nchanges_out = out;
 	return RS_OK;
 }
+
+/* Whether two name lists hold the same names in the same order. */
+static int
+same_names(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
+{
+	if (na != nb)
+		return 0;
+	for (uint32_t i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Whether two name lists hold the same names, in any order. */
+static int
+same_name_sets(const char *const *a, uint32_t na, const char *const *b, uint32_t nb)
+{
+	if (na != nb)
+		return 0;
+	for (uint32_t i = 0; i < na; i++)
+		if (!holds(b, nb, a[i]))
+			return 0;
+	return 1;
+}
+
+/* The ranges whose replica set changes (see rs_ring_diff.h). */
+rs_status
+rs_ring_move_steps(const rs_ring *old_ring, uint32_t old_replicas,
+				   const rs_ring *new_ring, uint32_t new_replicas,
+				   rs_move_step **steps_out, size_t *nsteps_out)
+{
+	uint64_t   *bounds = NULL;
+	size_t		nbounds = 0;
+	growable	steps = {NULL, 0, 0, sizeof(rs_move_step)};
+	rs_u128		space = rs_ring_space(old_ring);
+	uint16_t	scratch[RS_MOVE_MAX_REPLICAS];
+	rs_status	status;
+
+	*steps_out = NULL;
+	*nsteps_out = 0;
+	if (old_ring->algorithm != new_ring->algorithm)
+		return RS_ERR_INVALID;
+	if (old_replicas > RS_MOVE_MAX_REPLICAS)
+		old_replicas = RS_MOVE_MAX_REPLICAS;
+	if (new_replicas > RS_MOVE_MAX_REPLICAS)
+		new_replicas = RS_MOVE_MAX_REPLICAS;
+	status = boundaries(old_ring, new_ring, &bounds, &nbounds);
+
+	for (size_t k = 0; status == RS_OK && k < nbounds; k++)
+	{
+		rs_move_step step;
+		rs_move_step *last;
+
+		memset(&step, 0, sizeof(step));
+		step.range_end = bounds[k];
+		step.range_start = bounds[k == 0 ? nbounds - 1 : k - 1];
+		step.span = range_span(step.range_start, step.range_end, space);
+		status = replica_names(old_ring, step.range_end, old_replicas, scratch, step.old_nodes, &step.nold);
+		if (status == RS_OK)
+			status = replica_names(new_ring, step.range_end, new_replicas, scratch, step.new_nodes, &step.nnew);
+		if (status != RS_OK || same_name_sets(step.old_nodes, step.nold, step.new_nodes, step.nnew))
+			continue;
+		last = steps.count ? (rs_move_step *) steps.items + steps.count - 1 : NULL;
+		if (last && last->range_end == step.range_start &&
+			same_names(last->old_nodes, last->nold, step.old_nodes, step.nold) &&
+			same_names(last->new_nodes, last->nnew, step.new_nodes, step.nnew))
+		{
+			last->range_end = step.range_end;
+			last->span += step.span;
+		}
+		else
+			status = growable_push(&steps, &step);
+	}
+	/* The first step may continue the last one across the wrap. */
+	if (status == RS_OK && steps.count > 1)
+	{
+		rs_move_step *first = steps.items;
+		rs_move_step *last = first + steps.count - 1;
+
+		if (last->range_end == first->range_start &&
+			same_names(last->old_nodes, last->nold, first->old_nodes, first->nold) &&
+			same_names(last->new_nodes, last->nnew, first->new_nodes, first->nnew))
+		{
+			first->range_start = last->range_start;
+			first->span += last->span;
+			steps.count--;
+		}
+	}
+	free(bounds);
+	if (status != RS_OK)
+	{
+		free(steps.items);
+		return status;
+	}
+	*steps_out = steps.items;
+	*nsteps_out = steps.count;
+	return RS_OK;
+}

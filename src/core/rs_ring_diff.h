@@ -9,6 +9,8 @@
 
 #include "rs_ring.h"
 
+#define RS_MOVE_MAX_REPLICAS 64
+
 /*
  * A range (range_start, range_end] of the token space, wrapping past the top
  * when range_start >= range_end.  Node names point into the rings.
@@ -47,5 +49,30 @@ extern rs_status rs_ring_owner_moves(const rs_ring *old_ring, const rs_ring *new
 extern rs_status rs_ring_copy_changes(const rs_ring *old_ring, uint32_t old_replicas,
 									  const rs_ring *new_ring, uint32_t new_replicas,
 									  rs_copy_change **changes, size_t *nchanges);
+
+/*
+ * One step of a data move: a range whose replica set differs between the
+ * rings, with both sets (owner first).  Consecutive ranges with the same two
+ * sets are merged.
+ */
+typedef struct rs_move_step
+{
+	uint64_t	range_start;	/* exclusive */
+	uint64_t	range_end;		/* inclusive; wraps when start >= end */
+	rs_u128		span;
+	const char *old_nodes[RS_MOVE_MAX_REPLICAS];
+	uint32_t	nold;
+	const char *new_nodes[RS_MOVE_MAX_REPLICAS];
+	uint32_t	nnew;
+} rs_move_step;
+
+/*
+ * The ranges whose replica set changes from old_ring (R = old_replicas) to
+ * new_ring (R = new_replicas), in token order; replicas at most
+ * RS_MOVE_MAX_REPLICAS.  *steps is malloc'd.
+ */
+extern rs_status rs_ring_move_steps(const rs_ring *old_ring, uint32_t old_replicas,
+									const rs_ring *new_ring, uint32_t new_replicas,
+									rs_move_step **steps, size_t *nsteps);
 
 #endif							/* RS_RING_DIFF_H */

@@ -266,6 +266,56 @@ test_copy_changes(void)
 	rs_ring_free(after);
 }
 
+/* Move steps: every sampled key whose replica set changes is in exactly one step with both sets. */
+static void
+test_move_steps(void)
+{
+	rs_ring    *before = ring_of(5, 4, 32, 1.0);
+	rs_ring    *after = ring_of(5, -1, 32, 1.0);
+	rs_move_step *steps = NULL;
+	size_t		n = 0;
+	uint64_t	state = 1234567ULL;
+	int			wrong = 0;
+	rs_u128		moved = 0;
+
+	UNIT_EQ_INT(rs_ring_move_steps(before, 2, after, 2, &steps, &n), RS_OK);
+	UNIT_CHECK(n > 0, "some ranges change replicas");
+	for (int k = 0; k < 50000; k++)
+	{
+		uint16_t	a[2],
+					b[2];
+		uint32_t	na = 0,
+					nb = 0;
+		int			changed;
+		int			hits = 0;
+
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		rs_ring_replicas(before, state, 2, a, &na);
+		rs_ring_replicas(after, state, 2, b, &nb);
+		changed = !((strcmp(before->names[a[0]], after->names[b[0]]) == 0 &&
+					 strcmp(before->names[a[1]], after->names[b[1]]) == 0) ||
+					(strcmp(before->names[a[0]], after->names[b[1]]) == 0 &&
+					 strcmp(before->names[a[1]], after->names[b[0]]) == 0));
+		for (size_t i = 0; i < n; i++)
+			if (in_range(state, steps[i].range_start, steps[i].range_end))
+			{
+				hits++;
+				wrong += strcmp(steps[i].old_nodes[0], before->names[a[0]]) != 0 ||
+					strcmp(steps[i].new_nodes[0], after->names[b[0]]) != 0;
+			}
+		wrong += changed ? hits != 1 : hits != 0;
+	}
+	UNIT_EQ_INT(wrong, 0);
+	for (size_t i = 0; i < n; i++)
+		moved += steps[i].span;
+	UNIT_CHECK(moved > 0 && moved < rs_ring_space(after), "a part of the ring moves");
+	free(steps);
+	rs_ring_free(before);
+	rs_ring_free(after);
+}
+
 int
 main(void)
 {
@@ -274,5 +324,6 @@ main(void)
 	test_reweight();
 	test_single_node_wrap();
 	test_copy_changes();
+	test_move_steps();
 	return unit_report();
 }
