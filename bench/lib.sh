@@ -1,0 +1,42 @@
+# bench/lib.sh: shared by bench/run and bench/profile (sourced, not run).
+
+# pg_virtualenv names every cluster 15/regress and, left alone, gives each the
+# first free port it knows of and the pid file /var/run/postgresql/15-regress.pid:
+# two runs at once on this shared machine collide.  So pick an unused port and
+# a private pid file, and retry (a bounded number of times) if the server did
+# not come up.
+free_port() {
+	local p
+	for p in $(shuf -i 20000-29999 -n 100); do
+		[ -e "/var/run/postgresql/.s.PGSQL.$p" ] && continue
+		if command -v ss >/dev/null && ss -Htln "sport = :$p" | grep -q .; then continue; fi
+		echo "$p"
+		return 0
+	done
+	return 1
+}
+
+# throwaway_server DIR COMMAND...: run COMMAND in `pg_virtualenv -t` with the
+# benchmark's server settings; its stdout goes to DIR/server_out.txt, stderr
+# to ours and DIR/server_err.txt.  COMMAND must `touch "$BENCH_STARTED"` first
+# thing: a failure after that is real and not retried.
+throwaway_server() {
+	local dir=$1 attempt port
+	shift
+	export BENCH_STARTED="$dir/server_started"
+	for attempt in 1 2 3 4 5; do
+		port=$(free_port)
+		rm -f "$BENCH_STARTED"
+		if PGPORT=$port pg_virtualenv -t -o "external_pid_file=/tmp/ringshard-bench-$$-$port.pid" \
+			-o shared_buffers=512MB -o max_parallel_workers_per_gather=0 -o jit=off \
+			"$@" >"$dir/server_out.txt" 2> >(tee "$dir/server_err.txt" >&2); then
+			return 0
+		fi
+		if [ -e "$BENCH_STARTED" ] || [ "$attempt" = 5 ]; then
+			cat "$dir/server_out.txt" >&2
+			return 1
+		fi
+		echo "bench: the throwaway server did not start (attempt $attempt): $(grep -m1 -i error "$dir/server_err.txt" || true); retrying" >&2
+		sleep $((attempt * 3))
+	done
+}
