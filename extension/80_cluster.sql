@@ -141,38 +141,13 @@ COMMENT ON FUNCTION ringshard.sync_topology() IS
 -- On a worker: whether this node is the chosen reader of a row: the first
 -- of its replicas not excluded by the coordinator.
 CREATE FUNCTION ringshard.reads_here(row_value record, excluded text[]) RETURNS boolean
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
-DECLARE
-	me text := (SELECT s.local_node FROM ringshard.cluster_state s);
-BEGIN
-	RETURN me = (SELECT r FROM unnest(pg_catalog.replicas_of(row_value)) WITH ORDINALITY AS u(r, o)
-	              WHERE r <> ALL (excluded) ORDER BY o LIMIT 1);
-END
-$$;
+	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard.reads_here(record, text[]) IS
 	'on a worker: true if this node is the first replica of the row outside the excluded nodes (so a fan-out reads each row once)';
 
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
-DECLARE
-	me text := (SELECT s.local_node FROM ringshard.cluster_state s);
-	holders text[] := pg_catalog.replicas_of(NEW);
-BEGIN
-	IF me IS NULL THEN
-		RAISE EXCEPTION 'this server is not a ringshard worker' USING ERRCODE = 'object_not_in_prerequisite_state',
-			HINT = 'Run ringshard.sync_topology() on the coordinator.';
-	END IF;
-	IF NOT (me = ANY (holders)) THEN
-		RAISE EXCEPTION 'row of table % does not belong on node "%"', TG_TABLE_NAME, me
-			USING ERRCODE = 'check_violation',
-			      DETAIL = format('Under topology version %s its nodes are %s.',
-			                      (SELECT s.topology_version FROM ringshard.cluster_state s), holders),
-			      HINT = 'Write through the coordinator, which sends each row to its replicas.';
-	END IF;
-	RETURN NEW;
-END
-$$;
+	AS 'MODULE_PATHNAME', 'ringshard_reject_misrouted_rows' LANGUAGE C;
 COMMENT ON FUNCTION ringshard.reject_misrouted_rows() IS
 	'trigger on a worker''s distributed table: a row this node does not hold under its topology is an error';
 

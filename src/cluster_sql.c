@@ -793,3 +793,165 @@ ringshard_last_fanout_missing(PG_FUNCTION_ARGS)
 		PG_RETURN_ARRAYTYPE_P(construct_empty_array(TEXTOID));
 	PG_RETURN_ARRAYTYPE_P(DatumGetArrayTypePCopy(PointerGetDatum(last_fanout_missing)));
 }
+
+/* What a reads_here() call site keeps: the table's placement and this node's name. */
+typedef struct ReadsHereState
+{
+	TablePlacement placement;
+	uint64		generation;
+	char	   *local_node;
+	char	  **excluded;
+	int			nexcluded;
+	ArrayType  *excluded_array;	/* the argument the list was read from */
+} ReadsHereState;
+
+/* This server's node name from ringshard.cluster_state, or NULL. */
+static char *
+local_node_name(MemoryContext mcxt)
+{
+	char	   *name = NULL;
+
+	SPI_connect();
+	if (SPI_execute("SELECT local_node FROM ringshard.cluster_state", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (value)
+			name = MemoryContextStrdup(mcxt, value);
+	}
+	SPI_finish();
+	return name;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_reads_here);
+
+/*
+ * reads_here(row, excluded): on a worker, whether this node is the first of
+ * the row's replicas outside the excluded nodes, so that a fan-out reads each
+ * row exactly once.  Everything but the row is cached per call site.
+ */
+Datum
+ringshard_reads_here(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader row = PG_GETARG_HEAPTUPLEHEADER(0);
+	ArrayType  *excluded = PG_GETARG_ARRAYTYPE_P(1);
+	Oid			type_oid = HeapTupleHeaderGetTypeId(row);
+	ReadsHereState *state = fcinfo->flinfo->fn_extra;
+	TupleDesc	desc = lookup_rowtype_tupdesc(type_oid, HeapTupleHeaderGetTypMod(row));
+	HeapTupleData tuple;
+	Datum	   *nodes;
+	int			count;
+	bool		here = false;
+
+	if (state == NULL)
+		state = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReadsHereState));
+	if (state->generation != topology_cache_generation || state->placement.row_type != type_oid)
+	{
+		table_placement_load(&state->placement, get_typ_typrelid(type_oid), desc, fcinfo->flinfo->fn_mcxt);
+		state->placement.row_type = type_oid;
+		state->local_node = local_node_name(fcinfo->flinfo->fn_mcxt);
+		state->generation = topology_cache_generation;
+	}
+	if (state->excluded_array == NULL || VARSIZE(state->excluded_array) != VARSIZE(excluded) ||
+		memcmp(state->excluded_array, excluded, VARSIZE(excluded)) != 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		state->excluded_array = (ArrayType *) palloc(VARSIZE(excluded));
+		memcpy(state->excluded_array, excluded, VARSIZE(excluded));
+		state->excluded = text_array_strings(excluded, &state->nexcluded);
+		MemoryContextSwitchTo(old);
+	}
+	if (state->local_node == NULL)
+	{
+		ReleaseTupleDesc(desc);
+		PG_RETURN_BOOL(false);
+	}
+
+	tuple.t_len = HeapTupleHeaderGetDatumLength(row);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = row;
+	if (table_placement_place(&state->placement, &tuple, desc, false, &nodes, &count))
+	{
+		for (int i = 0; i < count; i++)
+		{
+			text	   *name = DatumGetTextPP(nodes[i]);
+			bool		skip = false;
+
+			for (int e = 0; e < state->nexcluded && !skip; e++)
+				skip = strlen(state->excluded[e]) == VARSIZE_ANY_EXHDR(name) &&
+					memcmp(state->excluded[e], VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0;
+			if (skip)
+				continue;
+			here = strlen(state->local_node) == VARSIZE_ANY_EXHDR(name) &&
+				memcmp(state->local_node, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0;
+			break;
+		}
+	}
+	ReleaseTupleDesc(desc);
+	PG_RETURN_BOOL(here);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_reject_misrouted_rows);
+
+/*
+ * Trigger on a worker's distributed table: a row this node does not hold
+ * under the topology it was given is an error, so a misrouted write fails
+ * loudly instead of hiding data.
+ */
+Datum
+ringshard_reject_misrouted_rows(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	HeapTuple	row;
+	ReadsHereState *state;
+	Datum	   *nodes;
+	int			count;
+	StringInfoData holders;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("ringshard.reject_misrouted_rows() must be a BEFORE row trigger")));
+	rel = trigdata->tg_relation;
+	row = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
+
+	state = fcinfo->flinfo->fn_extra;
+	if (state == NULL)
+		state = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReadsHereState));
+	if (state->generation != topology_cache_generation ||
+		!table_placement_is_current(&state->placement, RelationGetRelid(rel)))
+	{
+		table_placement_load(&state->placement, RelationGetRelid(rel), RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
+		state->local_node = local_node_name(fcinfo->flinfo->fn_mcxt);
+		state->generation = topology_cache_generation;
+	}
+	if (state->local_node == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this server is not a ringshard worker"),
+				 errhint("Run ringshard.sync_topology() on the coordinator.")));
+	if (!table_placement_place(&state->placement, row, RelationGetDescr(rel), false, &nodes, &count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(rel))));
+	initStringInfo(&holders);
+	for (int i = 0; i < count; i++)
+	{
+		text	   *name = DatumGetTextPP(nodes[i]);
+
+		if (strlen(state->local_node) == VARSIZE_ANY_EXHDR(name) &&
+			memcmp(state->local_node, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0)
+			return PointerGetDatum(row);
+		appendStringInfo(&holders, "%s%s", i ? ", " : "", text_to_cstring(name));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("row of table %s does not belong on node \"%s\"", RelationGetRelationName(rel), state->local_node),
+			 errdetail("Under the topology this node holds, its nodes are %s.", holders.data),
+			 errhint("Write through the coordinator, which sends each row to its replicas.")));
+}
