@@ -48,12 +48,15 @@ CREATE FUNCTION ringshard.node_health()
 COMMENT ON FUNCTION ringshard.node_health() IS
 	'probes every node in parallel: reachable, round trip, server version, database size, connections, last error; a dead node costs at most ringshard.node_timeout';
 
+CREATE FUNCTION ringshard.addressed_nodes() RETURNS text[]
+	AS 'MODULE_PATHNAME', 'ringshard_addressed_nodes' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION ringshard.addressed_nodes() IS 'the nodes that have an address (the addresses themselves stay hidden)';
+
 CREATE FUNCTION ringshard.node_table_rows(table_name regclass)
 	RETURNS TABLE (node text, rows bigint, error text)
 	LANGUAGE sql VOLATILE STRICT SET search_path = pg_catalog, ringshard AS $$
 	SELECT e.node, e.value::bigint, e.error
-	  FROM ringshard.node_execute(
-	         ARRAY(SELECT n.node_name FROM ringshard.nodes n WHERE n.address IS NOT NULL ORDER BY n.node_name COLLATE "C"),
+	  FROM ringshard.node_execute(ringshard.addressed_nodes(),
 	         format('SELECT count(*) FROM %s', table_name), '{}', false) e
 	 ORDER BY e.node COLLATE "C";
 $$;

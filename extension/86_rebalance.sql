@@ -199,7 +199,7 @@ BEGIN
 
 	IF dry_run THEN
 		FOR item IN SELECT * FROM ringshard.rebalance_plan(table_name) ORDER BY step LOOP
-			RAISE NOTICE 'step %: % of the ring, from % to %: copy from % to %, then delete from %',
+			RAISE NOTICE 'step %: % of the keys, from % to %: copy from % to %, then delete from %',
 				item.step, round(item.fraction::numeric, 6), item.old_nodes, item.new_nodes,
 				item.source, item.targets, item.deletes;
 		END LOOP;

@@ -56,6 +56,7 @@ TO PUBLIC;
 GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status, ringshard.rebalance_status TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
+	ringshard.addressed_nodes(),
 	ringshard.node_table_rows(regclass),
 	ringshard.reads_here(record, text[]),
 	ringshard.reject_misrouted_rows(),

@@ -72,9 +72,9 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 		key_column = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 1));
 		state->key_column = key_column;
 		if (SPI_getvalue(tuple, spi_desc, 2))
-			ring_name = pstrdup(SPI_getvalue(tuple, spi_desc, 2));
+			ring_name = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 2));
 		if (SPI_getvalue(tuple, spi_desc, 3))
-			map_name = pstrdup(SPI_getvalue(tuple, spi_desc, 3));
+			map_name = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 3));
 		if (SPI_getvalue(tuple, spi_desc, 4))
 			state->keyspace = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 4));
 		if (SPI_getvalue(tuple, spi_desc, 5))

@@ -329,6 +329,37 @@ owner_query_value(const char *sql)
 	return value;
 }
 
+/* Every node with an address, in name order (read with the owner's rights). */
+char	  **
+cluster_addressed_nodes(int *count)
+{
+	Oid			saved_user;
+	int			saved_context;
+	char	  **nodes = NULL;
+
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		SPI_connect();
+		if (SPI_execute("SELECT node_name FROM ringshard.nodes WHERE address IS NOT NULL "
+						"ORDER BY node_name COLLATE \"C\"", true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "ringshard catalog query failed");
+		*count = (int) SPI_processed;
+		nodes = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * Max(*count, 1));
+		for (int i = 0; i < *count; i++)
+			nodes[i] = MemoryContextStrdup(TopTransactionContext,
+										   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(saved_user, saved_context);
+	}
+	PG_END_TRY();
+	return nodes;
+}
+
 /* A new routed write's id, shared by all its replicas. */
 int64
 cluster_next_write_id(void)

@@ -79,6 +79,9 @@ extern void cluster_query_all(int nnodes, NodeResult *results, const char *sql,
 /* Queue a write for a node that missed it, in the current transaction. */
 extern void cluster_enqueue_write(const char *node, Oid relid, const char *json, int64 write_id);
 
+/* Every node with an address, in name order. */
+extern char **cluster_addressed_nodes(int *count);
+
 /* A new routed write's id, and this coordinator's id, for idempotent delivery. */
 extern int64 cluster_next_write_id(void);
 extern char *cluster_coordinator_id(void);

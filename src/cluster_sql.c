@@ -133,22 +133,16 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* Every node name with an address, in name order. */
-static char **
-addressed_nodes(int *count)
-{
-	char	  **nodes;
+PG_FUNCTION_INFO_V1(ringshard_addressed_nodes);
 
-	SPI_connect();
-	if (SPI_execute("SELECT node_name FROM ringshard.nodes ORDER BY node_name COLLATE \"C\"", true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "ringshard catalog query failed");
-	*count = (int) SPI_processed;
-	nodes = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * Max(*count, 1));
-	for (int i = 0; i < *count; i++)
-		nodes[i] = MemoryContextStrdup(TopTransactionContext,
-									   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-	SPI_finish();
-	return nodes;
+/* addressed_nodes(): the nodes that have an address, in name order. */
+Datum
+ringshard_addressed_nodes(PG_FUNCTION_ARGS)
+{
+	int			count;
+	char	  **nodes = cluster_addressed_nodes(&count);
+
+	PG_RETURN_ARRAYTYPE_P(strings_text_array(nodes, count));
 }
 
 PG_FUNCTION_INFO_V1(ringshard_node_health);
@@ -170,7 +164,7 @@ ringshard_node_health(PG_FUNCTION_ARGS)
 		"(SELECT count(*) FROM pg_stat_activity WHERE datname = current_database())";
 
 	InitMaterializedSRF(fcinfo, 0);
-	nodes = addressed_nodes(&nnodes);
+	nodes = cluster_addressed_nodes(&nnodes);
 	results = palloc0(sizeof(NodeResult) * Max(nnodes, 1));
 	cluster_connect_all(nnodes, (const char *const *) nodes, results);
 	cluster_query_all(nnodes, results, probe, 0, NULL, REMOTE_AUTOCOMMIT);

@@ -13,6 +13,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "topology_cache.h"
 
@@ -169,6 +170,35 @@ ringshard_report_core_error(rs_status status, const char *what)
 	ereport(ERROR, (errcode(code), errmsg("%s: %s", what, rs_status_text(status))));
 }
 
+/*
+ * Read the catalog as committed now, not as of the calling statement's
+ * snapshot: a ring built from an older snapshot after the invalidation that
+ * announced a change was already consumed would be cached as current.  (In
+ * a parallel worker no newer snapshot may be taken; the leader's is used.)
+ */
+static bool
+connect_for_catalog(void)
+{
+	bool		pushed = false;
+
+	if (!IsInParallelMode())
+	{
+		PushActiveSnapshot(GetLatestSnapshot());
+		pushed = true;
+	}
+	SPI_connect();
+	return pushed;
+}
+
+/* Undo connect_for_catalog. */
+static void
+finish_catalog(bool pushed)
+{
+	SPI_finish();
+	if (pushed)
+		PopActiveSnapshot();
+}
+
 /* Run a read-only catalog query with one text parameter. */
 static void
 run_catalog_query(const char *sql, const char *param)
@@ -187,9 +217,10 @@ topology_read_ring_spec(const char *ring_name)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	RingSpec   *spec = palloc0(sizeof(RingSpec));
+	bool		pushed;
 
 	spec->name = pstrdup(ring_name);
-	SPI_connect();
+	pushed = connect_for_catalog();
 	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
 					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
 	if (SPI_processed != 1)
@@ -229,7 +260,7 @@ topology_read_ring_spec(const char *ring_name)
 		spec->members[i].weight = DatumGetFloat8(SPI_getbinval(tuple, desc, 2, &isnull));
 		spec->node_up[i] = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
 	}
-	SPI_finish();
+	finish_catalog(pushed);
 	return spec;
 }
 
@@ -275,7 +306,19 @@ topology_cache_ring(const char *ring_name)
 			return entry;
 
 	resolve_sentinel();
-	spec = topology_read_ring_spec(ring_name);
+
+	/*
+	 * An invalidation consumed while reading means the rows read may predate
+	 * the change it announces: read again, with a snapshot that sees it.
+	 */
+	for (int attempt = 0;; attempt++)
+	{
+		uint64		generation = topology_cache_generation;
+
+		spec = topology_read_ring_spec(ring_name);
+		if (generation == topology_cache_generation || attempt == 10)
+			break;
+	}
 	ring = topology_build_ring(spec, 0);
 	replication_factor = spec->replication_factor;
 	node_up = MemoryContextAlloc(topology_context, sizeof(bool) * (spec->nmembers + 1));
@@ -305,6 +348,9 @@ CachedMap *
 topology_cache_map(const char *map_name)
 {
 	CachedMap  *entry;
+	bool		pushed;
+	uint64		generation;
+	int			attempts = 0;
 	rs_partition_range *ranges;
 	uint64		nranges;
 	uint64		nnodes;
@@ -315,8 +361,11 @@ topology_cache_map(const char *map_name)
 		if (strcmp(entry->name, map_name) == 0)
 			return entry;
 
+retry:
 	resolve_sentinel();
-	SPI_connect();
+	generation = topology_cache_generation;
+	attempts++;
+	pushed = connect_for_catalog();
 	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
 					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
 	if (SPI_processed != 1)
@@ -364,7 +413,18 @@ topology_cache_map(const char *map_name)
 	status = rs_partmap_build(ranges, nranges, &entry->map, NULL);
 	if (status != RS_OK)
 		ringshard_report_core_error(status, psprintf("cannot build partition map \"%s\"", map_name));
-	SPI_finish();				/* frees ranges with the SPI context */
+	finish_catalog(pushed);		/* frees ranges with the SPI context */
+
+	/* As for rings: an invalidation during the read means read again. */
+	if (generation != topology_cache_generation && attempts <= 10)
+	{
+		rs_partmap_free(&entry->map);
+		pfree(entry->node_texts);
+		pfree(entry->node_up);
+		pfree(entry->name);
+		pfree(entry);
+		goto retry;
+	}
 
 	entry->next = cached_maps;
 	cached_maps = entry;
