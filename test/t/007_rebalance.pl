@@ -56,6 +56,8 @@ $mover->query_until(qr/started/, q{
 ok($coordinator->poll_query_until('postgres',
 	q{SELECT coalesce(sum(rows_done), 0) > 40 FROM ringshard.rebalance_status}),
 	'the move makes progress a person can watch');
+# Writes that arrive during the move go to the new replica sets and survive it.
+$coordinator->safe_psql('postgres', q{INSERT INTO items SELECT g, 'during-' || g FROM generate_series(1201, 1300) g});
 my $progress = $coordinator->safe_psql('postgres',
 	q{SELECT sum(steps_done) || '/' || sum(steps) || ' steps, ' || sum(rows_done) || ' rows' FROM ringshard.rebalance_status});
 note("progress when the coordinator was killed: $progress");
@@ -82,17 +84,17 @@ my $total = 0;
 for my $i (1 .. 4)
 {
 	my $expected = $coordinator->safe_psql('postgres',
-		"SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, 1200) g WHERE 'r$i' = ANY (replicas_for(g::bigint))");
+		"SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, 1300) g WHERE 'r$i' = ANY (replicas_for(g::bigint))");
 	my $actual = $workers[ $i - 1 ]->safe_psql('postgres', q{SELECT string_agg(id::text, ',' ORDER BY id) FROM items});
 	is($actual, $expected, "r$i holds exactly its rows after the move, each once");
 	$total += $workers[ $i - 1 ]->safe_psql('postgres', 'SELECT count(*) FROM items');
 }
-is($total, 2400, 'no row lost or duplicated: 1200 rows, two copies each');
+is($total, 2600, 'no row lost or duplicated: 1300 rows (100 written during the move), two copies each');
 for my $pair ([ 1, 4 ], [ 2, 4 ], [ 3, 4 ], [ 1, 2 ])
 {
 	my ($a, $b) = @$pair;
 	my $ids = $coordinator->safe_psql('postgres',
-		"SELECT coalesce(string_agg(g::text, ','), '0') FROM generate_series(1, 1200) g WHERE replicas_for(g::bigint) @> ARRAY['r$a', 'r$b']");
+		"SELECT coalesce(string_agg(g::text, ','), '0') FROM generate_series(1, 1300) g WHERE replicas_for(g::bigint) @> ARRAY['r$a', 'r$b']");
 	my $sql = "SELECT md5(string_agg(i::text, ';' ORDER BY id)) FROM items i WHERE id IN ($ids)";
 	is($workers[ $a - 1 ]->safe_psql('postgres', $sql), $workers[ $b - 1 ]->safe_psql('postgres', $sql),
 		"r$a and r$b hold identical copies");
