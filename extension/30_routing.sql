@@ -5,8 +5,10 @@
 
 CREATE FUNCTION pg_catalog.ring_token(key text) RETURNS ringtoken
 	AS 'MODULE_PATHNAME', 'ringshard_ring_token' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+-- Other types route by their text output, which for some (timestamptz,
+-- date, float8, interval, money) depends on session settings: STABLE.
 CREATE FUNCTION pg_catalog.ring_token(key anyelement) RETURNS ringtoken
-	AS 'MODULE_PATHNAME', 'ringshard_ring_token' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'ringshard_ring_token' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION pg_catalog.ring_token(text) IS
 	'MurmurHash3_x64_128 h1 (seed 0) of the key''s bytes, as an unsigned ring token';
 COMMENT ON FUNCTION pg_catalog.ring_token(anyelement) IS
@@ -60,7 +62,7 @@ COMMENT ON FUNCTION pg_catalog.read_node_for(anyelement, text) IS 'a random heal
 CREATE FUNCTION pg_catalog.partition_for(keyspace text, key text) RETURNS integer
 	AS 'MODULE_PATHNAME', 'ringshard_partition_for' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION pg_catalog.partition_for(keyspace text, key anyelement) RETURNS integer
-	AS 'MODULE_PATHNAME', 'ringshard_partition_for' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'ringshard_partition_for' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION pg_catalog.partition_for(text, text) IS 'the key''s partition 0..255: SHA-1 of keyspace-key, first 4 bytes big-endian, mod 256';
 COMMENT ON FUNCTION pg_catalog.partition_for(text, anyelement) IS 'the key''s partition 0..255: SHA-1 of keyspace-key (canonical bytes), first 4 bytes big-endian, mod 256';
 

@@ -40,6 +40,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.preview_set_weight_copies(text, float8, text),
 	ringshard.proposed_replicas(text, text, text, text, float8),
 	ringshard.proposed_replicas(anyelement, text, text, text, float8),
+	ringshard.proposed_replicas(character, text, text, text, float8),
 	ringshard.plan_table_moves(regclass, text, text, float8),
 	ringshard.plan_table_summary(regclass, text, text, float8),
 	ringshard.compare_schemes(integer, integer, integer, integer),

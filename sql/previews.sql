@@ -84,6 +84,12 @@ SELECT * FROM ringshard.plan_table_moves('citizens', 'frobnicate', 'x');
 SELECT * FROM ringshard.plan_table_moves('citizens', 'remove', 'no-such-node');
 SELECT ringshard.proposed_replicas('key-1'::text, 'default', 'add', 'shard-bandung-04') AS proposed,
        replicas_for('key-1') AS current;
+-- a change that changes nothing proposes the current replicas, for every key type
+SELECT count(*) FILTER (WHERE ringshard.proposed_replicas(('k' || g)::char(6), 'default', 'set_weight', 'shard-jakarta-01', 1)
+                              <> replicas_for(('k' || g)::char(6))) AS char_keys_differing,
+       count(*) FILTER (WHERE ringshard.proposed_replicas(g::bigint, 'default', 'set_weight', 'shard-jakarta-01', 1)
+                              <> replicas_for(g::bigint)) AS bigint_keys_differing
+  FROM generate_series(1, 300) g;
 
 -- Scheme comparison: the seeds' 3 -> 4 servers, measured
 SELECT scheme, round(moved_fraction::numeric, 2) AS moved, ideal_fraction AS ideal,

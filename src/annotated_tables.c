@@ -89,7 +89,7 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 	if (keyspace_column)
 	{
 		state->keyspace_attnum = row_column(desc, keyspace_column, state->table_name, &type_oid);
-		key_encoder_init(&state->keyspace_key, type_oid, mcxt);
+		keyspace_encoder_init(&state->keyspace_key, type_oid, mcxt);
 	}
 	state->ring = ring_name ? topology_cache_ring(ring_name) : NULL;
 	state->map = map_name ? topology_cache_map(map_name) : NULL;

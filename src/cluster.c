@@ -343,7 +343,7 @@ cluster_addressed_nodes(int *count)
 	{
 		SPI_connect();
 		if (SPI_execute("SELECT node_name FROM ringshard.nodes WHERE address IS NOT NULL "
-						"ORDER BY node_name COLLATE \"C\"", true, 0) != SPI_OK_SELECT)
+						"ORDER BY node_name COLLATE pg_catalog.\"C\"", true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "ringshard catalog query failed");
 		*count = (int) SPI_processed;
 		nodes = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * Max(*count, 1));

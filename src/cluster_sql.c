@@ -391,27 +391,53 @@ ringshard_cluster_get(PG_FUNCTION_ARGS)
 	Oid			relid;
 	TupleDesc	desc;
 	TablePlacement *placement;
-	text	   *key = PG_GETARG_TEXT_PP(1);
-	char	   *keyspace = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? text_to_cstring(PG_GETARG_TEXT_PP(2)) : NULL;
+	char	   *keyspace;
 	uint16		replica_index[64];
 	Datum	   *candidates;
 	int			ncandidates = 0;
 	int			nhealthy = 0;
 	char	   *table;
 	char	   *sql;
-	const char *params[1];
+	const char *params[2];
+	int			nparams = 1;
 	StringInfoData failures;
 	AttInMetadata *attinmeta;
+	Form_pg_attribute key_attr;
+	Datum		key_value;
+	char		key_buf[KEY_BYTES_BUFSIZE];
+	size_t		key_len;
+	const char *key_bytes;
+	char	   *keyspace_filter = "";
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("a key must not be null")));
+	keyspace = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? text_to_cstring(PG_GETARG_TEXT_PP(2)) : NULL;
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	desc = row_type_desc(fcinfo, &relid);
 	placement = palloc0(sizeof(TablePlacement));
 	table_placement_load(placement, relid, desc, CurrentMemoryContext);
 	table = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+
+	/*
+	 * The key as a value of its column's type, so that it routes by the same
+	 * canonical bytes as the row did when it was written ('07' is 7, an
+	 * upper-case uuid is the uuid, a char(n) key gets its padding).
+	 */
+	key_attr = TupleDescAttr(desc, placement->key_attnum - 1);
+	{
+		Oid			input;
+		Oid			ioparam;
+		Oid			output;
+		bool		varlena;
+
+		getTypeInputInfo(key_attr->atttypid, &input, &ioparam);
+		key_value = OidInputFunctionCall(input, text_to_cstring(PG_GETARG_TEXT_PP(1)), ioparam, key_attr->atttypmod);
+		getTypeOutputInfo(key_attr->atttypid, &output, &varlena);
+		params[0] = OidOutputFunctionCall(output, key_value);
+	}
+	key_bytes = key_encoder_bytes(&placement->key, key_value, key_buf, &key_len);
 
 	/* The key's replicas, healthy ones first in random order. */
 	if (placement->ring)
@@ -423,7 +449,7 @@ ringshard_cluster_get(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("ring \"%s\" has no nodes", placement->ring->name)));
-		rs_ring_replicas(ring, rs_ring_key_hash(ring, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)),
+		rs_ring_replicas(ring, rs_ring_key_hash(ring, key_bytes, key_len),
 						 (uint32) Min(placement->ring->replication_factor, 64), replica_index, &found);
 		candidates = palloc(sizeof(Datum) * Max(found, 1));
 		for (int pass = 0; pass < 2; pass++)
@@ -436,16 +462,50 @@ ringshard_cluster_get(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		const char *ks = keyspace ? keyspace : placement->keyspace;
+		const char *ks;
+		size_t		ks_len;
+		char		ks_buf[KEY_BYTES_BUFSIZE];
 		int			partition;
 		uint32		first;
 		uint32		holders;
 
-		if (ks == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("table %s takes its keyspace from a column: pass the keyspace", table)));
-		if (rs_partition(ks, strlen(ks), VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), &partition) != RS_OK)
+		if (placement->keyspace_attnum > 0)
+		{
+			/* The keyspace column's value, encoded as the row's was. */
+			Form_pg_attribute ks_attr = TupleDescAttr(desc, placement->keyspace_attnum - 1);
+			Oid			input;
+			Oid			ioparam;
+			Oid			output;
+			bool		varlena;
+			Datum		ks_value;
+
+			if (keyspace == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("table %s takes its keyspace from column \"%s\": pass the keyspace",
+								table, placement->keyspace_column)));
+			getTypeInputInfo(ks_attr->atttypid, &input, &ioparam);
+			ks_value = OidInputFunctionCall(input, keyspace, ioparam, ks_attr->atttypmod);
+			ks = key_encoder_bytes(&placement->keyspace_key, ks_value, ks_buf, &ks_len);
+			getTypeOutputInfo(ks_attr->atttypid, &output, &varlena);
+			params[1] = OidOutputFunctionCall(output, ks_value);
+			nparams = 2;
+			keyspace_filter = psprintf(" AND %s OPERATOR(pg_catalog.=) $2::%s",
+									   quote_identifier(placement->keyspace_column),
+									   format_type_extended(ks_attr->atttypid, ks_attr->atttypmod,
+															FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		}
+		else
+		{
+			if (keyspace != NULL && strcmp(keyspace, placement->keyspace) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("table %s has the fixed keyspace \"%s\", not \"%s\"",
+								table, placement->keyspace, keyspace)));
+			ks = placement->keyspace;
+			ks_len = strlen(ks);
+		}
+		if (rs_partition(ks, ks_len, key_bytes, key_len, &partition) != RS_OK)
 			ereport(ERROR, (errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION), errmsg("cannot compute partition")));
 		holders = rs_partmap_holder_count(&placement->map->map, partition);
 		if (holders == 0)
@@ -474,12 +534,9 @@ ringshard_cluster_get(PG_FUNCTION_ARGS)
 
 	sql = psprintf("SELECT %s FROM %s WHERE %s OPERATOR(pg_catalog.=) $1::%s%s",
 				   column_list(desc), table, quote_identifier(placement->key_column),
-				   format_type_be(TupleDescAttr(desc, placement->key_attnum - 1)->atttypid),
-				   placement->keyspace_column && keyspace
-				   ? psprintf(" AND %s::pg_catalog.text OPERATOR(pg_catalog.=) %s",
-							  quote_identifier(placement->keyspace_column), quote_literal_cstr(keyspace))
-				   : "");
-	params[0] = text_to_cstring(key);
+				   format_type_extended(key_attr->atttypid, key_attr->atttypmod,
+										FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY),
+				   keyspace_filter);
 	attinmeta = TupleDescGetAttInMetadata(rsinfo->setDesc);
 	initStringInfo(&failures);
 	for (int i = 0; i < ncandidates; i++)
@@ -488,7 +545,7 @@ ringshard_cluster_get(PG_FUNCTION_ARGS)
 		NodeResult	result;
 
 		cluster_connect_all(1, &node, &result);
-		cluster_query_all(1, &result, sql, 1, params, REMOTE_AUTOCOMMIT);
+		cluster_query_all(1, &result, sql, nparams, params, REMOTE_AUTOCOMMIT);
 		if (result.result == NULL)
 		{
 			appendStringInfo(&failures, "%s%s: %s", failures.len ? "; " : "", node, result.error);

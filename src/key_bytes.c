@@ -55,6 +55,15 @@ key_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt)
 	}
 }
 
+/* The same for a keyspace: char(n) as its cast to text (see key_bytes.h). */
+void
+keyspace_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt)
+{
+	key_encoder_init(encoder, type_oid, mcxt);
+	if (getBaseType(type_oid) == BPCHAROID)
+		encoder->kind = KEY_BPCHAR_AS_TEXT;
+}
+
 /* Lowercase canonical text of a uuid into buf; returns 36. */
 static size_t
 format_uuid(const pg_uuid_t *uuid, char *buf)
@@ -85,6 +94,16 @@ key_encoder_bytes(const KeyEncoder *encoder, Datum value, char *buf, size_t *len
 				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
 
 				*len = VARSIZE_ANY_EXHDR(v);
+				return VARDATA_ANY(v);
+			}
+		case KEY_BPCHAR_AS_TEXT:
+			{
+				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+				size_t		n = VARSIZE_ANY_EXHDR(v);
+
+				while (n > 0 && VARDATA_ANY(v)[n - 1] == ' ')
+					n--;
+				*len = n;
 				return VARDATA_ANY(v);
 			}
 		case KEY_INT2:

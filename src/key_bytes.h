@@ -18,6 +18,7 @@
 typedef enum KeyKind
 {
 	KEY_VARLENA,				/* text, varchar, char, bytea: bytes as stored */
+	KEY_BPCHAR_AS_TEXT,			/* char(n) cast to text: trailing spaces dropped */
 	KEY_INT2,
 	KEY_INT4,
 	KEY_INT8,					/* integers: decimal text */
@@ -33,6 +34,12 @@ typedef struct KeyEncoder
 
 /* Choose the encoding for values of a type; output functions live in mcxt. */
 extern void key_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt);
+
+/*
+ * The same for a keyspace: partition_for() takes the keyspace as text, so a
+ * char(n) keyspace is encoded as its cast to text (without the padding).
+ */
+extern void keyspace_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt);
 
 /*
  * The canonical bytes of a non-NULL value.  The result points into the value,

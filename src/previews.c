@@ -351,13 +351,13 @@ ringshard_compare_schemes(PG_FUNCTION_ARGS)
 	rs_status	status;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (from_nodes < 1 || to_nodes < 1 || from_nodes > 10000 || to_nodes > 10000 ||
-		keys < 1 || keys > 10000000 || vnodes < 1 || vnodes > RS_RING_MAX_VNODES)
+	if (from_nodes < 1 || to_nodes < 1 || from_nodes > 1000 || to_nodes > 1000 ||
+		keys < 1 || keys > 1000000 || vnodes < 1 || vnodes > 4096)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("compare_schemes(%d, %d, %d, %d) is outside the supported sizes",
 						from_nodes, to_nodes, keys, vnodes),
-				 errhint("Nodes 1..10000, keys 1..10000000, vnodes 1..65536.")));
+				 errhint("Nodes 1..1000, keys 1..1000000, vnodes 1..4096: at most a few seconds of work, which cannot be cancelled.")));
 	status = rs_compare_schemes((uint32) from_nodes, (uint32) to_nodes, (uint32) keys,
 								(uint32) vnodes, results);
 	if (status != RS_OK)

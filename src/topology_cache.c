@@ -244,7 +244,7 @@ topology_read_ring_spec(const char *ring_name)
 					  "FROM ringshard.ring_members m JOIN ringshard.nodes n "
 					  "ON n.node_name OPERATOR(pg_catalog.=) m.node_name "
 					  "WHERE m.ring_name OPERATOR(pg_catalog.=) $1 "
-					  "ORDER BY m.node_name COLLATE \"C\"", ring_name);
+					  "ORDER BY m.node_name COLLATE pg_catalog.\"C\"", ring_name);
 	spec->nmembers = (int) SPI_processed;
 	spec->members = MemoryContextAllocZero(caller, sizeof(rs_ring_member) * (spec->nmembers + 1));
 	spec->node_up = MemoryContextAllocZero(caller, sizeof(bool) * (spec->nmembers + 1));
@@ -375,12 +375,12 @@ retry:
 				 errhint("Create it with ringshard.create_partition_map(), or list maps in ringshard.partition_maps.")));
 
 	/* Node indexes: dense ranks in bytewise name order. */
-	run_catalog_query("SELECT (pg_catalog.dense_rank() OVER (ORDER BY a.node_name COLLATE \"C\") - 1)::int4, "
+	run_catalog_query("SELECT (pg_catalog.dense_rank() OVER (ORDER BY a.node_name COLLATE pg_catalog.\"C\") - 1)::int4, "
 					  "a.node_name, n.is_up, a.partition_start, a.partition_end "
 					  "FROM ringshard.partition_assignments a JOIN ringshard.nodes n "
 					  "ON n.node_name OPERATOR(pg_catalog.=) a.node_name "
 					  "WHERE a.map_name OPERATOR(pg_catalog.=) $1 "
-					  "ORDER BY a.node_name COLLATE \"C\", a.partition_start", map_name);
+					  "ORDER BY a.node_name COLLATE pg_catalog.\"C\", a.partition_start", map_name);
 	nranges = SPI_processed;
 	ranges = palloc(sizeof(rs_partition_range) * Max(nranges, 1));
 	nnodes = 0;

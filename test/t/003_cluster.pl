@@ -102,6 +102,37 @@ is($left, 0, 'a rolled-back insert reaches no worker');
 is($coordinator->safe_psql('postgres', q{SELECT payload FROM ringshard.cluster_get(NULL::faces, 'face-7')}),
 	'p7', 'get by key reads the row from a replica');
 
+# Get by key routes the key by its canonical bytes, whatever its spelling.
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE citizens (nik bigint, tag char(6), id uuid, name text);
+	SELECT ringshard.distribute_table('citizens', 'nik');
+	SELECT count(*) FROM ringshard.create_distributed_table('citizens');
+	INSERT INTO citizens SELECT g, 'k' || g, md5(g::text)::uuid, 'n' || g FROM generate_series(1, 60) g;
+	CREATE TABLE tagged (tag char(6), name text);
+	SELECT ringshard.distribute_table('tagged', 'tag');
+	SELECT count(*) FROM ringshard.create_distributed_table('tagged');
+	INSERT INTO tagged SELECT 'k' || g, 'n' || g FROM generate_series(1, 60) g;
+	CREATE TABLE by_uuid (id uuid, name text);
+	SELECT ringshard.distribute_table('by_uuid', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('by_uuid');
+	INSERT INTO by_uuid SELECT md5(g::text)::uuid, 'n' || g FROM generate_series(1, 60) g;
+});
+is($coordinator->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 60) g
+	 WHERE (SELECT name FROM ringshard.cluster_get(NULL::citizens, '0' || g)) IS DISTINCT FROM 'n' || g}),
+	'0', 'a bigint key spelled with a leading zero is found on its replicas');
+is($coordinator->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 60) g
+	 WHERE (SELECT name FROM ringshard.cluster_get(NULL::tagged, 'k' || g)) IS DISTINCT FROM 'n' || g}),
+	'0', 'a char(6) key is found (padding and length kept)');
+is($coordinator->safe_psql('postgres', q{
+	SELECT count(*) FROM generate_series(1, 60) g
+	 WHERE (SELECT name FROM ringshard.cluster_get(NULL::by_uuid, upper(md5(g::text)::uuid::text))) IS DISTINCT FROM 'n' || g}),
+	'0', 'an upper-case uuid key is found');
+($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT * FROM ringshard.cluster_get(NULL::faces, NULL)});
+like($err, qr/a key must not be null/, 'a NULL key is an error, not a crash');
+is($coordinator->safe_psql('postgres', 'SELECT 1'), '1', 'the coordinator is still up');
+
 # Fan-out: each row once, and top-k equal to one server's answer.
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces)}),
 	'300', 'a fan-out reads every row exactly once despite two copies');
