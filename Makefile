@@ -40,7 +40,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir)
 SHLIB_LINK = -lmurmurhash -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
-REGRESS = ringtoken token_vectors ring_murmur3 ring_ketama ring_admin ring_info \
+REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
 	partitions partition_config annotated_tables privileges \
 	previews
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)

@@ -31,7 +31,10 @@ COMMENT ON FUNCTION ringshard.lock_ring(text) IS 'locks a ring''s catalog row fo
 CREATE FUNCTION ringshard.check_name(kind text, name text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	IF name IS NULL OR name = '' OR octet_length(name) > 1024 THEN
+	IF name IS NULL THEN
+		RAISE EXCEPTION '% name must not be null', kind USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF name = '' OR octet_length(name) > 1024 THEN
 		RAISE EXCEPTION 'invalid % name "%"', kind, coalesce(left(name, 64), 'NULL')
 			USING ERRCODE = 'invalid_parameter_value',
 			      DETAIL = format('A %s name must be non-empty and at most 1024 bytes.', kind);
@@ -46,7 +49,11 @@ CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.check_name('ring', ring);
-	IF algorithm IS NULL OR algorithm NOT IN ('murmur3', 'ketama') THEN
+	IF algorithm IS NULL THEN
+		RAISE EXCEPTION 'ring algorithm must not be null' USING ERRCODE = 'null_value_not_allowed',
+			HINT = 'Use ''murmur3'' (the default) or ''ketama''.';
+	END IF;
+	IF algorithm NOT IN ('murmur3', 'ketama') THEN
 		RAISE EXCEPTION 'unknown ring algorithm "%"', algorithm
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'Use ''murmur3'' (the default) or ''ketama''.';
@@ -105,8 +112,8 @@ CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor i
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard.lock_ring(ring);
-	IF replication_factor NOT BETWEEN 1 AND 64 THEN
-		RAISE EXCEPTION 'replication factor % is outside 1..64', replication_factor
+	IF replication_factor IS NULL OR replication_factor NOT BETWEEN 1 AND 64 THEN
+		RAISE EXCEPTION 'replication factor % is outside 1..64', coalesce(replication_factor::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	UPDATE ringshard.rings r SET replication_factor = set_replication_factor.replication_factor
@@ -180,6 +187,7 @@ CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RE
 DECLARE
 	users text;
 BEGIN
+	PERFORM ringshard.check_name('node', node);
 	PERFORM ringshard.lock_ring(ring);
 	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
@@ -204,6 +212,7 @@ COMMENT ON FUNCTION ringshard.remove_node(text, text) IS 'removes a node from a 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
+	PERFORM ringshard.check_name('node', node);
 	PERFORM ringshard.lock_ring(ring);
 	PERFORM ringshard.check_weight(weight);
 	UPDATE ringshard.ring_members m SET weight = set_node_weight.weight

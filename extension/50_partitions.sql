@@ -107,6 +107,7 @@ DECLARE
 	held ringshard.partition_assignments;
 	removed boolean := false;
 BEGIN
+	PERFORM ringshard.check_name('node', node);
 	PERFORM ringshard.lock_partition_map(map);
 	PERFORM ringshard.check_partition_range(partition_start, partition_end);
 	FOR held IN
@@ -159,6 +160,9 @@ DECLARE
 	node text;
 	entries integer := 0;
 BEGIN
+	IF config IS NULL THEN
+		RAISE EXCEPTION 'a partition config must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	PERFORM ringshard.check_name('partition map', map);
 	IF NOT EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map) THEN
 		INSERT INTO ringshard.partition_maps (map_name) VALUES (map);

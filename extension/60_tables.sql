@@ -52,6 +52,9 @@ CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name,
 	RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
+	IF table_name IS NULL OR key_column IS NULL THEN
+		RAISE EXCEPTION 'table and key column must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	PERFORM ringshard.lock_ring(ring);
 	IF EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = distribute_table.table_name) THEN
 		RAISE EXCEPTION 'table % is already annotated', table_name
@@ -98,6 +101,9 @@ COMMENT ON FUNCTION ringshard.distribute_table_by_partition(regclass, name, text
 CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
+	IF table_name IS NULL THEN
+		RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	DELETE FROM ringshard.distributed_tables d WHERE d.table_name = undistribute_table.table_name;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name

@@ -81,6 +81,15 @@ CREATE FUNCTION ringshard.apply_topology(topology json, local_node text, version
 DECLARE
 	held bigint;
 BEGIN
+	IF topology IS NULL OR local_node IS NULL OR version IS NULL THEN
+		RAISE EXCEPTION 'topology, local node and version must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF json_typeof(topology) <> 'object'
+	   OR EXISTS (SELECT FROM unnest(ARRAY['rings', 'nodes', 'ring_members', 'partition_maps', 'partition_assignments']) k
+	               WHERE json_typeof(topology -> k) IS DISTINCT FROM 'array') THEN
+		RAISE EXCEPTION 'a topology is a JSON object with the arrays rings, nodes, ring_members, partition_maps and partition_assignments'
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'It comes from ringshard.topology_snapshot() on the coordinator.';
+	END IF;
 	SELECT s.topology_version INTO held FROM ringshard.cluster_state s FOR UPDATE;
 	IF version <= held THEN
 		RAISE EXCEPTION 'topology version % is not newer than version % held here', version, held

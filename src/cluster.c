@@ -216,6 +216,7 @@ cluster_node_conninfo(const char *node)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(node)};
 	char	   *address = NULL;
+	bool		node_exists = false;
 	char	   *conninfo;
 
 	/*
@@ -234,6 +235,7 @@ cluster_node_conninfo(const char *node)
 		{
 			char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 
+			node_exists = true;
 			if (value)
 				address = MemoryContextStrdup(TopTransactionContext, value);
 		}
@@ -245,6 +247,11 @@ cluster_node_conninfo(const char *node)
 	}
 	PG_END_TRY();
 
+	if (!node_exists)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node \"%s\" does not exist", node),
+				 errhint("List nodes in ringshard.nodes.")));
 	if (address == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -28,8 +28,9 @@ _PG_init(void)
 PG_FUNCTION_INFO_V1(ringshard_address_is_safe);
 
 /*
- * address_is_safe(address): a host:port or a libpq connection string (or
- * URI) that parses and has no password in it.  Passwords belong in .pgpass,
+ * address_is_safe(address): a host[:port] (port 1..65535) or a libpq
+ * connection string (or URI) that parses and has no password in it, at most
+ * 1024 bytes.  Passwords belong in .pgpass,
  * a service file or a user mapping, never in the catalog PUBLIC can read.
  */
 Datum
@@ -40,12 +41,29 @@ ringshard_address_is_safe(PG_FUNCTION_ARGS)
 	char	   *parse_error = NULL;
 	bool		safe = true;
 
-	if (address[0] == '\0')
+	if (address[0] == '\0' || strlen(address) > 1024)
 		PG_RETURN_BOOL(false);
 
-	/* A bare host:port is not a connection string; it has no password. */
+	/* A bare host[:port] is not a connection string; it has no password. */
 	if (strchr(address, '=') == NULL && strstr(address, "://") == NULL)
-		PG_RETURN_BOOL(strpbrk(address, " \t\r\n'\"\\") == NULL);
+	{
+		const char *colon = strrchr(address, ':');
+
+		if (strpbrk(address, " \t\r\n'\"\\") != NULL)
+			PG_RETURN_BOOL(false);
+		if (colon != NULL)
+		{
+			char	   *end;
+			long		port;
+
+			errno = 0;
+			port = strtol(colon + 1, &end, 10);
+			if (colon[1] == '\0' || *end != '\0' || errno != 0 || port < 1 || port > 65535 ||
+				colon == address)
+				PG_RETURN_BOOL(false);
+		}
+		PG_RETURN_BOOL(true);
+	}
 
 	options = PQconninfoParse(address, &parse_error);
 	if (options == NULL)

@@ -540,6 +540,17 @@ read_address(config_reader *reader, const char *field, char **address)
 					 "address must not be empty");
 		return RS_ERR_INVALID;
 	}
+	/* A plain ~ or null is YAML's null, not an address named "null". */
+	if (event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		((len == 1 && event->data.scalar.value[0] == '~') ||
+		 (len == 4 && (memcmp(event->data.scalar.value, "null", 4) == 0 ||
+					   memcmp(event->data.scalar.value, "Null", 4) == 0 ||
+					   memcmp(event->data.scalar.value, "NULL", 4) == 0))))
+	{
+		set_error_at(reader->err, event->start_mark, field,
+					 "address must not be null");
+		return RS_ERR_INVALID;
+	}
 	if (memchr(event->data.scalar.value, '\0', len) != NULL)
 	{
 		set_error_at(reader->err, event->start_mark, field,

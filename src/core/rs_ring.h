@@ -97,8 +97,14 @@ static inline uint32_t
 rs_ring_find_point(const rs_ring *ring, uint64_t hash)
 {
 	uint64_t	bucket = hash >> ring->bucket_shift;
-	uint32_t	lo = ring->buckets[bucket];
-	uint32_t	hi = ring->buckets[bucket + 1];
+	uint32_t	lo;
+	uint32_t	hi;
+
+	/* A hash past a 32-bit (ketama) space is above every point: wrap. */
+	if (bucket >= ring->nbuckets)
+		return 0;
+	lo = ring->buckets[bucket];
+	hi = ring->buckets[bucket + 1];
 
 	/*
 	 * Every point of this bucket shares the hash's top bits and every later
