@@ -208,36 +208,41 @@ catalog_owner(void)
 }
 
 /* The libpq connection string of a node, from its catalog address; ERROR if none. */
-char *
-cluster_node_conninfo(const char *node)
+/*
+ * Run one catalog statement with the catalog owner's rights and return the
+ * first column of its rows as strings (NULL for a null), in the transaction's
+ * memory.  Node addresses and the write queue are the administrators', yet
+ * any user's routed write needs them, as a security definer function would.
+ */
+static char **
+owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					bool read_only, int *nrows)
 {
 	Oid			saved_user;
 	int			saved_context;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(node)};
-	char	   *address = NULL;
-	bool		node_exists = false;
-	char	   *conninfo;
+	char	  **rows = NULL;
 
-	/*
-	 * Addresses are hidden from PUBLIC, yet any user's routed write needs
-	 * them: read them with the catalog owner's rights, like a security
-	 * definer function would.
-	 */
+	*nrows = 0;
 	GetUserIdAndSecContext(&saved_user, &saved_context);
 	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
 	PG_TRY();
 	{
-		SPI_connect();
-		if (SPI_execute_with_args("SELECT address FROM ringshard.nodes WHERE node_name OPERATOR(pg_catalog.=) $1",
-								  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
-			SPI_processed == 1)
-		{
-			char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		int			rc;
 
-			node_exists = true;
-			if (value)
-				address = MemoryContextStrdup(TopTransactionContext, value);
+		SPI_connect();
+		rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+		if (rc < 0)
+			elog(ERROR, "ringshard catalog statement failed: %s", sql);
+		if (SPI_tuptable != NULL)
+		{
+			*nrows = (int) SPI_processed;
+			rows = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * Max(*nrows, 1));
+			for (int i = 0; i < *nrows; i++)
+			{
+				char	   *value = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+				rows[i] = value ? MemoryContextStrdup(TopTransactionContext, value) : NULL;
+			}
 		}
 		SPI_finish();
 	}
@@ -246,6 +251,21 @@ cluster_node_conninfo(const char *node)
 		SetUserIdAndSecContext(saved_user, saved_context);
 	}
 	PG_END_TRY();
+	return rows;
+}
+
+char *
+cluster_node_conninfo(const char *node)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(node)};
+	int			nrows;
+	char	  **rows = owner_catalog_query("SELECT address FROM ringshard.nodes "
+										   "WHERE node_name OPERATOR(pg_catalog.=) $1",
+										   1, argtypes, values, true, &nrows);
+	bool		node_exists = nrows == 1;
+	char	   *address = node_exists ? rows[0] : NULL;
+	char	   *conninfo;
 
 	if (!node_exists)
 		ereport(ERROR,
@@ -281,90 +301,37 @@ cluster_node_conninfo(const char *node)
 void
 cluster_enqueue_write(const char *node, Oid relid, const char *json, int64 write_id)
 {
-	Oid			saved_user;
-	int			saved_context;
 	Oid			argtypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8OID};
 	Datum		values[4];
+	int			nrows;
 
 	values[0] = CStringGetTextDatum(node);
 	values[1] = ObjectIdGetDatum(relid);
 	values[2] = CStringGetTextDatum(json);
 	values[3] = Int64GetDatum(write_id);
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		SPI_connect();
-		if (SPI_execute_with_args("INSERT INTO ringshard.write_queue (id, node_name, table_name, payload) "
-								  "VALUES ($4, $1, $2, $3::pg_catalog.json) ON CONFLICT DO NOTHING",
-								  4, argtypes, values, NULL, false, 0) < 0)
-			elog(ERROR, "could not queue a write for node \"%s\"", node);
-		SPI_finish();
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(saved_user, saved_context);
-	}
-	PG_END_TRY();
+	(void) owner_catalog_query("INSERT INTO ringshard.write_queue (id, node_name, table_name, payload) "
+							   "VALUES ($4, $1, $2, $3::pg_catalog.json) ON CONFLICT DO NOTHING",
+							   4, argtypes, values, false, &nrows);
 }
 
-/* Run one catalog query as the catalog owner and return its first value as text. */
+/* The first value of a catalog query run with the owner's rights; ERROR if none. */
 static char *
 owner_query_value(const char *sql)
 {
-	Oid			saved_user;
-	int			saved_context;
-	char	   *value = NULL;
+	int			nrows;
+	char	  **rows = owner_catalog_query(sql, 0, NULL, NULL, false, &nrows);
 
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		SPI_connect();
-		if (SPI_execute(sql, false, 1) >= 0 && SPI_processed == 1)
-			value = MemoryContextStrdup(TopTransactionContext,
-										SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		SPI_finish();
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(saved_user, saved_context);
-	}
-	PG_END_TRY();
-	if (value == NULL)
-		elog(ERROR, "ringshard catalog query failed: %s", sql);
-	return value;
+	if (nrows != 1 || rows[0] == NULL)
+		elog(ERROR, "ringshard catalog query returned no value: %s", sql);
+	return rows[0];
 }
 
 /* Every node with an address, in name order (read with the owner's rights). */
 char	  **
 cluster_addressed_nodes(int *count)
 {
-	Oid			saved_user;
-	int			saved_context;
-	char	  **nodes = NULL;
-
-	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
-	PG_TRY();
-	{
-		SPI_connect();
-		if (SPI_execute("SELECT node_name FROM ringshard.nodes WHERE address IS NOT NULL "
-						"ORDER BY node_name COLLATE pg_catalog.\"C\"", true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "ringshard catalog query failed");
-		*count = (int) SPI_processed;
-		nodes = MemoryContextAlloc(TopTransactionContext, sizeof(char *) * Max(*count, 1));
-		for (int i = 0; i < *count; i++)
-			nodes[i] = MemoryContextStrdup(TopTransactionContext,
-										   SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
-		SPI_finish();
-	}
-	PG_FINALLY();
-	{
-		SetUserIdAndSecContext(saved_user, saved_context);
-	}
-	PG_END_TRY();
-	return nodes;
+	return owner_catalog_query("SELECT node_name FROM ringshard.nodes WHERE address IS NOT NULL "
+							   "ORDER BY node_name COLLATE pg_catalog.\"C\"", 0, NULL, NULL, true, count);
 }
 
 /* A new routed write's id, shared by all its replicas. */
