@@ -129,15 +129,40 @@ key_hash(FunctionCallInfo fcinfo, RouteCallState *state, const rs_ring *ring)
 	return rs_ring_key_hash(ring, bytes, len);
 }
 
-/* A text[] of node names from node indexes. */
+/*
+ * A text[] of node names from node indexes, laid out directly: the names are
+ * ready-made text values, so the generic array constructor's per-element
+ * work is not needed on this per-row path.
+ */
 static ArrayType *
 node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
 {
-	Datum	   *elems = palloc(sizeof(Datum) * Max(count, 1));
+	Size		data_bytes = 0;
+	Size		total;
+	ArrayType  *array;
+	char	   *data;
 
+	if (count == 0)
+		return construct_empty_array(TEXTOID);
 	for (uint32 i = 0; i < count; i++)
-		elems[i] = node_texts[nodes[i]];
-	return construct_array(elems, (int) count, TEXTOID, -1, false, TYPALIGN_INT);
+		data_bytes += INTALIGN(VARSIZE(DatumGetPointer(node_texts[nodes[i]])));
+	total = ARR_OVERHEAD_NONULLS(1) + data_bytes;
+	array = (ArrayType *) palloc0(total);
+	SET_VARSIZE(array, total);
+	array->ndim = 1;
+	array->dataoffset = 0;
+	array->elemtype = TEXTOID;
+	ARR_DIMS(array)[0] = (int) count;
+	ARR_LBOUND(array)[0] = 1;
+	data = ARR_DATA_PTR(array);
+	for (uint32 i = 0; i < count; i++)
+	{
+		const char *name = DatumGetPointer(node_texts[nodes[i]]);
+
+		memcpy(data, name, VARSIZE(name));
+		data += INTALIGN(VARSIZE(name));
+	}
+	return array;
 }
 
 /* The replica set of the current row's key: up to want node indexes. */

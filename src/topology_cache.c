@@ -321,6 +321,14 @@ topology_cache_ring(const char *ring_name)
 	}
 	ring = topology_build_ring(spec, 0);
 	replication_factor = spec->replication_factor;
+
+	/*
+	 * On a ring of few nodes a replica walk passes many points of the same
+	 * node; a table of every point's replica set (2 bytes x R per point, and
+	 * few points) answers at once.  Without memory for it, the walk serves.
+	 */
+	if (ring != NULL && ring->nnodes <= 16 && replication_factor > 1)
+		(void) rs_ring_precompute_replicas(ring, (uint32) Min(replication_factor, 8));
 	node_up = MemoryContextAlloc(topology_context, sizeof(bool) * (spec->nmembers + 1));
 	memcpy(node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
 

@@ -195,6 +195,7 @@ rs_ring_free(rs_ring *ring)
 	free(ring->owners);
 	free(ring->labels);
 	free(ring->buckets);
+	free(ring->replica_sets);
 	free(ring);
 }
 
@@ -407,17 +408,12 @@ rs_ring_space(const rs_ring *ring)
 	return (rs_u128) 1 << (ring->algorithm == RS_RING_KETAMA ? 32 : 64);
 }
 
-/* The replica set of a hash (see rs_ring.h). */
-rs_status
-rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
-				 uint16_t *out, uint32_t *count)
+/* Walk clockwise from a point collecting up to want distinct nodes. */
+static rs_status
+walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out, uint32_t *count)
 {
-	uint32_t	start = rs_ring_find_point(ring, hash);
 	uint32_t	found = 0;
 	unsigned char *seen = NULL;
-
-	if (want > ring->nnodes)
-		want = ring->nnodes;
 
 	/* Small sets scan what they have; large ones keep a seen-map. */
 	if (want > 16)
@@ -449,6 +445,58 @@ rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
 	}
 	free(seen);
 	*count = found;
+	return RS_OK;
+}
+
+/* The replica set of a hash (see rs_ring.h). */
+rs_status
+rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
+				 uint16_t *out, uint32_t *count)
+{
+	uint32_t	start = rs_ring_find_point(ring, hash);
+
+	if (want > ring->nnodes)
+		want = ring->nnodes;
+	if (ring->replica_sets != NULL && want <= ring->replica_width)
+	{
+		memcpy(out, ring->replica_sets + (size_t) start * ring->replica_width, want * sizeof(uint16_t));
+		*count = want;
+		return RS_OK;
+	}
+	return walk_replicas(ring, start, want, out, count);
+}
+
+/* Precompute every point's replica set (see rs_ring.h). */
+rs_status
+rs_ring_precompute_replicas(rs_ring *ring, uint32_t width)
+{
+	uint16_t   *sets;
+	uint32_t	placed = 0;
+
+	/* Only nodes with points can be reached (ketama may give a node none). */
+	for (uint32_t n = 0; n < ring->nnodes; n++)
+		placed += ring->node_points[n] > 0;
+	if (width > placed)
+		width = placed;
+	if (width == 0)
+		return RS_OK;
+	sets = malloc((size_t) ring->npoints * width * sizeof(uint16_t));
+	if (sets == NULL)
+		return RS_ERR_NOMEM;
+	for (uint32_t p = 0; p < ring->npoints; p++)
+	{
+		uint32_t	found = 0;
+		rs_status	status = walk_replicas(ring, p, width, sets + (size_t) p * width, &found);
+
+		if (status != RS_OK)
+		{
+			free(sets);
+			return status;
+		}
+	}
+	free(ring->replica_sets);
+	ring->replica_sets = sets;
+	ring->replica_width = width;
 	return RS_OK;
 }
 

@@ -63,6 +63,8 @@ typedef struct rs_ring
 	size_t	   *name_lens;
 	double	   *weights;		/* as given, per node index */
 	uint32_t   *node_points;	/* points placed per node */
+	uint16_t   *replica_sets;	/* optional: replica_width nodes per point */
+	uint32_t	replica_width;
 } rs_ring;
 
 /* Build options. */
@@ -140,6 +142,14 @@ rs_ring_owner(const rs_ring *ring, uint64_t hash)
  */
 extern rs_status rs_ring_replicas(const rs_ring *ring, uint64_t hash,
 								  uint32_t want, uint16_t *out, uint32_t *count);
+
+/*
+ * Precompute the replica set (up to width nodes) of every point, so that
+ * rs_ring_replicas answers from a table instead of walking the ring.  Worth
+ * it on rings of few nodes, where the walk passes many points of the same
+ * node; costs 2 x width bytes per point.  RS_ERR_NOMEM; the ring stays usable.
+ */
+extern rs_status rs_ring_precompute_replicas(rs_ring *ring, uint32_t width);
 
 /* Tokens owned by point i: the size of (tokens[i-1], tokens[i]], wrapping. */
 extern rs_u128 rs_ring_point_span(const rs_ring *ring, uint32_t point);

@@ -737,6 +737,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	collect_hashes(&r, ring, mask, &hashes);
 	check_lookups(ring, &hashes, &r);
 
+	/* Precomputed replica sets must answer exactly as the walk did. */
+	if (flags & 0x20)
+	{
+		if (rs_ring_precompute_replicas(ring, 1 + flags % 4) != RS_OK)
+			fail("rs_ring_precompute_replicas failed");
+		check_lookups(ring, &hashes, &r);
+	}
+
 	/* A second ring: owner moves between the two. */
 	derive_members(&r, &first, &second, max_members);
 	vnodes2 = fit_budget((flags & 4) ? 1 + next_byte(&r) % 64 : vnodes, &second);

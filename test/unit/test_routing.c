@@ -419,6 +419,36 @@ test_partmap(void)
 	rs_partmap_free(&map);
 }
 
+/* Precomputed replica sets equal the walk, for every width and point. */
+static void
+test_precomputed_replicas(void)
+{
+	const char *names[] = {"a", "b", "c", "d"};
+	const double weights[] = {1, 2, 1, 0.5};
+	rs_ring    *walked = build(RS_RING_MURMUR3, names, weights, 4, 16, 0);
+	rs_ring    *tabled = build(RS_RING_MURMUR3, names, weights, 4, 16, 0);
+	int			wrong = 0;
+
+	UNIT_EQ_INT(rs_ring_precompute_replicas(tabled, 3), RS_OK);
+	UNIT_EQ_INT(tabled->replica_width, 3);
+	for (uint32_t want = 1; want <= 4; want++)
+		for (uint64_t h = 0; h < 4000; h++)
+		{
+			uint64_t	hash = h * 4611686018427387ULL + (h << 50);
+			uint16_t	a[4],
+						b[4];
+			uint32_t	na = 0,
+						nb = 0;
+
+			rs_ring_replicas(walked, hash, want, a, &na);
+			rs_ring_replicas(tabled, hash, want, b, &nb);
+			wrong += na != nb || memcmp(a, b, na * sizeof(uint16_t)) != 0;
+		}
+	UNIT_EQ_INT(wrong, 0);
+	rs_ring_free(walked);
+	rs_ring_free(tabled);
+}
+
 int
 main(void)
 {
@@ -432,5 +462,6 @@ main(void)
 	test_add_moves_only_to_new_node();
 	test_build_errors();
 	test_partmap();
+	test_precomputed_replicas();
 	return unit_report();
 }
