@@ -133,6 +133,10 @@ cluster_xact_callback(XactEvent event, void *arg)
 {
 	for (NodeConnection *c = connections; c; c = c->next)
 	{
+		if (c->in_transaction && event == XACT_EVENT_PRE_PREPARE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot prepare a transaction that has written to ringshard node \"%s\"", c->node)));
 		if (c->in_transaction &&
 			(event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_PARALLEL_PRE_COMMIT))
 		{
@@ -169,11 +173,58 @@ cluster_xact_callback(XactEvent event, void *arg)
 			c->pending_writes = NIL;
 			c->other_statements = false;
 			c->transaction_failed = false;
+			c->xact_depth = 0;
 		}
 	}
 }
 
-/* Register the GUC and the transaction callback; called from _PG_init. */
+/*
+ * Follow the local subtransactions: release a remote savepoint when ours
+ * commits, roll back to it when ours aborts, and forget the writes made
+ * under it (their queue rows are rolled back locally with it).
+ */
+static void
+cluster_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
+						 SubTransactionId parent_subid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (NodeConnection *c = connections; c; c = c->next)
+	{
+		if (!c->in_transaction || c->xact_depth < level)
+			continue;
+		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+		{
+			if (c->conn && !c->transaction_failed &&
+				!run_command(c, psprintf("RELEASE SAVEPOINT ringshard_%d", level)))
+				c->transaction_failed = true;
+		}
+		else
+		{
+			ListCell   *lc;
+			List	   *kept = NIL;
+
+			if (c->conn && run_command(c, psprintf("ROLLBACK TO SAVEPOINT ringshard_%d; RELEASE SAVEPOINT ringshard_%d",
+													level, level)))
+				c->transaction_failed = false;
+			else
+				c->transaction_failed = true;
+			foreach(lc, c->pending_writes)
+			{
+				PendingWrite *w = lfirst(lc);
+
+				if (w->level < level)
+					kept = lappend(kept, w);
+			}
+			c->pending_writes = kept;
+		}
+		c->xact_depth = level - 1;
+	}
+}
+
+/* Register the GUC and the transaction callbacks; called from _PG_init. */
 void
 cluster_init(void)
 {
@@ -188,6 +239,7 @@ cluster_init(void)
 							&ringshard_write_quorum, 1, 1, 64,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	RegisterXactCallback(cluster_xact_callback, NULL);
+	RegisterSubXactCallback(cluster_subxact_callback, NULL);
 }
 
 /* The owner of the ringshard catalog, whose rights read node addresses. */
@@ -499,29 +551,61 @@ cluster_query_all(int nnodes, NodeResult *results, const char *sql,
 	bool	   *done = palloc0(sizeof(bool) * nnodes);
 	int			pending = 0;
 
-	/* Open the remote transactions first; they finish with ours. */
+	/*
+	 * Open the remote transactions first, as deep as ours: BEGIN, then one
+	 * savepoint per local subtransaction level, so that a rolled-back
+	 * subtransaction rolls back its remote writes too.  They finish with ours.
+	 */
 	if (mode != REMOTE_AUTOCOMMIT)
 	{
-		NodeResult *begins = palloc0(sizeof(NodeResult) * nnodes);
-		int		   *index = palloc(sizeof(int) * nnodes);
-		int			nbegins = 0;
+		int			level = GetCurrentTransactionNestLevel();
 
-		for (int i = 0; i < nnodes; i++)
-			if (!results[i].error && results[i].connection->conn && !results[i].connection->in_transaction)
-			{
-				begins[nbegins].connection = results[i].connection;
-				index[nbegins++] = i;
-			}
-		if (nbegins > 0)
-			cluster_query_all(nbegins, begins, "BEGIN", 0, NULL, REMOTE_AUTOCOMMIT);
-		for (int b = 0; b < nbegins; b++)
+		for (;;)
 		{
-			if (begins[b].error)
-				results[index[b]].error = begins[b].error;
-			else
+			NodeResult *opens = palloc0(sizeof(NodeResult) * nnodes);
+			int		   *index = palloc(sizeof(int) * nnodes);
+			int			nopens = 0;
+			int			depth = -1;
+
+			/* One round per depth: every connection at the shallowest depth steps down one level. */
+			for (int i = 0; i < nnodes; i++)
 			{
-				PQclear(begins[b].result);
-				begins[b].connection->in_transaction = true;
+				NodeConnection *conn = results[i].connection;
+				int			d = conn->in_transaction ? conn->xact_depth : 0;
+
+				if (!results[i].error && conn->conn && !conn->transaction_failed && d < level &&
+					(depth < 0 || d < depth))
+					depth = d;
+			}
+			if (depth < 0)
+				break;
+			for (int i = 0; i < nnodes; i++)
+			{
+				NodeConnection *conn = results[i].connection;
+				int			d = conn->in_transaction ? conn->xact_depth : 0;
+
+				if (!results[i].error && conn->conn && !conn->transaction_failed && d == depth)
+				{
+					opens[nopens].connection = conn;
+					index[nopens++] = i;
+				}
+			}
+			cluster_query_all(nopens, opens, depth == 0 ? "BEGIN" : psprintf("SAVEPOINT ringshard_%d", depth + 1),
+							  0, NULL, REMOTE_AUTOCOMMIT);
+			for (int b = 0; b < nopens; b++)
+			{
+				if (opens[b].error)
+				{
+					results[index[b]].error = opens[b].error;
+					if (depth > 0)
+						opens[b].connection->transaction_failed = true;
+				}
+				else
+				{
+					PQclear(opens[b].result);
+					opens[b].connection->in_transaction = true;
+					opens[b].connection->xact_depth = depth + 1;
+				}
 			}
 		}
 	}

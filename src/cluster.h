@@ -32,6 +32,7 @@ typedef struct PendingWrite
 	Oid			relid;
 	char	   *json;
 	int64		write_id;
+	int			level;			/* transaction nesting level of the write */
 } PendingWrite;
 
 /* One node's connection, kept for the session. */
@@ -41,6 +42,7 @@ typedef struct NodeConnection
 	char	   *conninfo;
 	PGconn	   *conn;
 	bool		in_transaction; /* BEGIN sent in this local transaction */
+	int			xact_depth;		/* remote nesting: 1 after BEGIN, +1 per savepoint */
 	bool		other_statements;	/* statements other than routed writes sent */
 	bool		transaction_failed; /* a statement failed: the remote transaction is lost */
 	List	   *pending_writes; /* PendingWrite, in TopTransactionContext */

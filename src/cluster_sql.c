@@ -6,6 +6,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "common/pg_prng.h"
@@ -257,6 +258,7 @@ settle_write(Oid relid, const char *table, const char *json, int64 write_id,
 			w->relid = relid;
 			w->json = pstrdup(json);
 			w->write_id = write_id;
+			w->level = GetCurrentTransactionNestLevel();
 			results[i].connection->pending_writes = lappend(results[i].connection->pending_writes, w);
 			MemoryContextSwitchTo(old);
 			continue;

@@ -98,6 +98,30 @@ my $left = 0;
 $left += $_->safe_psql('postgres', "SELECT count(*) FROM faces WHERE face_id = 'rolled-back'") for @workers;
 is($left, 0, 'a rolled-back insert reaches no worker');
 
+# A rolled-back subtransaction rolls back its routed writes; the rest commit.
+$coordinator->safe_psql('postgres', q{
+	BEGIN;
+	INSERT INTO faces VALUES ('sub-kept-1', 'ks', 0.5, 'kept');
+	SAVEPOINT s1;
+	INSERT INTO faces VALUES ('sub-undone', 'ks', 0.5, 'undone');
+	SAVEPOINT s2;
+	INSERT INTO faces VALUES ('sub-undone-inner', 'ks', 0.5, 'undone');
+	ROLLBACK TO SAVEPOINT s1;
+	INSERT INTO faces VALUES ('sub-kept-2', 'ks', 0.5, 'kept');
+	SAVEPOINT s3;
+	INSERT INTO faces VALUES ('sub-kept-3', 'ks', 0.5, 'kept');
+	RELEASE SAVEPOINT s3;
+	COMMIT;
+});
+my %sub_rows;
+for my $w (@workers)
+{
+	$sub_rows{$_}++ for split /\n/, $w->safe_psql('postgres', q{SELECT face_id FROM faces WHERE face_id LIKE 'sub-%' ORDER BY 1});
+}
+is(join(',', map { "$_=$sub_rows{$_}" } sort keys %sub_rows), 'sub-kept-1=2,sub-kept-2=2,sub-kept-3=2',
+	'rolled-back savepoints undo their routed writes on every replica; released ones commit');
+$_->safe_psql('postgres', q{DELETE FROM faces WHERE face_id LIKE 'sub-%'}) for @workers;
+
 # Reads by key.
 is($coordinator->safe_psql('postgres', q{SELECT payload FROM ringshard.cluster_get(NULL::faces, 'face-7')}),
 	'p7', 'get by key reads the row from a replica');
