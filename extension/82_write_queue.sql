@@ -41,9 +41,13 @@ CREATE TABLE ringshard.replayed_writes (
 COMMENT ON TABLE ringshard.replayed_writes IS 'on a worker: queued writes already applied, by coordinator and queue id';
 SELECT pg_catalog.pg_extension_config_dump('ringshard.replayed_writes', '');
 
--- Deliver up to batch queued writes to one node, oldest first, in this
--- transaction (the remote one commits with it).  Returns how many left the
--- queue; stops at the first failure, which stays queued with its error.
+-- Deliver up to batch queued writes to one node, oldest first.  Each
+-- delivery is one statement on the worker, committed there at once: it both
+-- inserts the row and records (coordinator, id), so a delivery repeated after
+-- a crash before the queue row's deletion here commits is a no-op.  A write
+-- the node refuses stays queued with its error and stops this node's replay
+-- (writes are delivered in order); a write whose table is gone is dropped.
+-- Returns how many left the queue.
 CREATE FUNCTION ringshard.replay_queue(node text, batch integer DEFAULT 1000) RETURNS integer
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
@@ -59,6 +63,12 @@ BEGIN
 	FOR item IN SELECT * FROM ringshard.write_queue q WHERE q.node_name = node ORDER BY q.id LIMIT batch
 		FOR UPDATE SKIP LOCKED
 	LOOP
+		IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = item.table_name::oid) THEN
+			RAISE WARNING 'dropping queued write % for node "%": its table (oid %) no longer exists',
+				item.id, node, item.table_name::oid;
+			DELETE FROM ringshard.write_queue q WHERE q.node_name = item.node_name AND q.id = item.id;
+			CONTINUE;
+		END IF;
 		SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
 		  FROM pg_attribute a WHERE a.attrelid = item.table_name AND a.attnum > 0 AND NOT a.attisdropped;
 		SELECT * INTO outcome FROM ringshard.node_execute(ARRAY[node], format(
@@ -66,7 +76,7 @@ BEGIN
 			                     VALUES ($2::uuid, $3::bigint) ON CONFLICT DO NOTHING RETURNING 1)
 			 INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_record(NULL::%1$s, $1::pg_catalog.json)
 			  WHERE EXISTS (SELECT FROM first_time)', item.table_name, columns),
-			ARRAY[item.payload::text, origin::text, item.id::text]);
+			ARRAY[item.payload::text, origin::text, item.id::text], false);
 		IF NOT outcome.ok THEN
 			UPDATE ringshard.write_queue q SET attempts = q.attempts + 1, last_error = outcome.error
 			 WHERE q.node_name = item.node_name AND q.id = item.id;
@@ -79,7 +89,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
-	'delivers up to batch queued writes to a node, oldest first, exactly once (idempotent on the worker); returns how many were delivered';
+	'delivers up to batch queued writes to a node, oldest first, exactly once (idempotent on the worker); a refused write stays queued with its error; returns how many were delivered';
 
 -- One round of the health watchdog: probe every node, mark it up or down,
 -- and replay the queue of each node that answers.
@@ -98,7 +108,12 @@ BEGIN
 			 WHERE n.node_name = probe.node AND n.is_up IS DISTINCT FROM probe.reachable;
 		END IF;
 		IF probe.reachable THEN
-			delivered := ringshard.replay_queue(probe.node, batch);
+			-- One node's trouble must not stop the round for the others.
+			BEGIN
+				delivered := ringshard.replay_queue(probe.node, batch);
+			EXCEPTION WHEN OTHERS THEN
+				RAISE WARNING 'replaying the queue of node "%" failed: %', probe.node, SQLERRM;
+			END;
 		END IF;
 		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
 		RETURN NEXT;

@@ -45,6 +45,15 @@ elapsed_since(instr_time start)
 	return INSTR_TIME_GET_MILLISEC(now);
 }
 
+/* Remember a node's last error, replacing (and freeing) the previous one. */
+static void
+set_last_error(NodeConnection *c, const char *error)
+{
+	if (c->last_error)
+		pfree(c->last_error);
+	c->last_error = MemoryContextStrdup(TopMemoryContext, error);
+}
+
 /* Close a connection and forget any remote transaction on it. */
 void
 cluster_disconnect(NodeConnection *connection)
@@ -66,12 +75,10 @@ run_command(NodeConnection *connection, const char *sql)
 {
 	NodeResult	result = {connection, NULL, NULL, 0};
 
+	/* A failure is recorded in connection->last_error by cluster_query_all. */
 	cluster_query_all(1, &result, sql, 0, NULL, REMOTE_AUTOCOMMIT);
 	if (result.result == NULL)
-	{
-		connection->last_error = result.error;
 		return false;
-	}
 	PQclear(result.result);
 	return true;
 }
@@ -122,7 +129,7 @@ commit_remote(NodeConnection *c)
 	/* A failed remote transaction answers COMMIT with ROLLBACK, not an error. */
 	committed = strcmp(PQcmdStatus(result.result), "COMMIT") == 0;
 	if (!committed)
-		c->last_error = MemoryContextStrdup(TopMemoryContext, "the remote transaction rolled back");
+		set_last_error(c, "the remote transaction rolled back");
 	PQclear(result.result);
 	return committed;
 }
@@ -193,6 +200,19 @@ cluster_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 		return;
 	for (NodeConnection *c = connections; c; c = c->next)
 	{
+		/* Writes of a released savepoint now belong to its parent. */
+		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+		{
+			ListCell   *lc;
+
+			foreach(lc, c->pending_writes)
+			{
+				PendingWrite *w = lfirst(lc);
+
+				if (w->level >= level)
+					w->level = level - 1;
+			}
+		}
 		if (!c->in_transaction || c->xact_depth < level)
 			continue;
 		if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
@@ -407,13 +427,19 @@ connection_for(const char *node)
 	NodeConnection *c;
 	char	   *conninfo = cluster_node_conninfo(node);
 
+	/*
+	 * A connection logs in as the role that opened it: one per node and
+	 * role, so that a later call under another role (SET ROLE, a security
+	 * definer function) never runs with the first one's rights.
+	 */
 	for (c = connections; c; c = c->next)
-		if (strcmp(c->node, node) == 0)
+		if (strcmp(c->node, node) == 0 && c->user == GetUserId())
 			break;
 	if (c == NULL)
 	{
 		c = MemoryContextAllocZero(TopMemoryContext, sizeof(NodeConnection));
 		c->node = MemoryContextStrdup(TopMemoryContext, node);
+		c->user = GetUserId();
 		c->next = connections;
 		connections = c;
 	}
@@ -478,10 +504,18 @@ cluster_connect_all(int nnodes, const char *const *nodes, NodeResult *results)
 	for (int i = 0; i < nnodes; i++)
 	{
 		NodeConnection *c = connection_for(nodes[i]);
+		bool		repeated = false;
 
 		results[i].connection = c;
 		results[i].result = NULL;
 		results[i].error = NULL;
+		/* One connection serves one entry: a node named twice is refused. */
+		for (int j = 0; j < i && !repeated; j++)
+			repeated = results[j].connection == c;
+		if (repeated)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("node \"%s\" is named twice", nodes[i])));
 		if (c->conn && PQstatus(c->conn) == CONNECTION_OK)
 			continue;
 		cluster_disconnect(c);
@@ -539,7 +573,7 @@ cluster_connect_all(int nnodes, const char *const *nodes, NodeResult *results)
 	}
 	for (int i = 0; i < nnodes; i++)
 		if (results[i].error)
-			results[i].connection->last_error = MemoryContextStrdup(TopMemoryContext, results[i].error);
+			set_last_error(results[i].connection, results[i].error);
 }
 
 /* Run one query on several connected nodes in parallel (see cluster.h). */
@@ -724,6 +758,6 @@ cluster_query_all(int nnodes, NodeResult *results, const char *sql,
 	}
 	for (int i = 0; i < nnodes; i++)
 		if (results[i].error)
-			results[i].connection->last_error = MemoryContextStrdup(TopMemoryContext, results[i].error);
+			set_last_error(results[i].connection, results[i].error);
 	pfree(done);
 }

@@ -39,6 +39,7 @@ typedef struct PendingWrite
 typedef struct NodeConnection
 {
 	char	   *node;
+	Oid			user;			/* the role the connection logs in as */
 	char	   *conninfo;
 	PGconn	   *conn;
 	bool		in_transaction; /* BEGIN sent in this local transaction */

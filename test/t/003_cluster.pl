@@ -122,6 +122,37 @@ is(join(',', map { "$_=$sub_rows{$_}" } sort keys %sub_rows), 'sub-kept-1=2,sub-
 	'rolled-back savepoints undo their routed writes on every replica; released ones commit');
 $_->safe_psql('postgres', q{DELETE FROM faces WHERE face_id LIKE 'sub-%'}) for @workers;
 
+# A write kept by a released savepoint survives a later rolled-back one at the
+# same depth: when the worker then loses its remote transaction, the write is
+# queued for it rather than forgotten.
+my ($keep_key, $poison_key) = split /\|/, $coordinator->safe_psql('postgres', q{
+	SELECT (SELECT 'keep-' || g FROM generate_series(1, 1000) g WHERE 'w1' = ANY (replicas_for('keep-' || g)) LIMIT 1)
+	       || '|' ||
+	       (SELECT 'poison-' || g FROM generate_series(1, 1000) g WHERE 'w1' = ANY (replicas_for('poison-' || g)) LIMIT 1)});
+$workers[0]->safe_psql('postgres', q{ALTER TABLE faces ADD CONSTRAINT no_poison CHECK (payload <> 'poison')});
+$coordinator->safe_psql('postgres', qq{
+	SET client_min_messages = error;
+	BEGIN;
+	DO \$\$
+	BEGIN
+		FOR i IN 1 .. 2 LOOP
+			BEGIN
+				INSERT INTO faces VALUES (CASE i WHEN 1 THEN '$keep_key' ELSE 'undone-in-loop' END, 'ks', 0.5, 'x');
+				IF i = 2 THEN RAISE EXCEPTION 'undo this one'; END IF;
+			EXCEPTION WHEN raise_exception THEN NULL;
+			END;
+		END LOOP;
+	END
+	\$\$;
+	INSERT INTO faces VALUES ('$poison_key', 'ks', 0.5, 'poison');
+	COMMIT;
+});
+is($coordinator->safe_psql('postgres', q{SELECT string_agg(payload->>'face_id', ',' ORDER BY id) FROM ringshard.write_queue WHERE node_name = 'w1'}),
+	"$keep_key,$poison_key", 'the kept write and the refused one are queued for the worker that lost its transaction');
+$coordinator->safe_psql('postgres', q{DELETE FROM ringshard.write_queue});
+$workers[0]->safe_psql('postgres', q{ALTER TABLE faces DROP CONSTRAINT no_poison});
+$_->safe_psql('postgres', qq{DELETE FROM faces WHERE face_id IN ('$keep_key', '$poison_key', 'undone-in-loop')}) for @workers;
+
 # Reads by key.
 is($coordinator->safe_psql('postgres', q{SELECT payload FROM ringshard.cluster_get(NULL::faces, 'face-7')}),
 	'p7', 'get by key reads the row from a replica');
@@ -169,6 +200,18 @@ is($coordinator->safe_psql('postgres',
 	q{SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces, $$score >= 0.5$$)}),
 	$coordinator->safe_psql('postgres', q{SELECT count(*) FROM faces_reference WHERE score >= 0.5}),
 	'a fan-out filter gives the same rows as on one server');
+
+# Connections belong to a role: after connections were opened as the
+# superuser, a session that switches to an ordinary role reaches the
+# workers as that role, never with the superuser's rights.
+$_->safe_psql('postgres', q{CREATE ROLE alice LOGIN; GRANT SELECT ON faces TO alice; GRANT USAGE ON SCHEMA ringshard TO alice;})
+  for @workers;
+$coordinator->safe_psql('postgres', q{CREATE ROLE alice LOGIN; GRANT SELECT ON faces TO alice;});
+is($coordinator->safe_psql('postgres', q{
+	SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces, $$current_user = 'postgres'$$);
+	SET ROLE alice;
+	SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces, $$current_user = 'alice'$$);}),
+	"300\n300", 'a fan-out after SET ROLE runs on the workers as the new role');
 
 # Monitoring.
 my $health = $coordinator->safe_psql('postgres',

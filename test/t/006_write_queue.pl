@@ -126,6 +126,21 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_qu
 	'the duplicate delivery left the queue');
 check_placement('after a repeated delivery');
 
+# A write a worker refuses stays queued with its error and holds back only
+# that worker's queue; the round goes on for the others.
+$workers[0]->safe_psql('postgres', q{ALTER TABLE items ADD CONSTRAINT no_poison CHECK (payload <> 'poison')});
+$coordinator->safe_psql('postgres', q{
+	INSERT INTO ringshard.write_queue (node_name, table_name, payload)
+	VALUES ('q1', 'items', json_build_object('id', 999999, 'payload', 'poison')),
+	       ('q2', 'items', json_build_object('id', 999998, 'payload', 'fine'));});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick(mark_health => false)}), '3',
+	'a watchdog round with a refused write completes for every node');
+is($coordinator->safe_psql('postgres', q{SELECT node_name || ':' || attempts || ':' || (last_error LIKE '%no_poison%') FROM ringshard.write_queue}),
+	'q1:1:true', 'the refused write stays queued with its error; the other node got its write');
+$coordinator->safe_psql('postgres', q{DELETE FROM ringshard.write_queue});
+$workers[1]->safe_psql('postgres', q{DELETE FROM items WHERE id = 999998});
+$workers[0]->safe_psql('postgres', q{ALTER TABLE items DROP CONSTRAINT no_poison});
+
 # With a quorum of two, a write whose second replica is down fails.
 $workers[2]->stop;
 my $both_on_q3 = $coordinator->safe_psql('postgres',
