@@ -54,12 +54,7 @@ COMMENT ON FUNCTION ringshard.addressed_nodes() IS 'the nodes that have an addre
 
 CREATE FUNCTION ringshard.node_table_rows(table_name regclass)
 	RETURNS TABLE (node text, rows bigint, error text)
-	LANGUAGE sql VOLATILE STRICT SET search_path = pg_catalog, ringshard AS $$
-	SELECT e.node, e.value::bigint, e.error
-	  FROM ringshard.node_execute(ringshard.addressed_nodes(),
-	         format('SELECT count(*) FROM %s', table_name), '{}', false) e
-	 ORDER BY e.node COLLATE "C";
-$$;
+	AS 'MODULE_PATHNAME', 'ringshard_node_table_rows' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.node_table_rows(regclass) IS
 	'rows of a distributed table on each node (copies included): the seed''s loaded-vectors per node';
 

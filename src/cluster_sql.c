@@ -1008,3 +1008,55 @@ ringshard_reject_misrouted_rows(PG_FUNCTION_ARGS)
 			 errdetail("Under the topology this node holds, its nodes are %s.", holders.data),
 			 errhint("Write through the coordinator, which sends each row to its replicas.")));
 }
+
+PG_FUNCTION_INFO_V1(ringshard_node_table_rows);
+
+/*
+ * node_table_rows(table): count(*) of a distributed table on every node with
+ * an address, in parallel, as the calling role: the seed's loaded-vectors
+ * check, for any user who may read the table on the workers.
+ */
+Datum
+ringshard_node_table_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	int			nnodes;
+	char	  **nodes;
+	NodeResult *results;
+	char	   *sql;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	sql = psprintf("SELECT pg_catalog.count(*) FROM %s",
+				   quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid)));
+	nodes = cluster_addressed_nodes(&nnodes);
+	results = palloc0(sizeof(NodeResult) * Max(nnodes, 1));
+	cluster_connect_all(nnodes, (const char *const *) nodes, results);
+	cluster_query_all(nnodes, results, sql, 0, NULL, REMOTE_AUTOCOMMIT);
+	for (int i = 0; i < nnodes; i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {false, true, true};
+		PGresult   *r = results[i].result;
+
+		values[0] = CStringGetTextDatum(nodes[i]);
+		if (r && PQntuples(r) == 1)
+		{
+			values[1] = Int64GetDatum(strtoll(PQgetvalue(r, 0, 0), NULL, 10));
+			nulls[1] = false;
+		}
+		if (results[i].error)
+		{
+			values[2] = CStringGetTextDatum(results[i].error);
+			nulls[2] = false;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		if (r)
+			PQclear(r);
+	}
+	PG_RETURN_VOID();
+}

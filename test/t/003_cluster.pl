@@ -212,6 +212,8 @@ is($coordinator->safe_psql('postgres', q{
 	SET ROLE alice;
 	SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces, $$current_user = 'alice'$$);}),
 	"300\n300", 'a fan-out after SET ROLE runs on the workers as the new role');
+is($coordinator->safe_psql('postgres', q{SET ROLE alice; SELECT sum(rows) FROM ringshard.node_table_rows('faces');}),
+	'600', 'an ordinary role can count rows per node (addresses stay hidden)');
 
 # Monitoring.
 my $health = $coordinator->safe_psql('postgres',
