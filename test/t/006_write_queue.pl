@@ -135,8 +135,9 @@ $coordinator->safe_psql('postgres', q{
 	       ('q2', 'items', json_build_object('id', 999998, 'payload', 'fine'));});
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick(mark_health => false)}), '3',
 	'a watchdog round with a refused write completes for every node');
-is($coordinator->safe_psql('postgres', q{SELECT node_name || ':' || attempts || ':' || (last_error LIKE '%no_poison%') FROM ringshard.write_queue}),
-	'q1:1:true', 'the refused write stays queued with its error; the other node got its write');
+# (the background watchdog may have tried it too: at least one attempt)
+is($coordinator->safe_psql('postgres', q{SELECT node_name || ':' || (attempts >= 1) || ':' || (last_error LIKE '%no_poison%') FROM ringshard.write_queue}),
+	'q1:true:true', 'the refused write stays queued with its error; the other node got its write');
 $coordinator->safe_psql('postgres', q{DELETE FROM ringshard.write_queue});
 $workers[1]->safe_psql('postgres', q{DELETE FROM items WHERE id = 999998});
 $workers[0]->safe_psql('postgres', q{ALTER TABLE items DROP CONSTRAINT no_poison});
