@@ -184,6 +184,16 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 	return true;
 }
 
+/* A heap tuple over a composite datum's header, for heap_getattr. */
+void
+row_as_tuple(HeapTupleHeader row, HeapTupleData *tuple)
+{
+	tuple->t_len = HeapTupleHeaderGetDatumLength(row);
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	tuple->t_data = row;
+}
+
 /* Route one row passed as a record argument; false for a NULL key. */
 static bool
 place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
@@ -206,10 +216,7 @@ place_row(FunctionCallInfo fcinfo, bool owner_only, Datum **nodes, int *count)
 		table_placement_load(state, get_typ_typrelid(type_oid), desc, fcinfo->flinfo->fn_mcxt);
 		state->row_type = type_oid;
 	}
-	tuple.t_len = HeapTupleHeaderGetDatumLength(row);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = row;
+	row_as_tuple(row, &tuple);
 	placed = table_placement_place(state, &tuple, desc, owner_only, nodes, count);
 	ReleaseTupleDesc(desc);
 	return placed;

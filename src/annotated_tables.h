@@ -46,4 +46,7 @@ extern bool table_placement_is_current(const TablePlacement *placement, Oid reli
 extern bool table_placement_place(TablePlacement *placement, HeapTuple tuple, TupleDesc desc,
 								  bool owner_only, Datum **nodes, int *count);
 
+/* A heap tuple over a composite datum's header, for heap_getattr. */
+extern void row_as_tuple(HeapTupleHeader row, HeapTupleData *tuple);
+
 #endif							/* RINGSHARD_ANNOTATED_TABLES_H */

@@ -600,6 +600,26 @@ compare_scores(const void *a, const void *b)
 	return -DatumGetInt32(FunctionCall2Coll(score_sort.cmp, score_sort.collation, xv, yv));
 }
 
+/* Whether a node name (a text datum) equals a C string. */
+static bool
+node_name_is(Datum node_text, const char *name)
+{
+	text	   *t = DatumGetTextPP(node_text);
+
+	return strlen(name) == VARSIZE_ANY_EXHDR(t) &&
+		memcmp(name, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) == 0;
+}
+
+/* Whether a node name (a text datum) is among the excluded ones. */
+static bool
+node_excluded(Datum node_text, char **excluded, int nexcluded)
+{
+	for (int e = 0; e < nexcluded; e++)
+		if (node_name_is(node_text, excluded[e]))
+			return true;
+	return false;
+}
+
 /* Whether every range keeps a replica outside the excluded nodes. */
 static bool
 coverage_complete(TablePlacement *placement, char **excluded, int nexcluded)
@@ -619,14 +639,7 @@ coverage_complete(TablePlacement *placement, char **excluded, int nexcluded)
 			rs_ring_replicas(ring, ring->tokens[p], (uint32) Min(placement->ring->replication_factor, 64),
 							 replicas, &found);
 			for (uint32 r = 0; r < found && !covered; r++)
-			{
-				char	   *name = TextDatumGetCString(placement->ring->node_texts[replicas[r]]);
-				bool		out = false;
-
-				for (int e = 0; e < nexcluded; e++)
-					out |= strcmp(excluded[e], name) == 0;
-				covered = !out;
-			}
+				covered = !node_excluded(placement->ring->node_texts[replicas[r]], excluded, nexcluded);
 			if (!covered)
 				return false;
 		}
@@ -639,14 +652,8 @@ coverage_complete(TablePlacement *placement, char **excluded, int nexcluded)
 		bool		covered = false;
 
 		for (uint32 h = 0; h < holders && !covered; h++)
-		{
-			char	   *name = TextDatumGetCString(placement->map->node_texts[placement->map->map.holders[first + h]]);
-			bool		out = false;
-
-			for (int e = 0; e < nexcluded; e++)
-				out |= strcmp(excluded[e], name) == 0;
-			covered = !out;
-		}
+			covered = !node_excluded(placement->map->node_texts[placement->map->map.holders[first + h]],
+									 excluded, nexcluded);
 		if (!covered && holders > 0)
 			return false;
 	}
@@ -922,24 +929,14 @@ ringshard_reads_here(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 
-	tuple.t_len = HeapTupleHeaderGetDatumLength(row);
-	ItemPointerSetInvalid(&tuple.t_self);
-	tuple.t_tableOid = InvalidOid;
-	tuple.t_data = row;
+	row_as_tuple(row, &tuple);
 	if (table_placement_place(&state->placement, &tuple, desc, false, &nodes, &count))
 	{
 		for (int i = 0; i < count; i++)
 		{
-			text	   *name = DatumGetTextPP(nodes[i]);
-			bool		skip = false;
-
-			for (int e = 0; e < state->nexcluded && !skip; e++)
-				skip = strlen(state->excluded[e]) == VARSIZE_ANY_EXHDR(name) &&
-					memcmp(state->excluded[e], VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0;
-			if (skip)
+			if (node_excluded(nodes[i], state->excluded, state->nexcluded))
 				continue;
-			here = strlen(state->local_node) == VARSIZE_ANY_EXHDR(name) &&
-				memcmp(state->local_node, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0;
+			here = node_name_is(nodes[i], state->local_node);
 			break;
 		}
 	}
@@ -995,12 +992,9 @@ ringshard_reject_misrouted_rows(PG_FUNCTION_ARGS)
 	initStringInfo(&holders);
 	for (int i = 0; i < count; i++)
 	{
-		text	   *name = DatumGetTextPP(nodes[i]);
-
-		if (strlen(state->local_node) == VARSIZE_ANY_EXHDR(name) &&
-			memcmp(state->local_node, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name)) == 0)
+		if (node_name_is(nodes[i], state->local_node))
 			return PointerGetDatum(row);
-		appendStringInfo(&holders, "%s%s", i ? ", " : "", text_to_cstring(name));
+		appendStringInfo(&holders, "%s%s", i ? ", " : "", TextDatumGetCString(nodes[i]));
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_CHECK_VIOLATION),
