@@ -37,7 +37,7 @@ EXTENSION_PIECES = $(sort $(wildcard extension/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir)
-SHLIB_LINK = -lmurmurhash -lyaml -lcrypto $(libpq)
+SHLIB_LINK = -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \

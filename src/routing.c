@@ -27,11 +27,15 @@ typedef struct RouteCallState
 	CachedRing *ring;
 	CachedMap  *map;
 	text	   *target_name;	/* ring or map name the pointer was fetched for */
+	bool		target_arg_stable;	/* name is a constant of the call site */
 } RouteCallState;
 
-/* The call site's state, set up on the first row. */
+/*
+ * The call site's state, set up on the first row.  target_arg is the
+ * position of the ring or map name argument (absent means "default").
+ */
 static RouteCallState *
-route_state(FunctionCallInfo fcinfo, int key_arg)
+route_state(FunctionCallInfo fcinfo, int key_arg, int target_arg)
 {
 	RouteCallState *state = fcinfo->flinfo->fn_extra;
 
@@ -40,6 +44,14 @@ route_state(FunctionCallInfo fcinfo, int key_arg)
 		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RouteCallState));
 		key_encoder_init(&state->key, get_fn_expr_argtype(fcinfo->flinfo, key_arg),
 						 fcinfo->flinfo->fn_mcxt);
+
+		/*
+		 * A name that is a constant (or an external parameter, fixed for the
+		 * execution) cannot change between rows, so the ring fetched for it
+		 * stays right until the cache changes: no per-row name comparison.
+		 */
+		state->target_arg_stable = target_arg >= PG_NARGS() ||
+			get_fn_expr_arg_stable(fcinfo->flinfo, target_arg);
 		fcinfo->flinfo->fn_extra = state;
 	}
 	return state;
@@ -83,23 +95,39 @@ default_target_name(void)
 	return default_name;
 }
 
-/* The ring for this row: the named argument, or "default". */
-static CachedRing *
-route_ring(FunctionCallInfo fcinfo, RouteCallState *state, int ring_arg)
+/* Fetch the ring of this name for the call site; it must have nodes. */
+static void
+fetch_ring(FunctionCallInfo fcinfo, RouteCallState *state, text *name)
 {
-	text	   *name = ring_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(ring_arg) : default_target_name();
-	if (!target_is_current(state, name))
-	{
-		char	   *cname = text_to_cstring(name);
+	char	   *cname = text_to_cstring(name);
+	CachedRing *ring = topology_cache_ring(cname);
 
-		state->ring = topology_cache_ring(cname);
-		remember_target(fcinfo, state, name);
-	}
-	if (state->ring->ring == NULL)
+	/* Not remembered: a caught error must not leave it for the next row. */
+	if (ring->ring == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("ring \"%s\" has no nodes", state->ring->name),
+				 errmsg("ring \"%s\" has no nodes", ring->name),
 				 errhint("Add one with ringshard.add_node(node, address, ring).")));
+	state->ring = ring;
+	remember_target(fcinfo, state, name);
+	pfree(cname);
+}
+
+/*
+ * The ring for this row: the named argument, or "default".  Inline, as it
+ * runs once per row; a ring without nodes is refused when it is fetched.
+ */
+static inline CachedRing *
+route_ring(FunctionCallInfo fcinfo, RouteCallState *state, int ring_arg)
+{
+	text	   *name;
+
+	if (likely(state->target_arg_stable && state->ring != NULL &&
+			   state->generation == topology_cache_generation))
+		return state->ring;
+	name = ring_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(ring_arg) : default_target_name();
+	if (!target_is_current(state, name))
+		fetch_ring(fcinfo, state, name);
 	return state->ring;
 }
 
@@ -107,13 +135,19 @@ route_ring(FunctionCallInfo fcinfo, RouteCallState *state, int ring_arg)
 static CachedMap *
 route_map(FunctionCallInfo fcinfo, RouteCallState *state, int map_arg)
 {
-	text	   *name = map_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(map_arg) : default_target_name();
+	text	   *name;
+
+	if (likely(state->target_arg_stable && state->map != NULL &&
+			   state->generation == topology_cache_generation))
+		return state->map;
+	name = map_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(map_arg) : default_target_name();
 	if (!target_is_current(state, name))
 	{
 		char	   *cname = text_to_cstring(name);
 
 		state->map = topology_cache_map(cname);
 		remember_target(fcinfo, state, name);
+		pfree(cname);
 	}
 	return state->map;
 }
@@ -184,7 +218,7 @@ PG_FUNCTION_INFO_V1(ringshard_ring_token);
 Datum
 ringshard_ring_token(PG_FUNCTION_ARGS)
 {
-	RouteCallState *state = route_state(fcinfo, 0);
+	RouteCallState *state = route_state(fcinfo, 0, PG_NARGS());
 	char		buf[KEY_BYTES_BUFSIZE];
 	size_t		len;
 	const char *bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(0), buf, &len);
@@ -198,7 +232,7 @@ PG_FUNCTION_INFO_V1(ringshard_shard_for);
 Datum
 ringshard_shard_for(PG_FUNCTION_ARGS)
 {
-	RouteCallState *state = route_state(fcinfo, 0);
+	RouteCallState *state = route_state(fcinfo, 0, 1);
 	CachedRing *ring = route_ring(fcinfo, state, 1);
 	uint32		owner = rs_ring_owner(ring->ring, key_hash(fcinfo, state, ring->ring));
 
@@ -212,7 +246,7 @@ PG_FUNCTION_INFO_V1(ringshard_replicas_for);
 Datum
 ringshard_replicas_for(PG_FUNCTION_ARGS)
 {
-	RouteCallState *state = route_state(fcinfo, 0);
+	RouteCallState *state = route_state(fcinfo, 0, 1);
 	CachedRing *ring = route_ring(fcinfo, state, 1);
 	int32		want = ring->replication_factor;
 	uint16		small[64];
@@ -242,7 +276,7 @@ PG_FUNCTION_INFO_V1(ringshard_read_node_for);
 Datum
 ringshard_read_node_for(PG_FUNCTION_ARGS)
 {
-	RouteCallState *state = route_state(fcinfo, 0);
+	RouteCallState *state = route_state(fcinfo, 0, 1);
 	CachedRing *ring = route_ring(fcinfo, state, 1);
 	uint16		nodes[64];
 	uint16		healthy[64];
@@ -287,7 +321,7 @@ PG_FUNCTION_INFO_V1(ringshard_partition_for);
 Datum
 ringshard_partition_for(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32(row_partition(fcinfo, route_state(fcinfo, 1)));
+	PG_RETURN_INT32(row_partition(fcinfo, route_state(fcinfo, 1, PG_NARGS())));
 }
 
 /* The holders of a partition as text[]; empty for a gap. */
@@ -309,7 +343,7 @@ PG_FUNCTION_INFO_V1(ringshard_nodes_for);
 Datum
 ringshard_nodes_for(PG_FUNCTION_ARGS)
 {
-	RouteCallState *state = route_state(fcinfo, 1);
+	RouteCallState *state = route_state(fcinfo, 1, 2);
 	CachedMap  *map = route_map(fcinfo, state, 2);
 	int			partition = row_partition(fcinfo, state);
 
@@ -341,6 +375,8 @@ ringshard_partition_nodes(PG_FUNCTION_ARGS)
 	if (state == NULL)
 	{
 		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RouteCallState));
+		state->target_arg_stable = PG_NARGS() < 2 ||
+			get_fn_expr_arg_stable(fcinfo->flinfo, 1);
 		fcinfo->flinfo->fn_extra = state;
 	}
 	PG_RETURN_ARRAYTYPE_P(partition_holders(route_map(fcinfo, state, 1), partition));

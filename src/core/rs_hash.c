@@ -1,14 +1,12 @@
 /*
  * rs_hash.c
- *		MurmurHash3 tokens, ketama hashes and SHA-1 partitions.
+ *		Ketama hashes and SHA-1 partitions (MurmurHash3 is inline in rs_hash.h).
  */
 #include "rs_hash.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <murmurhash.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
@@ -17,22 +15,6 @@
  * ones go through an incremental digest so that no size needs an allocation.
  */
 #define RS_PARTITION_STACK_BYTES 512
-
-/* h1 of MurmurHash3_x64_128, seed 0, as an unsigned ring token (§2). */
-uint64_t
-rs_murmur3_token(const void *data, size_t len)
-{
-	uint64_t	out[2];
-
-	/*
-	 * libmurmurhash takes an unsigned int length; PostgreSQL values stop at
-	 * 1 GB, so a longer input can only come from a caller's bug.
-	 */
-	if (len > UINT_MAX)
-		abort();
-	lmmh_x64_128(data, (unsigned int) len, 0, out);
-	return out[0];
-}
 
 /* The 16-byte MD5 digest, for ketama's point labels. */
 rs_status
