@@ -5,8 +5,10 @@
  * Measures, in one process and one run, against baselines timed in the same
  * rounds (each round runs every variant once, in turn; the figure reported is
  * the median over rounds):
- *   - ns per lookup of rs_ring_owner() (bucket table + short scan) against a
- *     plain lower_bound binary search over the same sorted ring->tokens, with
+ *   - ns per lookup of rs_ring_owner() (bucket table + fixed-width scan of
+ *     packed token/owner words) against a plain lower_bound binary search
+ *     over the same tokens laid out plainly (a sorted uint64_t array and a
+ *     uint16_t owner array, copied from the ring), with
  *     random 64-bit hashes (hashing excluded) and with MurmurHash3 of
  *     pre-generated text keys (hashing included);
  *   - rs_ring_build() time for 1,000 nodes x 256 vnodes against the minimum
@@ -15,7 +17,7 @@
  *   - bytes per point of the built ring's arrays.
  *
  * Build (bench/run does it): gcc -O2 -Isrc/core bench/core_bench.c
- *     src/core/{every .c} -lmurmurhash -lyaml -lcrypto -lm
+ *     src/core/{every .c} -lyaml -lcrypto -lm
  * Usage: core_bench [--quick] [--repeats N]
  * Output: human-readable tables, plus lines starting with "RESULT " (key=value)
  * that bench/run reads to compute the targets.
@@ -98,6 +100,42 @@ lower_bound_point(const uint64_t *tokens, uint32_t npoints, uint64_t hash)
 	return lo == npoints ? 0 : lo;
 }
 
+/* The baseline's layout: the ring's tokens and owners in plain arrays. */
+typedef struct plain_ring
+{
+	uint64_t   *tokens;
+	uint16_t   *owners;
+	uint32_t	npoints;
+} plain_ring;
+
+static plain_ring
+make_plain(const rs_ring *ring)
+{
+	plain_ring	plain;
+
+	plain.npoints = ring->npoints;
+	plain.tokens = malloc(ring->npoints * sizeof(uint64_t));
+	plain.owners = malloc(ring->npoints * sizeof(uint16_t));
+	if (!plain.tokens || !plain.owners)
+	{
+		fprintf(stderr, "core_bench: out of memory\n");
+		exit(1);
+	}
+	for (uint32_t i = 0; i < ring->npoints; i++)
+	{
+		plain.tokens[i] = rs_ring_token(ring, i);
+		plain.owners[i] = (uint16_t) rs_ring_point_owner(ring, i);
+	}
+	return plain;
+}
+
+static void
+free_plain(plain_ring *plain)
+{
+	free(plain->tokens);
+	free(plain->owners);
+}
+
 /* ---- the timed loops; each returns elapsed ns ---- */
 
 static double
@@ -127,7 +165,7 @@ loop_ring(const rs_ring *ring, uint64_t n, uint64_t seed)
 }
 
 static double
-loop_lower_bound(const rs_ring *ring, uint64_t n, uint64_t seed)
+loop_lower_bound(const plain_ring *ring, uint64_t n, uint64_t seed)
 {
 	uint64_t	s = seed,
 				sum = 0;
@@ -158,7 +196,7 @@ loop_ring_dependent(const rs_ring *ring, uint64_t n, uint64_t seed)
 }
 
 static double
-loop_lower_bound_dependent(const rs_ring *ring, uint64_t n, uint64_t seed)
+loop_lower_bound_dependent(const plain_ring *ring, uint64_t n, uint64_t seed)
 {
 	uint64_t	s = seed,
 				last = 0;
@@ -230,7 +268,7 @@ loop_hash_ring(const rs_ring *ring, const keyset *k, uint64_t n)
 }
 
 static double
-loop_hash_lower_bound(const rs_ring *ring, const keyset *k, uint64_t n)
+loop_hash_lower_bound(const plain_ring *ring, const keyset *k, uint64_t n)
 {
 	uint64_t	sum = 0;
 	uint32_t	j = 0;
@@ -373,7 +411,8 @@ baseline_build(const members *ms, uint32_t vnodes, double *hash_ns)
 static double
 ring_bytes(const rs_ring *r, double *per_node_bytes)
 {
-	double		point_arrays = (double) r->npoints * (sizeof(uint64_t) + sizeof(uint16_t)) +
+	double		point_arrays = ((double) r->npoints + RS_RING_SCAN_MAX) * sizeof(uint64_t) +
+		(double) r->npoints * sizeof(uint16_t) +
 		((double) r->nbuckets + 1) * sizeof(uint32_t);
 	double		node_arrays = 0;
 
@@ -442,6 +481,7 @@ main(int argc, char **argv)
 	{
 		members		ms = make_members(sizes[si]);
 		rs_ring    *ring = build(&ms, vnodes);
+		plain_ring	plain = make_plain(ring);
 		double		t_ring[MAX_REPEATS],
 					t_lb[MAX_REPEATS],
 					t_rng[MAX_REPEATS],
@@ -459,18 +499,18 @@ main(int argc, char **argv)
 		{
 			uint64_t	h = xorshift64(&s);
 
-			check_a = rs_ring_find_point(ring, h);
-			check_b = lower_bound_point(ring->tokens, ring->npoints, h);
-			if (check_a != check_b)
+			check_a = rs_ring_owner(ring, h);
+			check_b = lower_bound_point(plain.tokens, plain.npoints, h);
+			if (check_a != plain.owners[check_b == plain.npoints ? 0 : check_b])
 			{
-				fprintf(stderr, "core_bench: rs_ring_find_point and lower_bound disagree\n");
+				fprintf(stderr, "core_bench: rs_ring_owner and lower_bound disagree\n");
 				return 1;
 			}
 		}
 
 		/* warm-up: one untimed pass of each */
 		loop_ring(ring, nlookups / 10, 1);
-		loop_lower_bound(ring, nlookups / 10, 1);
+		loop_lower_bound(&plain, nlookups / 10, 1);
 		loop_hash_ring(ring, &keys, nlookups / 10);
 		for (int r = 0; r < repeats; r++)
 		{
@@ -478,12 +518,12 @@ main(int argc, char **argv)
 
 			t_rng[r] = loop_rng_only(nlookups, seed) / nlookups;
 			t_ring[r] = loop_ring(ring, nlookups, seed) / nlookups;
-			t_lb[r] = loop_lower_bound(ring, nlookups, seed) / nlookups;
+			t_lb[r] = loop_lower_bound(&plain, nlookups, seed) / nlookups;
 			t_hash[r] = loop_hash_only(&keys, nlookups) / nlookups;
 			t_hring[r] = loop_hash_ring(ring, &keys, nlookups) / nlookups;
-			t_hlb[r] = loop_hash_lower_bound(ring, &keys, nlookups) / nlookups;
+			t_hlb[r] = loop_hash_lower_bound(&plain, &keys, nlookups) / nlookups;
 			t_dring[r] = loop_ring_dependent(ring, nlookups, seed) / nlookups;
-			t_dlb[r] = loop_lower_bound_dependent(ring, nlookups, seed) / nlookups;
+			t_dlb[r] = loop_lower_bound_dependent(&plain, nlookups, seed) / nlookups;
 		}
 		{
 			double		m_ring = median(t_ring, repeats),
@@ -504,6 +544,7 @@ main(int argc, char **argv)
 				   "hash_ring_ns=%.3f hash_lb_ns=%.3f hash_ns=%.3f dep_ring_ns=%.3f dep_lb_ns=%.3f\n",
 				   ring->npoints, m_ring, m_lb, m_rng, m_hring, m_hlb, m_hash, m_dring, m_dlb);
 		}
+		free_plain(&plain);
 		rs_ring_free(ring);
 		free_members(&ms);
 	}
@@ -566,7 +607,7 @@ main(int argc, char **argv)
 
 			t_build[r] = (now_ns() - t0) / 1e6;
 			np = ring->npoints;
-			sink += ring->tokens[0];
+			sink += rs_ring_token(ring, 0);
 			rs_ring_free(ring);
 			t_base[r] = baseline_build(&ms, vnodes, &t_hashpart[r]) / 1e6;
 			t_hashpart[r] /= 1e6;
@@ -586,7 +627,8 @@ main(int argc, char **argv)
 	}
 
 	printf("\n  memory of a built ring (the arrays the backend cache keeps; malloc headers excluded)\n");
-	printf("  tokens 8 B + owners 2 B per point, buckets 4 B x (nbuckets+1), per node: name+NUL,\n"
+	printf("  points 8 B (token's top 48 bits + owner) x (npoints + 16 padding), token's low 16 bits 2 B\n"
+		   "  per point, buckets 4 B x (nbuckets+1), per node: name+NUL,\n"
 		   "  name pointer 8, name_len 8, weight 8, node_points 4; plus the rs_ring struct\n");
 	printf("  'malloc delta' is what glibc reports in use (mallinfo2 uordblks + hblkhd) after the build\n"
 		   "  minus before it: the arrays plus allocator headers and page rounding\n");

@@ -636,7 +636,7 @@ coverage_complete(TablePlacement *placement, char **excluded, int nexcluded)
 		{
 			bool		covered = false;
 
-			rs_ring_replicas(ring, ring->tokens[p], (uint32) Min(placement->ring->replication_factor, 64),
+			rs_ring_replicas(ring, rs_ring_token(ring, p), (uint32) Min(placement->ring->replication_factor, 64),
 							 replicas, &found);
 			for (uint32 r = 0; r < found && !covered; r++)
 				covered = !node_excluded(placement->ring->node_texts[replicas[r]], excluded, nexcluded);

@@ -76,8 +76,8 @@ ringshard_ring_points(PG_FUNCTION_ARGS)
 			Datum		values[3];
 			bool		nulls[3] = {false, false, false};
 
-			values[0] = RingTokenGetDatum(ring->tokens[p]);
-			values[1] = names[ring->owners[p]];
+			values[0] = RingTokenGetDatum(rs_ring_token(ring, p));
+			values[1] = names[rs_ring_point_owner(ring, p)];
 			values[2] = Int32GetDatum((int32) ring->labels[p]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}

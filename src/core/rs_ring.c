@@ -149,16 +149,31 @@ ceil_log2(uint32_t n)
 	return bits;
 }
 
-/* Build the bucket table over the top bits of the sorted tokens. */
+/*
+ * Largest ring whose lookup scans 4 points per bucket, with about one point
+ * per bucket; larger rings have about 8 points per bucket and scan 16, which
+ * keeps their bucket table small enough to stay in cache beside the points
+ * (measured in bench/README.md).
+ */
+#define RS_RING_NARROW_SCAN_POINTS 65536
+
+/* Build the bucket table over the top bits of the sorted stored tokens. */
 static rs_status
 build_buckets(rs_ring *ring, int space_bits)
 {
 	int			bits = ceil_log2(ring->npoints);
 
+	if (ring->npoints <= RS_RING_NARROW_SCAN_POINTS)
+		ring->scan_width = 4;
+	else
+	{
+		ring->scan_width = RS_RING_SCAN_MAX;
+		bits -= 3;
+	}
 	if (bits > space_bits)
 		bits = space_bits;
 	ring->nbuckets = 1u << bits;
-	ring->bucket_shift = space_bits - bits;
+	ring->bucket_shift = 64 - bits;
 	ring->buckets = malloc(((size_t) ring->nbuckets + 1) * sizeof(uint32_t));
 	if (ring->buckets == NULL)
 		return RS_ERR_NOMEM;
@@ -170,7 +185,7 @@ build_buckets(rs_ring *ring, int space_bits)
 		for (uint64_t b = 0; b <= ring->nbuckets; b++)
 		{
 			while (point < ring->npoints &&
-				   (ring->tokens[point] >> ring->bucket_shift) < b)
+				   (ring->points[point] >> ring->bucket_shift) < b)
 				point++;
 			ring->buckets[b] = point;
 		}
@@ -191,8 +206,8 @@ rs_ring_free(rs_ring *ring)
 	free(ring->name_lens);
 	free(ring->weights);
 	free(ring->node_points);
-	free(ring->tokens);
-	free(ring->owners);
+	free(ring->points);
+	free(ring->token_low);
 	free(ring->labels);
 	free(ring->buckets);
 	free(ring->replica_sets);
@@ -306,11 +321,12 @@ place_points(rs_ring *ring, const uint32_t *counts, int options)
 
 	qsort(points, ring->npoints, sizeof(build_point), compare_points);
 
-	ring->tokens = malloc((size_t) ring->npoints * sizeof(uint64_t));
-	ring->owners = malloc((size_t) ring->npoints * sizeof(uint16_t));
+	ring->token_shift = ring->algorithm == RS_RING_KETAMA ? 32 : 0;
+	ring->points = malloc(((size_t) ring->npoints + RS_RING_SCAN_MAX) * sizeof(uint64_t));
+	ring->token_low = malloc((size_t) ring->npoints * sizeof(uint16_t));
 	if (options & RS_RING_KEEP_LABELS)
 		ring->labels = malloc((size_t) ring->npoints * sizeof(uint32_t));
-	if (!ring->tokens || !ring->owners ||
+	if (!ring->points || !ring->token_low ||
 		((options & RS_RING_KEEP_LABELS) && !ring->labels))
 	{
 		free(points);
@@ -318,11 +334,17 @@ place_points(rs_ring *ring, const uint32_t *counts, int options)
 	}
 	for (uint32_t i = 0; i < ring->npoints; i++)
 	{
-		ring->tokens[i] = points[i].token;
-		ring->owners[i] = (uint16_t) points[i].node;
+		uint64_t	stored = points[i].token << ring->token_shift;
+
+		ring->points[i] = (stored & ~RS_RING_OWNER_MASK) | points[i].node;
+		ring->token_low[i] = (uint16_t) (stored & RS_RING_OWNER_MASK);
 		if (ring->labels)
 			ring->labels[i] = points[i].label;
 	}
+
+	/* Padding: above every token, and naming the owner a lookup wraps to. */
+	for (uint32_t i = 0; i < RS_RING_SCAN_MAX; i++)
+		ring->points[ring->npoints + i] = ~RS_RING_OWNER_MASK | points[0].node;
 	free(points);
 	return RS_OK;
 }
@@ -392,13 +414,43 @@ done:
 	return status;
 }
 
-/* The hash of a key in this ring's token space. */
-uint64_t
-rs_ring_key_hash(const rs_ring *ring, const void *key, size_t len)
+/* Stored token of point i: the token shifted to the top of 64 bits. */
+static inline uint64_t
+stored_token(const rs_ring *ring, uint32_t i)
 {
-	if (ring->algorithm == RS_RING_KETAMA)
-		return rs_ketama_hash(key, len);
-	return rs_murmur3_token(key, len);
+	return (ring->points[i] & ~RS_RING_OWNER_MASK) | ring->token_low[i];
+}
+
+/*
+ * The first point >= hash by full tokens, or npoints: a binary search over
+ * the hash's bucket, for the cases the fast scan hands over.
+ */
+uint32_t
+rs_ring_find_point_exact(const rs_ring *ring, uint64_t hash)
+{
+	uint64_t	stored;
+	uint64_t	bucket;
+	uint32_t	lo;
+	uint32_t	hi;
+
+	if (ring->token_shift != 0 && (hash >> (64 - ring->token_shift)) != 0)
+		return ring->npoints;
+	stored = hash << ring->token_shift;
+	bucket = stored >> ring->bucket_shift;
+	lo = ring->buckets[bucket];
+	hi = ring->buckets[bucket + 1];
+
+	/* Every later bucket's points are larger: the answer is in [lo, hi]. */
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (stored_token(ring, mid) < stored)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* Size of the token space: 2^64 (murmur3) or 2^32 (ketama). */
@@ -430,7 +482,7 @@ walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
 
 		if (point >= ring->npoints)
 			point -= ring->npoints;
-		node = ring->owners[point];
+		node = (uint16_t) rs_ring_point_owner(ring, point);
 		if (seen)
 			taken = seen[node];
 		else
@@ -505,8 +557,8 @@ rs_u128
 rs_ring_point_span(const rs_ring *ring, uint32_t point)
 {
 	if (point > 0)
-		return (rs_u128) (ring->tokens[point] - ring->tokens[point - 1]);
-	return rs_ring_space(ring) - ring->tokens[ring->npoints - 1] + ring->tokens[0];
+		return (rs_u128) (rs_ring_token(ring, point) - rs_ring_token(ring, point - 1));
+	return rs_ring_space(ring) - rs_ring_token(ring, ring->npoints - 1) + rs_ring_token(ring, 0);
 }
 
 /* Tokens owned per node index, into owned[nnodes]. */
@@ -516,5 +568,5 @@ rs_ring_ownership(const rs_ring *ring, rs_u128 *owned)
 	for (uint32_t n = 0; n < ring->nnodes; n++)
 		owned[n] = 0;
 	for (uint32_t p = 0; p < ring->npoints; p++)
-		owned[ring->owners[p]] += rs_ring_point_span(ring, p);
+		owned[rs_ring_point_owner(ring, p)] += rs_ring_point_span(ring, p);
 }

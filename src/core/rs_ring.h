@@ -3,9 +3,7 @@
  *		Consistent hash rings: murmur3 (ROUTING.md §3) and ketama (§4).
  *
  * A ring is built once from its members and then only read, so lookups need
- * no locking and the layout is chosen for lookup speed: tokens and owners in
- * separate arrays (the search touches only tokens), and a bucket table over
- * the top bits of the token that narrows the search to about one point.
+ * no locking and the layout is chosen for lookup speed (see struct rs_ring).
  */
 #ifndef RS_RING_H
 #define RS_RING_H
@@ -13,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rs_hash.h"
 #include "rs_status.h"
 
 /* Documented limits; SQL-level validation quotes them. */
@@ -44,21 +43,38 @@ typedef struct rs_ring_member
 } rs_ring_member;
 
 /*
- * A built ring.  Read-only after rs_ring_build; callers may read the fields.
+ * Points read past a bucket by the lookup's fixed-width scan; the point
+ * array carries this many padding entries after its last point.
+ */
+#define RS_RING_SCAN_MAX 16
+
+/*
+ * A built ring.  Read-only after rs_ring_build; read points through
+ * rs_ring_token() and rs_ring_point_owner(), the other fields directly.
  * Node indexes are positions in names[], which is sorted bytewise, so the
  * contract's tie order (token, node name, label index) is integer order.
+ *
+ * Layout, chosen for one lookup per row at any ring size (bench/README.md
+ * has the measurements): each point is one 64-bit word, the token's top 48
+ * bits over the owner's 16, so the word that decides the search also names
+ * the owner and a lookup touches one line of points after its bucket entry;
+ * the token's low 16 bits, needed only when a hash shares the top 48 bits
+ * with a point, live apart.  Ketama's 32-bit tokens are stored shifted to
+ * the top (token_shift 32), so both algorithms share the search.
  */
 typedef struct rs_ring
 {
 	rs_ring_algorithm algorithm;
 	uint32_t	npoints;
 	uint32_t	nnodes;
-	uint64_t   *tokens;			/* sorted ascending, npoints */
-	uint16_t   *owners;			/* node index of each point */
+	uint64_t   *points;			/* npoints + RS_RING_SCAN_MAX words, sorted */
+	uint16_t   *token_low;		/* low 16 bits of each stored token */
+	int			token_shift;	/* stored token = token << token_shift */
 	uint32_t   *labels;			/* label index of each point, or NULL */
 	uint32_t   *buckets;		/* first point of each bucket, nbuckets + 1 */
 	uint32_t	nbuckets;
-	int			bucket_shift;	/* token >> bucket_shift is its bucket */
+	int			bucket_shift;	/* stored token >> bucket_shift is its bucket */
+	uint32_t	scan_width;		/* points compared per lookup: 4 or 16 */
 	char	  **names;			/* NUL-terminated copies, sorted bytewise */
 	size_t	   *name_lens;
 	double	   *weights;		/* as given, per node index */
@@ -66,6 +82,22 @@ typedef struct rs_ring
 	uint16_t   *replica_sets;	/* optional: replica_width nodes per point */
 	uint32_t	replica_width;
 } rs_ring;
+
+#define RS_RING_OWNER_MASK UINT64_C(0xFFFF)
+
+/* Token of point i (0 <= i < npoints), in the ring's token space. */
+static inline uint64_t
+rs_ring_token(const rs_ring *ring, uint32_t i)
+{
+	return ((ring->points[i] & ~RS_RING_OWNER_MASK) | ring->token_low[i]) >> ring->token_shift;
+}
+
+/* Node index owning point i. */
+static inline uint32_t
+rs_ring_point_owner(const rs_ring *ring, uint32_t i)
+{
+	return (uint32_t) (ring->points[i] & RS_RING_OWNER_MASK);
+}
 
 /* Build options. */
 #define RS_RING_KEEP_LABELS 0x1 /* fill labels[] (for showing a ring) */
@@ -89,50 +121,72 @@ extern void rs_ring_free(rs_ring *ring);
 extern uint64_t rs_murmur3_point_count(uint32_t vnodes, double weight);
 
 /* The hash of a key in this ring's token space. */
-extern uint64_t rs_ring_key_hash(const rs_ring *ring, const void *key, size_t len);
+static inline uint64_t
+rs_ring_key_hash(const rs_ring *ring, const void *key, size_t len)
+{
+	if (ring->algorithm == RS_RING_KETAMA)
+		return rs_ketama_hash(key, len);
+	return rs_murmur3_token(key, len);
+}
 
 /* Size of the token space: 2^64 (murmur3) or 2^32 (ketama). */
 extern rs_u128 rs_ring_space(const rs_ring *ring);
+
+/* The exact search behind rs_ring_find_point, for its rare cases. */
+extern uint32_t rs_ring_find_point_exact(const rs_ring *ring, uint64_t hash);
+
+/*
+ * Position in points[] of the first point whose token is >= hash, or
+ * npoints when there is none (the padding entries after the last point
+ * carry point 0's owner, so points[] at that position names the wrapped
+ * owner).  The bucket of the hash gives where its points start; the
+ * points of the bucket are counted, without branches, by comparing a fixed
+ * number of words with the hash's top 48 bits: words past the bucket hold
+ * larger tokens and do not count.  A bucket fuller than the scan, or a
+ * point sharing the hash's top 48 bits, goes to the exact search.
+ */
+static inline uint32_t
+rs_ring_search(const rs_ring *ring, uint64_t hash)
+{
+	uint64_t	stored;
+	uint64_t	top;
+	const uint64_t *scan;
+	uint32_t	less;
+
+	/* A hash past a 32-bit (ketama) space is above every point: wrap. */
+	if (ring->token_shift != 0 && (hash >> (64 - ring->token_shift)) != 0)
+		return ring->npoints;
+	stored = hash << ring->token_shift;
+	top = stored & ~RS_RING_OWNER_MASK;
+	scan = ring->points + ring->buckets[stored >> ring->bucket_shift];
+	if (ring->scan_width == 4)
+		less = (scan[0] < top) + (scan[1] < top) + (scan[2] < top) + (scan[3] < top);
+	else
+	{
+		less = 0;
+		for (int i = 0; i < RS_RING_SCAN_MAX; i++)
+			less += scan[i] < top;
+	}
+	if (__builtin_expect(less == ring->scan_width ||
+						 ((scan[less] ^ stored) & ~RS_RING_OWNER_MASK) == 0, 0))
+		return rs_ring_find_point_exact(ring, hash);
+	return (uint32_t) (scan - ring->points) + less;
+}
 
 /* Index of the first point whose token is >= hash, wrapping to 0. */
 static inline uint32_t
 rs_ring_find_point(const rs_ring *ring, uint64_t hash)
 {
-	uint64_t	bucket = hash >> ring->bucket_shift;
-	uint32_t	lo;
-	uint32_t	hi;
+	uint32_t	point = rs_ring_search(ring, hash);
 
-	/* A hash past a 32-bit (ketama) space is above every point: wrap. */
-	if (bucket >= ring->nbuckets)
-		return 0;
-	lo = ring->buckets[bucket];
-	hi = ring->buckets[bucket + 1];
-
-	/*
-	 * Every point of this bucket shares the hash's top bits and every later
-	 * point is larger, so the answer is in [lo, hi], hi meaning "the first
-	 * point of a later bucket".  Buckets hold about one point; a binary
-	 * search only pays off for the rare crowded one.
-	 */
-	while (hi - lo > 8)
-	{
-		uint32_t	mid = lo + (hi - lo) / 2;
-
-		if (ring->tokens[mid] < hash)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	while (lo < hi && ring->tokens[lo] < hash)
-		lo++;
-	return lo == ring->npoints ? 0 : lo;
+	return point == ring->npoints ? 0 : point;
 }
 
 /* Node index owning a hash. */
 static inline uint32_t
 rs_ring_owner(const rs_ring *ring, uint64_t hash)
 {
-	return ring->owners[rs_ring_find_point(ring, hash)];
+	return (uint32_t) (ring->points[rs_ring_search(ring, hash)] & RS_RING_OWNER_MASK);
 }
 
 /*

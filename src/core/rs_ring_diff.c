@@ -55,10 +55,10 @@ boundaries(const rs_ring *a, const rs_ring *b, uint64_t **out, size_t *count)
 	{
 		uint64_t	next;
 
-		if (j >= b->npoints || (i < a->npoints && a->tokens[i] <= b->tokens[j]))
-			next = a->tokens[i++];
+		if (j >= b->npoints || (i < a->npoints && rs_ring_token(a, i) <= rs_ring_token(b, j)))
+			next = rs_ring_token(a, i++);
 		else
-			next = b->tokens[j++];
+			next = rs_ring_token(b, j++);
 		if (n == 0 || merged[n - 1] != next)
 			merged[n++] = next;
 	}

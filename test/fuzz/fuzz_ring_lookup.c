@@ -276,35 +276,35 @@ check_ring_shape(const rs_ring *ring, rs_ring_algorithm algorithm, uint32_t vnod
 
 	for (uint32_t p = 0; p < ring->npoints; p++)
 	{
-		if (ring->owners[p] >= ring->nnodes)
+		if (rs_ring_point_owner(ring, p) >= ring->nnodes)
 			fail("owner index out of range");
-		counted[ring->owners[p]]++;
-		if (algorithm == RS_RING_KETAMA && ring->tokens[p] > UINT32_MAX)
+		counted[rs_ring_point_owner(ring, p)]++;
+		if (algorithm == RS_RING_KETAMA && rs_ring_token(ring, p) > UINT32_MAX)
 			fail("ketama token outside 32 bits");
 		if (p > 0)
 		{
-			const uint64_t a = ring->tokens[p - 1];
-			const uint64_t b = ring->tokens[p];
+			const uint64_t a = rs_ring_token(ring, p - 1);
+			const uint64_t b = rs_ring_token(ring, p);
 
 			if (a > b)
 				fail("tokens not sorted");
 			if (a == b)
 			{
-				if (ring->owners[p - 1] > ring->owners[p])
+				if (rs_ring_point_owner(ring, p - 1) > rs_ring_point_owner(ring, p))
 					fail("tied tokens not ordered by node name");
-				if (labels_kept && ring->owners[p - 1] == ring->owners[p] &&
+				if (labels_kept && rs_ring_point_owner(ring, p - 1) == rs_ring_point_owner(ring, p) &&
 					ring->labels[p - 1] >= ring->labels[p])
 					fail("tied tokens of one node not ordered by label");
 			}
 		}
 		if (labels_kept)
 		{
-			if (ring->labels[p] >= ring->node_points[ring->owners[p]])
+			if (ring->labels[p] >= ring->node_points[rs_ring_point_owner(ring, p)])
 				fail("label index out of range");
 			/* hashing is slow: every point of a small ring, ~64 of a larger one */
 			if (p % (1 + ring->npoints / 64) == 0 &&
-				label_token(algorithm, ring->names[ring->owners[p]], ring->labels[p]) !=
-				ring->tokens[p])
+				label_token(algorithm, ring->names[rs_ring_point_owner(ring, p)], ring->labels[p]) !=
+				rs_ring_token(ring, p))
 				fail("point token is not the hash of its label");
 		}
 	}
@@ -318,7 +318,7 @@ ORACLE static uint32_t
 naive_find(const rs_ring *ring, uint64_t hash)
 {
 	for (uint32_t p = 0; p < ring->npoints; p++)
-		if (ring->tokens[p] >= hash)
+		if (rs_ring_token(ring, p) >= hash)
 			return p;
 	return 0;
 }
@@ -334,7 +334,7 @@ bsearch_find(const rs_ring *ring, uint64_t hash)
 	{
 		uint32_t	mid = lo + (hi - lo) / 2;
 
-		if (ring->tokens[mid] < hash)
+		if (rs_ring_token(ring, mid) < hash)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -350,7 +350,7 @@ naive_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out
 
 	for (uint32_t step = 0; step < ring->npoints && found < want; step++)
 	{
-		uint16_t	node = ring->owners[(start + step) % ring->npoints];
+		uint16_t	node = rs_ring_point_owner(ring, (start + step) % ring->npoints);
 		int			taken = 0;
 
 		for (uint32_t j = 0; j < found; j++)
@@ -403,13 +403,21 @@ collect_hashes(reader *r, const rs_ring *ring, uint64_t mask, hash_list *list)
 	add_hash(list, UINT64_MAX);
 	add_hash(list, (uint64_t) UINT32_MAX + 1);
 #endif
-	add_with_neighbours(list, ring->tokens[0], mask);
-	add_with_neighbours(list, ring->tokens[ring->npoints - 1], mask);
+	add_with_neighbours(list, rs_ring_token(ring, 0), mask);
+	add_with_neighbours(list, rs_ring_token(ring, ring->npoints - 1), mask);
 	for (size_t i = 0; i < npoints_sampled; i++)
 	{
 		uint32_t	p = (uint32_t) (((uint32_t) next_byte(r) << 8 | next_byte(r)) % ring->npoints);
 
-		add_with_neighbours(list, ring->tokens[p], mask);
+		add_with_neighbours(list, rs_ring_token(ring, p), mask);
+
+		/*
+		 * The same top 48 bits as the point, other low bits: the murmur3
+		 * lookup's hand-over to the exact search (for ketama, whose tokens
+		 * are stored shifted up, a hash near the point).
+		 */
+		add_hash(list, ((rs_ring_token(ring, p) & ~(mask >> 16 & 0xFFFF)) |
+						(((uint64_t) next_byte(r) << 8 | next_byte(r)) & (mask >> 16 & 0xFFFF))) & mask);
 	}
 	for (size_t i = 0; i < ninput; i++)
 		add_hash(list, next_u64(r) & mask);
@@ -437,7 +445,7 @@ check_lookups(const rs_ring *ring, const hash_list *list, reader *r)
 			fprintf(stderr, "hash %" PRIu64 ": point %u, linear scan %u\n", h, point, expected);
 			fail("rs_ring_find_point disagrees with a linear scan");
 		}
-		if (rs_ring_owner(ring, h) != ring->owners[point])
+		if (rs_ring_owner(ring, h) != rs_ring_point_owner(ring, point))
 			fail("rs_ring_owner disagrees with rs_ring_find_point");
 
 		want = next_byte(r) % (ring->nnodes + 3);
@@ -451,7 +459,7 @@ check_lookups(const rs_ring *ring, const hash_list *list, reader *r)
 			fail("replica count differs from a naive walk");
 		if (memcmp(got, want_nodes, count * sizeof(uint16_t)) != 0)
 			fail("replica set differs from a naive walk");
-		if (want > 0 && count > 0 && got[0] != ring->owners[point])
+		if (want > 0 && count > 0 && got[0] != rs_ring_point_owner(ring, point))
 			fail("replica set does not start with the owner");
 	}
 }
@@ -543,9 +551,9 @@ check_moves(const rs_ring *a, const rs_ring *b, const hash_list *list, uint64_t 
 			if (pass == 0)
 				h = list->items[k];
 			else
-				h = (source->tokens[k / 3] + (uint64_t) (k % 3) - 1) & mask;
-			old_owner = a->names[a->owners[bsearch_find(a, h)]];
-			new_owner = b->names[b->owners[bsearch_find(b, h)]];
+				h = (rs_ring_token(source, k / 3) + (uint64_t) (k % 3) - 1) & mask;
+			old_owner = a->names[rs_ring_point_owner(a, bsearch_find(a, h))];
+			new_owner = b->names[rs_ring_point_owner(b, bsearch_find(b, h))];
 
 			/*
 			 * Ranges are disjoint and sorted by end (checked above); only the

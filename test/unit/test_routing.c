@@ -138,12 +138,12 @@ test_seed_ring(void)
 	};
 
 	UNIT_EQ_INT(ring->npoints, 768);
-	UNIT_EQ_U64(ring->tokens[0], 1248161353781320ULL);
-	UNIT_EQ_STR(ring->names[ring->owners[0]], "shard-jakarta-01");
-	UNIT_EQ_U64(ring->tokens[1], 110574070585934323ULL);
-	UNIT_EQ_STR(ring->names[ring->owners[1]], "shard-jakarta-01");
-	UNIT_EQ_U64(ring->tokens[2], 122692341856663444ULL);
-	UNIT_EQ_STR(ring->names[ring->owners[2]], "shard-makassar-03");
+	UNIT_EQ_U64(rs_ring_token(ring, 0), 1248161353781320ULL);
+	UNIT_EQ_STR(ring->names[rs_ring_point_owner(ring, 0)], "shard-jakarta-01");
+	UNIT_EQ_U64(rs_ring_token(ring, 1), 110574070585934323ULL);
+	UNIT_EQ_STR(ring->names[rs_ring_point_owner(ring, 1)], "shard-jakarta-01");
+	UNIT_EQ_U64(rs_ring_token(ring, 2), 122692341856663444ULL);
+	UNIT_EQ_STR(ring->names[rs_ring_point_owner(ring, 2)], "shard-makassar-03");
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 	{
@@ -189,8 +189,8 @@ test_weighted_ring(void)
 	{
 		char		want[2] = {owners[i], '\0'};
 
-		UNIT_EQ_U64(ring->tokens[i], tokens[i]);
-		UNIT_EQ_STR(ring->names[ring->owners[i]], want);
+		UNIT_EQ_U64(rs_ring_token(ring, i), tokens[i]);
+		UNIT_EQ_STR(ring->names[rs_ring_point_owner(ring, i)], want);
 	}
 	for (int i = 0; i < 6; i++)
 	{
@@ -337,19 +337,114 @@ test_lookup_matches_linear_scan(void)
 			state ^= state >> 7;
 			state ^= state << 17;
 			/* mix in exact point tokens and their neighbours: the edges */
-			hash = (k % 4 == 0) ? ring->tokens[state % ring->npoints] + (uint64_t) (k % 3) - 1 : state;
-			while (linear < ring->npoints && ring->tokens[linear] < hash)
+			hash = (k % 4 == 0) ? rs_ring_token(ring, state % ring->npoints) + (uint64_t) (k % 3) - 1 : state;
+			while (linear < ring->npoints && rs_ring_token(ring, linear) < hash)
 				linear++;
 			if (linear == ring->npoints)
 				linear = 0;
 			mismatches += rs_ring_find_point(ring, hash) != linear;
 		}
-		UNIT_CHECK(rs_ring_find_point(ring, 0) == 0 || ring->tokens[0] == 0, "hash 0 finds point 0");
+		UNIT_CHECK(rs_ring_find_point(ring, 0) == 0 || rs_ring_token(ring, 0) == 0, "hash 0 finds point 0");
 		UNIT_EQ_INT(rs_ring_find_point(ring, UINT64_MAX),
-					ring->tokens[ring->npoints - 1] == UINT64_MAX ? ring->npoints - 1 : 0);
+					rs_ring_token(ring, ring->npoints - 1) == UINT64_MAX ? ring->npoints - 1 : 0);
 		rs_ring_free(ring);
 	}
 	UNIT_EQ_INT(mismatches, 0);
+}
+
+/* First point >= hash by a plain binary search over the tokens, wrapping. */
+static uint32_t
+reference_point(const rs_ring *ring, uint64_t hash)
+{
+	uint32_t	lo = 0;
+	uint32_t	hi = ring->npoints;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+
+		if (rs_ring_token(ring, mid) < hash)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == ring->npoints ? 0 : lo;
+}
+
+/* Lookups of hash agree with the reference; returns 1 on a mismatch. */
+static int
+lookup_differs(const rs_ring *ring, uint64_t hash)
+{
+	uint32_t	want = reference_point(ring, hash);
+
+	return rs_ring_find_point(ring, hash) != want ||
+		rs_ring_owner(ring, hash) != rs_ring_point_owner(ring, want);
+}
+
+/*
+ * Both lookup layouts (a 4-point scan with about one point per bucket up to
+ * 65,536 points, a 16-point scan with about eight above) against a plain
+ * binary search: random hashes, every point's token and its neighbours, and
+ * hashes that share a point's top 48 bits (the exact search's case); every
+ * point of the fullest bucket, whose count exceeds the scan on both rings
+ * (checked: the fast scan's hand-over to the exact search is exercised).
+ */
+static void
+test_lookup_layouts(void)
+{
+	static char namebuf[1000][16];
+	rs_ring_member members[1000];
+	uint32_t	sizes[2] = {64, 1000};
+	uint32_t	widths[2] = {4, 16};
+	uint64_t	state = 0x2545F4914F6CDD1DULL;
+
+	for (int i = 0; i < 1000; i++)
+	{
+		snprintf(namebuf[i], sizeof(namebuf[i]), "node-%d", i);
+		members[i].name = namebuf[i];
+		members[i].name_len = strlen(namebuf[i]);
+		members[i].weight = 1;
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		rs_ring    *ring = NULL;
+		int			mismatches = 0;
+		uint32_t	fullest = 0;
+		uint32_t	fullest_count = 0;
+
+		UNIT_EQ_INT(rs_ring_build(RS_RING_MURMUR3, members, sizes[s], 256, 0, &ring, NULL), RS_OK);
+		if (!ring)
+			continue;
+		UNIT_EQ_INT(ring->scan_width, widths[s]);
+		/* every point of the small ring, every 7th of the large one */
+		for (uint32_t p = 0; p < ring->npoints; p += ring->npoints > 100000 ? 7 : 1)
+		{
+			uint64_t	token = rs_ring_token(ring, p);
+
+			state ^= state << 13;
+			state ^= state >> 7;
+			state ^= state << 17;
+			mismatches += lookup_differs(ring, token);
+			mismatches += lookup_differs(ring, token - 1);
+			mismatches += lookup_differs(ring, token + 1);
+			mismatches += lookup_differs(ring, (token & ~UINT64_C(0xFFFF)) | (state & 0xFFFF));
+			mismatches += lookup_differs(ring, state);
+		}
+		for (uint32_t b = 0; b < ring->nbuckets; b++)
+			if (ring->buckets[b + 1] - ring->buckets[b] > fullest_count)
+			{
+				fullest = b;
+				fullest_count = ring->buckets[b + 1] - ring->buckets[b];
+			}
+		for (uint32_t p = ring->buckets[fullest]; p <= ring->buckets[fullest + 1] && p < ring->npoints; p++)
+			mismatches += lookup_differs(ring, rs_ring_token(ring, p) + 1) +
+				lookup_differs(ring, rs_ring_token(ring, p));
+		UNIT_CHECK(fullest_count > ring->scan_width, "fullest bucket of %u points holds %u, not more than the scan",
+				   ring->npoints, fullest_count);
+		mismatches += lookup_differs(ring, 0) + lookup_differs(ring, UINT64_MAX);
+		UNIT_EQ_INT(mismatches, 0);
+		rs_ring_free(ring);
+	}
 }
 
 /* Adding a node moves only keys the new node captures, about 1/(N+1). */
@@ -499,6 +594,7 @@ main(void)
 	test_partition_paths_agree();
 	test_ketama();
 	test_lookup_matches_linear_scan();
+	test_lookup_layouts();
 	test_add_moves_only_to_new_node();
 	test_build_errors();
 	test_partmap();
