@@ -83,3 +83,35 @@ SELECT ringshard.add_node('shard-bandung-04');
 SELECT count(*) FILTER (WHERE shard_for(key) <> owner AND shard_for(key) <> 'shard-bandung-04') AS moved_elsewhere,
        round(avg((shard_for(key) <> owner)::int), 2) AS moved_fraction
   FROM before;
+
+-- replicas_for keeps the arrays of the replica sets it has seen per call
+-- site (a memo; it stops itself when most sets are new, on rings of many
+-- nodes).  Every row of one statement agrees with a fresh call site per key
+-- (EXECUTE plans each call anew, so nothing is remembered), on a ring of few
+-- nodes (the memo stays on), of 40 nodes (it stops after its trial rows),
+-- and with the ring changing from row to row.
+CREATE FUNCTION fresh_replicas(key text, ring text) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE result text[];
+BEGIN
+  EXECUTE 'SELECT replicas_for($1, $2)' INTO result USING key, ring;
+  RETURN result;
+END $$;
+SELECT ringshard.create_ring('forty', vnodes => 16, replication_factor => 3);
+SELECT count(ringshard.add_node('f' || g, ring => 'forty')) FROM generate_series(1, 40) g;
+WITH rows AS (
+  SELECT 'key-' || g AS key, g,
+         CASE WHEN g % 3 = 0 THEN 'weighted' WHEN g % 3 = 1 THEN 'default' ELSE 'forty' END AS mixed
+    FROM generate_series(1, 3000) g)
+SELECT count(*) FILTER (WHERE replicas_for(key) IS DISTINCT FROM fresh_replicas(key, 'default')) AS default_differs,
+       count(*) FILTER (WHERE replicas_for(key, 'forty') IS DISTINCT FROM fresh_replicas(key, 'forty')) AS forty_differs,
+       count(*) FILTER (WHERE replicas_for(key, mixed) IS DISTINCT FROM fresh_replicas(key, mixed)) AS mixed_differs,
+       count(DISTINCT replicas_for(key)) AS default_sets,
+       count(DISTINCT replicas_for(key, 'forty')) AS forty_sets
+  FROM rows;
+-- a topology change between statements is seen by the next statement
+SELECT ringshard.remove_node('shard-bandung-04');
+SELECT count(*) FILTER (WHERE replicas_for('key-' || g) IS DISTINCT FROM fresh_replicas('key-' || g, 'default')) AS differs_after_change,
+       count(*) FILTER (WHERE 'shard-bandung-04' = ANY (replicas_for('key-' || g))) AS removed_node_named
+  FROM generate_series(1, 2000) g;
+DROP FUNCTION fresh_replicas(text, text);

@@ -19,6 +19,29 @@
 #include "rs_hash.h"
 #include "topology_cache.h"
 
+/*
+ * Replica arrays a call site keeps, by replica set: a ring of a few nodes
+ * has few distinct sets (six on three nodes at R = 3), so most rows return
+ * an array built before instead of building one.  Direct-mapped; sets of up
+ * to four nodes, the key packing their indexes.  On a ring of many nodes
+ * almost every set is new, so a memo that hits less than half of its first
+ * MEMO_TRIAL_ROWS rows stops, and the rows build their arrays as before.
+ */
+#define REPLICA_MEMO_SLOTS 64
+#define REPLICA_MEMO_MAX_NODES 4
+#define MEMO_TRIAL_ROWS 1024
+
+typedef struct ReplicaMemo
+{
+	const CachedRing *ring;		/* the ring the arrays were built from */
+	uint64		generation;		/* of the cache when they were */
+	uint32		rows;			/* rows seen since then, up to the trial's end */
+	uint32		hits;
+	bool		stopped;		/* too few hits: rows build their own arrays */
+	uint64		keys[REPLICA_MEMO_SLOTS];	/* 0 = empty slot */
+	ArrayType  *arrays[REPLICA_MEMO_SLOTS];
+} ReplicaMemo;
+
 /* What a routing call site keeps between rows. */
 typedef struct RouteCallState
 {
@@ -28,6 +51,7 @@ typedef struct RouteCallState
 	CachedMap  *map;
 	text	   *target_name;	/* ring or map name the pointer was fetched for */
 	bool		target_arg_stable;	/* name is a constant of the call site */
+	ReplicaMemo *replica_memo;	/* replicas_for's arrays, made on first use */
 } RouteCallState;
 
 /*
@@ -165,8 +189,9 @@ key_hash(FunctionCallInfo fcinfo, RouteCallState *state, const rs_ring *ring)
 
 /*
  * A text[] of node names from node indexes, laid out directly: the names are
- * ready-made text values, so the generic array constructor's per-element
- * work is not needed on this per-row path.
+ * ready-made text values, zero-padded to int alignment by the cache, so each
+ * is copied with its padding and every byte of the array is written without
+ * clearing it first.
  */
 static ArrayType *
 node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
@@ -181,7 +206,9 @@ node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
 	for (uint32 i = 0; i < count; i++)
 		data_bytes += INTALIGN(VARSIZE(DatumGetPointer(node_texts[nodes[i]])));
 	total = ARR_OVERHEAD_NONULLS(1) + data_bytes;
-	array = (ArrayType *) palloc0(total);
+	array = (ArrayType *) palloc(total);
+	StaticAssertStmt(ARR_OVERHEAD_NONULLS(1) == sizeof(ArrayType) + 2 * sizeof(int),
+					 "a one-dimensional array's header has no padding");
 	SET_VARSIZE(array, total);
 	array->ndim = 1;
 	array->dataoffset = 0;
@@ -192,11 +219,77 @@ node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
 	for (uint32 i = 0; i < count; i++)
 	{
 		const char *name = DatumGetPointer(node_texts[nodes[i]]);
+		Size		padded = INTALIGN(VARSIZE(name));
 
-		memcpy(data, name, VARSIZE(name));
-		data += INTALIGN(VARSIZE(name));
+		memcpy(data, name, padded);
+		data += padded;
 	}
 	return array;
+}
+
+/*
+ * The text[] of a replica set, from the call site's memo when it was built
+ * before.  The memo lives in the call site's memory and is returned without
+ * a copy, as shard_for returns cached names: callers copy what they keep.
+ */
+static ArrayType *
+memo_node_array(FunctionCallInfo fcinfo, RouteCallState *state, const CachedRing *ring,
+				const uint16 *nodes, uint32 count)
+{
+	ReplicaMemo *memo = state->replica_memo;
+	uint64		key = 0;
+	uint32		slot;
+
+	if (count == 0 || count > REPLICA_MEMO_MAX_NODES)
+		return node_array(ring->node_texts, nodes, count);
+	if (memo == NULL)
+		memo = state->replica_memo =
+			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReplicaMemo));
+	if (memo->ring != ring || memo->generation != topology_cache_generation)
+	{
+		for (int i = 0; i < REPLICA_MEMO_SLOTS; i++)
+		{
+			if (memo->arrays[i])
+				pfree(memo->arrays[i]);
+			memo->arrays[i] = NULL;
+			memo->keys[i] = 0;
+		}
+		memo->ring = ring;
+		memo->generation = topology_cache_generation;
+		memo->rows = 0;
+		memo->hits = 0;
+		memo->stopped = false;
+	}
+	if (memo->stopped)
+		return node_array(ring->node_texts, nodes, count);
+
+	/* Node indexes are < 65535, so index + 1 packs into 16 bits, never 0. */
+	for (uint32 i = 0; i < count; i++)
+		key = (key << 16) | ((uint64) nodes[i] + 1);
+	slot = (uint32) ((key * UINT64CONST(0x9E3779B97F4A7C15)) >> 58);
+	if (memo->rows < MEMO_TRIAL_ROWS)
+	{
+		memo->rows++;
+		memo->hits += memo->keys[slot] == key;
+	}
+	else if (memo->hits < MEMO_TRIAL_ROWS / 2)
+	{
+		memo->stopped = true;
+		return node_array(ring->node_texts, nodes, count);
+	}
+	if (memo->keys[slot] != key)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+
+		if (memo->arrays[slot])
+			pfree(memo->arrays[slot]);
+		memo->arrays[slot] = NULL;	/* stays empty if the build fails */
+		memo->keys[slot] = 0;
+		memo->arrays[slot] = node_array(ring->node_texts, nodes, count);
+		memo->keys[slot] = key;
+		MemoryContextSwitchTo(old);
+	}
+	return memo->arrays[slot];
 }
 
 /* The replica set of the current row's key: up to want node indexes. */
@@ -267,7 +360,7 @@ ringshard_replicas_for(PG_FUNCTION_ARGS)
 	if (want > (int32) lengthof(small))
 		nodes = palloc(sizeof(uint16) * want);
 	count = ring_replicas(fcinfo, state, ring->ring, (uint32) want, nodes);
-	PG_RETURN_ARRAYTYPE_P(node_array(ring->node_texts, nodes, count));
+	PG_RETURN_ARRAYTYPE_P(memo_node_array(fcinfo, state, ring, nodes, count));
 }
 
 PG_FUNCTION_INFO_V1(ringshard_read_node_for);

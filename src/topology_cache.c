@@ -342,8 +342,18 @@ topology_cache_ring(const char *ring_name)
 	{
 		entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
 		for (uint32 i = 0; i < ring->nnodes; i++)
-			entry->node_texts[i] = PointerGetDatum(cstring_to_text_with_len(ring->names[i],
-																			(int) ring->name_lens[i]));
+		{
+			/*
+			 * Zero-padded to int alignment: replicas_for copies a name with
+			 * its padding into an array in one go (see node_array).
+			 */
+			Size		size = VARHDRSZ + ring->name_lens[i];
+			text	   *name = palloc0(INTALIGN(size));
+
+			SET_VARSIZE(name, size);
+			memcpy(VARDATA(name), ring->names[i], ring->name_lens[i]);
+			entry->node_texts[i] = PointerGetDatum(name);
+		}
 	}
 	MemoryContextSwitchTo(old);
 	entry->next = cached_rings;
