@@ -84,7 +84,7 @@ format_uuid(const pg_uuid_t *uuid, char *buf)
 
 /* The canonical bytes of a non-NULL value (see key_bytes.h). */
 const char *
-key_encoder_bytes(const KeyEncoder *encoder, Datum value, char *buf, size_t *len)
+key_encoder_bytes_slow(const KeyEncoder *encoder, Datum value, char *buf, size_t *len)
 {
 	switch (encoder->kind)
 	{

@@ -45,7 +45,27 @@ extern void keyspace_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryConte
  * The canonical bytes of a non-NULL value.  The result points into the value,
  * into buf (KEY_BYTES_BUFSIZE bytes) or into memory of the current context.
  */
-extern const char *key_encoder_bytes(const KeyEncoder *encoder, Datum value,
-									 char *buf, size_t *len);
+extern const char *key_encoder_bytes_slow(const KeyEncoder *encoder, Datum value,
+										  char *buf, size_t *len);
+
+/*
+ * The same, with the common case inline: a string stored in place (not
+ * compressed, not out of line) is read where it is, with no call.
+ */
+static inline const char *
+key_encoder_bytes(const KeyEncoder *encoder, Datum value, char *buf, size_t *len)
+{
+	if (likely(encoder->kind == KEY_VARLENA))
+	{
+		const char *ptr = DatumGetPointer(value);
+
+		if (!VARATT_IS_EXTENDED(ptr) || VARATT_IS_SHORT(ptr))
+		{
+			*len = VARSIZE_ANY_EXHDR(ptr);
+			return VARDATA_ANY(ptr);
+		}
+	}
+	return key_encoder_bytes_slow(encoder, value, buf, len);
+}
 
 #endif							/* RINGSHARD_KEY_BYTES_H */
