@@ -59,7 +59,8 @@ key_encoder_bytes(const KeyEncoder *encoder, Datum value, char *buf, size_t *len
 	{
 		const char *ptr = DatumGetPointer(value);
 
-		if (!VARATT_IS_EXTENDED(ptr) || VARATT_IS_SHORT(ptr))
+		/* pg_detoast_datum_packed's own test: neither compressed nor out of line */
+		if (!VARATT_IS_COMPRESSED(ptr) && !VARATT_IS_EXTERNAL(ptr))
 		{
 			*len = VARSIZE_ANY_EXHDR(ptr);
 			return VARDATA_ANY(ptr);
