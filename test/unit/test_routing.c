@@ -309,7 +309,7 @@ test_ketama(void)
 static void
 test_lookup_matches_linear_scan(void)
 {
-	char		namebuf[64][16];
+	char		namebuf[64][24];
 	rs_ring_member members[64];
 	uint64_t	state = 0x9e3779b97f4a7c15ULL;
 	int			mismatches = 0;
@@ -392,7 +392,7 @@ lookup_differs(const rs_ring *ring, uint64_t hash)
 static void
 test_lookup_layouts(void)
 {
-	static char namebuf[1000][16];
+	static char namebuf[1000][24];
 	rs_ring_member members[1000];
 	uint32_t	sizes[2] = {64, 1000};
 	uint32_t	widths[2] = {4, 16};
