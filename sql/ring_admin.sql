@@ -465,6 +465,32 @@ SELECT ringshard.mark_node_down('shard-makassar-03');
 SELECT k, shard_for(k) AS owner, read_node_for(k) AS read_node FROM seed_ring WHERE owner = 'shard-makassar-03';
 SELECT ringshard.mark_node_up('shard-makassar-03');
 
+-- The backend cache frees what a rebuilt ring or map replaces: 30 topology
+-- changes, each followed by lookups in the next transaction, leave the cache's
+-- memory where one change left it (each entry has its own memory context,
+-- freed with the entry at the end of the transaction that retired it).
+CREATE PROCEDURE churn_topology(changes int) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..changes LOOP
+    PERFORM ringshard.set_node_weight('shard-makassar-03', 1 + (i % 2) * 0.5);
+    PERFORM ringshard.assign_partitions('shard-jakarta-01', 0, 255 - (i % 2), 'cache_check');
+    COMMIT;
+    PERFORM shard_for('k'), replicas_for('k'), nodes_for('ks', 'k', 'cache_check');
+    COMMIT;
+  END LOOP;
+END $$;
+CREATE TEMP TABLE cache_memory (phase text, bytes bigint);
+SELECT ringshard.create_partition_map('cache_check');
+CALL churn_topology(2);
+INSERT INTO cache_memory SELECT 'after 2', sum(total_bytes) FROM pg_backend_memory_contexts WHERE name = 'ringshard topology';
+CALL churn_topology(30);
+INSERT INTO cache_memory SELECT 'after 32', sum(total_bytes) FROM pg_backend_memory_contexts WHERE name = 'ringshard topology';
+SELECT (SELECT bytes FROM cache_memory WHERE phase = 'after 32') <=
+       (SELECT bytes FROM cache_memory WHERE phase = 'after 2') AS cache_memory_bounded,
+       (SELECT count(*) FROM pg_backend_memory_contexts WHERE name = 'ringshard topology') AS cache_contexts;
+SELECT ringshard.drop_partition_map('cache_check');
+DROP PROCEDURE churn_topology(int);
+
 --
 -- Clean up: the catalog as CREATE EXTENSION left it
 --

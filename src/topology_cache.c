@@ -36,20 +36,15 @@ static void
 release_retired(void)
 {
 	/*
-	 * Entries are allocated in topology_context; their core rings with
-	 * malloc.  Free the malloc'd parts, then the palloc'd ones.
+	 * Each entry lives in its own context under topology_context, with
+	 * everything palloc'd for it; its core ring or map is malloc'd.
 	 */
 	while (retired_rings)
 	{
 		CachedRing *next = retired_rings->next;
 
 		rs_ring_free(retired_rings->ring);
-		if (retired_rings->node_texts)
-			pfree(retired_rings->node_texts);
-		if (retired_rings->node_up)
-			pfree(retired_rings->node_up);
-		pfree(retired_rings->name);
-		pfree(retired_rings);
+		MemoryContextDelete(retired_rings->mcxt);
 		retired_rings = next;
 	}
 	while (retired_maps)
@@ -57,14 +52,31 @@ release_retired(void)
 		CachedMap  *next = retired_maps->next;
 
 		rs_partmap_free(&retired_maps->map);
-		if (retired_maps->node_texts)
-			pfree(retired_maps->node_texts);
-		if (retired_maps->node_up)
-			pfree(retired_maps->node_up);
-		pfree(retired_maps->name);
-		pfree(retired_maps);
+		MemoryContextDelete(retired_maps->mcxt);
 		retired_maps = next;
 	}
+}
+
+/*
+ * A context for a new entry.  It starts under the caller's context (not an
+ * SPI context, which ends before the entry is done), so an error while the
+ * entry is built frees it with the transaction; once the
+ * entry is complete, keep_entry_context moves it under topology_context.
+ */
+static MemoryContext
+new_entry_context(MemoryContext parent, const char *name)
+{
+	MemoryContext mcxt = AllocSetContextCreate(parent, "ringshard topology",
+											   ALLOCSET_SMALL_SIZES);
+
+	MemoryContextCopyAndSetIdentifier(mcxt, name);
+	return mcxt;
+}
+
+static void
+keep_entry_context(MemoryContext mcxt)
+{
+	MemoryContextSetParent(mcxt, topology_context);
 }
 
 /* Retire every cached entry and move the generation on. */
@@ -298,7 +310,7 @@ topology_cache_ring(const char *ring_name)
 	RingSpec   *spec;
 	rs_ring    *ring;
 	int			replication_factor;
-	bool	   *node_up;
+	MemoryContext entry_cxt;
 	MemoryContext old;
 
 	for (entry = cached_rings; entry; entry = entry->next)
@@ -329,33 +341,41 @@ topology_cache_ring(const char *ring_name)
 	 */
 	if (ring != NULL && ring->nnodes <= 16 && replication_factor > 1)
 		(void) rs_ring_precompute_replicas(ring, (uint32) Min(replication_factor, 8));
-	node_up = MemoryContextAlloc(topology_context, sizeof(bool) * (spec->nmembers + 1));
-	memcpy(node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
-
-	old = MemoryContextSwitchTo(topology_context);
+	entry_cxt = new_entry_context(CurrentMemoryContext, ring_name);
+	old = MemoryContextSwitchTo(entry_cxt);
 	entry = palloc0(sizeof(CachedRing));
+	entry->mcxt = entry_cxt;
 	entry->name = pstrdup(ring_name);
 	entry->ring = ring;
 	entry->replication_factor = replication_factor;
-	entry->node_up = node_up;
+	entry->node_up = palloc(sizeof(bool) * (spec->nmembers + 1));
+	memcpy(entry->node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
 	if (ring)
 	{
+		Size		block_size = 0;
+		char	   *block;
+
+		/*
+		 * The names as text values in one block, each zero-padded to int
+		 * alignment: replicas_for copies a name with its padding into an
+		 * array in one go (see node_array).
+		 */
+		for (uint32 i = 0; i < ring->nnodes; i++)
+			block_size += INTALIGN(VARHDRSZ + ring->name_lens[i]);
+		block = palloc0(block_size);
 		entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
 		for (uint32 i = 0; i < ring->nnodes; i++)
 		{
-			/*
-			 * Zero-padded to int alignment: replicas_for copies a name with
-			 * its padding into an array in one go (see node_array).
-			 */
-			Size		size = VARHDRSZ + ring->name_lens[i];
-			text	   *name = palloc0(INTALIGN(size));
+			text	   *name = (text *) block;
 
-			SET_VARSIZE(name, size);
+			SET_VARSIZE(name, VARHDRSZ + ring->name_lens[i]);
 			memcpy(VARDATA(name), ring->names[i], ring->name_lens[i]);
 			entry->node_texts[i] = PointerGetDatum(name);
+			block += INTALIGN(VARHDRSZ + ring->name_lens[i]);
 		}
 	}
 	MemoryContextSwitchTo(old);
+	keep_entry_context(entry_cxt);
 	entry->next = cached_rings;
 	cached_rings = entry;
 	return entry;
@@ -372,6 +392,8 @@ topology_cache_map(const char *map_name)
 	rs_partition_range *ranges;
 	uint64		nranges;
 	uint64		nnodes;
+	MemoryContext caller_cxt = CurrentMemoryContext;
+	MemoryContext entry_cxt;
 	MemoryContext old;
 	rs_status	status;
 
@@ -403,8 +425,10 @@ retry:
 	ranges = palloc(sizeof(rs_partition_range) * Max(nranges, 1));
 	nnodes = 0;
 
-	old = MemoryContextSwitchTo(topology_context);
+	entry_cxt = new_entry_context(caller_cxt, map_name);
+	old = MemoryContextSwitchTo(entry_cxt);
 	entry = palloc0(sizeof(CachedMap));
+	entry->mcxt = entry_cxt;
 	entry->name = pstrdup(map_name);
 	entry->node_texts = palloc(sizeof(Datum) * Max(nranges, 1));
 	entry->node_up = palloc(sizeof(bool) * Max(nranges, 1));
@@ -437,13 +461,11 @@ retry:
 	if (generation != topology_cache_generation && attempts <= 10)
 	{
 		rs_partmap_free(&entry->map);
-		pfree(entry->node_texts);
-		pfree(entry->node_up);
-		pfree(entry->name);
-		pfree(entry);
+		MemoryContextDelete(entry_cxt);
 		goto retry;
 	}
 
+	keep_entry_context(entry_cxt);
 	entry->next = cached_maps;
 	cached_maps = entry;
 	return entry;

@@ -21,6 +21,7 @@
 
 typedef struct CachedRing
 {
+	MemoryContext mcxt;			/* holds the entry and its palloc'd parts */
 	char	   *name;
 	rs_ring    *ring;			/* NULL when the ring has no nodes */
 	int			replication_factor;
@@ -31,6 +32,7 @@ typedef struct CachedRing
 
 typedef struct CachedMap
 {
+	MemoryContext mcxt;			/* holds the entry and its palloc'd parts */
 	char	   *name;
 	rs_partmap	map;
 	int			nnodes;
