@@ -109,6 +109,21 @@ SELECT count(*) FILTER (WHERE replicas_for(key) IS DISTINCT FROM fresh_replicas(
        count(DISTINCT replicas_for(key)) AS default_sets,
        count(DISTINCT replicas_for(key, 'forty')) AS forty_sets
   FROM rows;
+-- the arrays, byte for byte (record image equality compares the datums'
+-- bytes, padding included), equal those of the previews' general array
+-- builder, with node names shorter and longer than the 16-byte chunk that
+-- replicas_for copies short names in
+SELECT ringshard.create_ring('mixed_names', vnodes => 8, replication_factor => 3);
+SELECT count(ringshard.add_node(n, ring => 'mixed_names'))
+  FROM unnest(ARRAY['a', 'bb', 'node-twelve', 'exactly-12-b', 'a-name-of-seventeen',
+                    'a-rather-long-node-name-of-forty-one-bytes']) AS n;
+CREATE TYPE pg_temp.one_array AS (a text[]);
+SELECT count(*) FILTER (WHERE NOT (ROW(replicas_for(key, 'mixed_names'))::pg_temp.one_array *=
+                                   ROW(ringshard.proposed_replicas(key, 'mixed_names', 'set_weight', 'a', 1))::pg_temp.one_array)) AS image_differs,
+       count(*) FILTER (WHERE NOT (ROW(replicas_for(key, 'mixed_names', 2))::pg_temp.one_array *=
+                                   ROW((ringshard.proposed_replicas(key, 'mixed_names', 'set_weight', 'a', 1))[1:2])::pg_temp.one_array)) AS pair_image_differs,
+       count(DISTINCT replicas_for(key, 'mixed_names')) AS sets
+  FROM (SELECT 'key-' || g AS key FROM generate_series(1, 3000) g) AS k;
 -- a topology change between statements is seen by the next statement
 SELECT ringshard.remove_node('shard-bandung-04');
 SELECT count(*) FILTER (WHERE replicas_for('key-' || g) IS DISTINCT FROM fresh_replicas('key-' || g, 'default')) AS differs_after_change,

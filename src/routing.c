@@ -188,13 +188,16 @@ key_hash(FunctionCallInfo fcinfo, RouteCallState *state, const rs_ring *ring)
 }
 
 /*
- * A text[] of node names from node indexes, laid out directly: the names are
- * ready-made text values, zero-padded to int alignment by the cache, so each
- * is copied with its padding and every byte of the array is written without
- * clearing it first.
+ * A text[] of node names from node indexes, laid out directly: the cached
+ * names are ready-made text values, zero-padded to int alignment, with their
+ * padded sizes at hand, so every byte of the array is copied from them and
+ * nothing is cleared first.  A name of at most NODE_TEXT_CHUNK bytes is
+ * copied as one fixed-size chunk: the bytes past its end land where the next
+ * name goes, or in the slack past the array, and the cache keeps that many
+ * readable bytes after its last name.
  */
 static ArrayType *
-node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
+node_array(const CachedRing *ring, const uint16 *nodes, uint32 count)
 {
 	Size		data_bytes = 0;
 	Size		total;
@@ -204,9 +207,9 @@ node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
 	if (count == 0)
 		return construct_empty_array(TEXTOID);
 	for (uint32 i = 0; i < count; i++)
-		data_bytes += INTALIGN(VARSIZE(DatumGetPointer(node_texts[nodes[i]])));
+		data_bytes += ring->node_text_sizes[nodes[i]];
 	total = ARR_OVERHEAD_NONULLS(1) + data_bytes;
-	array = (ArrayType *) palloc(total);
+	array = (ArrayType *) palloc(total + NODE_TEXT_CHUNK);
 	StaticAssertStmt(ARR_OVERHEAD_NONULLS(1) == sizeof(ArrayType) + 2 * sizeof(int),
 					 "a one-dimensional array's header has no padding");
 	SET_VARSIZE(array, total);
@@ -218,13 +221,14 @@ node_array(const Datum *node_texts, const uint16 *nodes, uint32 count)
 	data = ARR_DATA_PTR(array);
 	for (uint32 i = 0; i < count; i++)
 	{
-		const uint32 *name = (const uint32 *) DatumGetPointer(node_texts[nodes[i]]);
-		Size		words = INTALIGN(VARSIZE(name)) / sizeof(uint32);
+		const char *name = DatumGetPointer(ring->node_texts[nodes[i]]);
+		Size		size = ring->node_text_sizes[nodes[i]];
 
-		/* Names are short: whole words inline beat a call to memcpy. */
-		for (Size w = 0; w < words; w++)
-			((uint32 *) data)[w] = name[w];
-		data += words * sizeof(uint32);
+		if (size <= NODE_TEXT_CHUNK)
+			memcpy(data, name, NODE_TEXT_CHUNK);
+		else
+			memcpy(data, name, size);
+		data += size;
 	}
 	return array;
 }
@@ -243,7 +247,7 @@ memo_node_array(FunctionCallInfo fcinfo, RouteCallState *state, const CachedRing
 	uint32		slot;
 
 	if (count == 0 || count > REPLICA_MEMO_MAX_NODES)
-		return node_array(ring->node_texts, nodes, count);
+		return node_array(ring, nodes, count);
 	if (memo == NULL)
 		memo = state->replica_memo =
 			MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReplicaMemo));
@@ -263,7 +267,7 @@ memo_node_array(FunctionCallInfo fcinfo, RouteCallState *state, const CachedRing
 		memo->stopped = false;
 	}
 	if (memo->stopped)
-		return node_array(ring->node_texts, nodes, count);
+		return node_array(ring, nodes, count);
 
 	/* Node indexes are < 65535, so index + 1 packs into 16 bits, never 0. */
 	for (uint32 i = 0; i < count; i++)
@@ -277,7 +281,7 @@ memo_node_array(FunctionCallInfo fcinfo, RouteCallState *state, const CachedRing
 	else if (memo->hits < MEMO_TRIAL_ROWS / 2)
 	{
 		memo->stopped = true;
-		return node_array(ring->node_texts, nodes, count);
+		return node_array(ring, nodes, count);
 	}
 	if (memo->keys[slot] != key)
 	{
@@ -287,7 +291,7 @@ memo_node_array(FunctionCallInfo fcinfo, RouteCallState *state, const CachedRing
 			pfree(memo->arrays[slot]);
 		memo->arrays[slot] = NULL;	/* stays empty if the build fails */
 		memo->keys[slot] = 0;
-		memo->arrays[slot] = node_array(ring->node_texts, nodes, count);
+		memo->arrays[slot] = node_array(ring, nodes, count);
 		memo->keys[slot] = key;
 		MemoryContextSwitchTo(old);
 	}

@@ -352,18 +352,14 @@ topology_cache_ring(const char *ring_name)
 	memcpy(entry->node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
 	if (ring)
 	{
-		Size		block_size = 0;
+		Size		block_size = NODE_TEXT_CHUNK;	/* the slack */
 		char	   *block;
 
-		/*
-		 * The names as text values in one block, each zero-padded to int
-		 * alignment: replicas_for copies a name with its padding into an
-		 * array in one go (see node_array).
-		 */
 		for (uint32 i = 0; i < ring->nnodes; i++)
 			block_size += INTALIGN(VARHDRSZ + ring->name_lens[i]);
 		block = palloc0(block_size);
 		entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
+		entry->node_text_sizes = palloc(sizeof(uint16) * ring->nnodes);
 		for (uint32 i = 0; i < ring->nnodes; i++)
 		{
 			text	   *name = (text *) block;
@@ -371,7 +367,8 @@ topology_cache_ring(const char *ring_name)
 			SET_VARSIZE(name, VARHDRSZ + ring->name_lens[i]);
 			memcpy(VARDATA(name), ring->names[i], ring->name_lens[i]);
 			entry->node_texts[i] = PointerGetDatum(name);
-			block += INTALIGN(VARHDRSZ + ring->name_lens[i]);
+			entry->node_text_sizes[i] = (uint16) INTALIGN(VARHDRSZ + ring->name_lens[i]);
+			block += entry->node_text_sizes[i];
 		}
 	}
 	MemoryContextSwitchTo(old);

@@ -19,6 +19,13 @@
 #include "rs_partmap.h"
 #include "rs_ring.h"
 
+/*
+ * A ring's node names are text values in one block, each zero-padded to int
+ * alignment, with this much readable slack after the last: replicas_for
+ * copies a short name as a fixed-size chunk (see node_array).
+ */
+#define NODE_TEXT_CHUNK 16
+
 typedef struct CachedRing
 {
 	MemoryContext mcxt;			/* holds the entry and its palloc'd parts */
@@ -26,6 +33,7 @@ typedef struct CachedRing
 	rs_ring    *ring;			/* NULL when the ring has no nodes */
 	int			replication_factor;
 	Datum	   *node_texts;		/* text datum of each node's name */
+	uint16	   *node_text_sizes;	/* their sizes, padded to int alignment */
 	bool	   *node_up;		/* health, by node index */
 	struct CachedRing *next;
 } CachedRing;

@@ -500,57 +500,10 @@ walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
 	return RS_OK;
 }
 
-/*
- * walk_replicas for up to three nodes, the found nodes in registers: on a
- * ring of many nodes the next point's owner is almost always new, so each
- * inner loop ends at its first test and the branches predict well.
- */
-static rs_status
-walk_few_replicas(const rs_ring *ring, uint32_t start, uint32_t want,
-				  uint16_t *out, uint32_t *count)
-{
-	uint32_t	point = start;
-	uint32_t	steps = 1;
-	uint32_t	first = rs_ring_point_owner(ring, point);
-	uint32_t	second = first;
-	uint32_t	third = first;
-
-	*count = 0;
-	if (want == 0)
-		return RS_OK;
-	out[0] = (uint16_t) first;
-	*count = 1;
-	if (want < 2)
-		return RS_OK;
-	do
-	{
-		if (steps++ == ring->npoints)
-			return RS_OK;
-		if (++point == ring->npoints)
-			point = 0;
-		second = rs_ring_point_owner(ring, point);
-	} while (second == first);
-	out[1] = (uint16_t) second;
-	*count = 2;
-	if (want < 3)
-		return RS_OK;
-	do
-	{
-		if (steps++ == ring->npoints)
-			return RS_OK;
-		if (++point == ring->npoints)
-			point = 0;
-		third = rs_ring_point_owner(ring, point);
-	} while (third == first || third == second);
-	out[2] = (uint16_t) third;
-	*count = 3;
-	return RS_OK;
-}
-
-/* The replica set of a hash (see rs_ring.h). */
+/* The replica set of a hash, beyond rs_ring_replicas' inline case. */
 rs_status
-rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
-				 uint16_t *out, uint32_t *count)
+rs_ring_replicas_general(const rs_ring *ring, uint64_t hash, uint32_t want,
+						 uint16_t *out, uint32_t *count)
 {
 	uint32_t	start = rs_ring_find_point(ring, hash);
 
@@ -562,8 +515,6 @@ rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
 		*count = want;
 		return RS_OK;
 	}
-	if (want <= 3)
-		return walk_few_replicas(ring, start, want, out, count);
 	return walk_replicas(ring, start, want, out, count);
 }
 

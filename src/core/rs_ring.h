@@ -193,9 +193,60 @@ rs_ring_owner(const rs_ring *ring, uint64_t hash)
  * The replica set of a hash: up to want distinct node indexes, owner first,
  * walking clockwise once around the ring.  *count gets how many were found
  * (fewer than want when the ring has fewer nodes).  RS_ERR_NOMEM only.
+ *
+ * Up to three replicas are walked inline, the found nodes in registers: on a
+ * ring of many nodes the next point's owner is almost always new, so each
+ * inner loop ends at its first test and the branches predict well.  Rings
+ * with a table of replica sets, and larger sets, take the general path.
  */
-extern rs_status rs_ring_replicas(const rs_ring *ring, uint64_t hash,
-								  uint32_t want, uint16_t *out, uint32_t *count);
+extern rs_status rs_ring_replicas_general(const rs_ring *ring, uint64_t hash,
+										  uint32_t want, uint16_t *out, uint32_t *count);
+
+static inline rs_status
+rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
+				 uint16_t *out, uint32_t *count)
+{
+	uint32_t	point;
+	uint32_t	steps = 1;
+	uint32_t	first;
+	uint32_t	second;
+	uint32_t	third;
+
+	if (want > 3 || ring->replica_sets != NULL)
+		return rs_ring_replicas_general(ring, hash, want, out, count);
+	*count = 0;
+	if (want == 0)
+		return RS_OK;
+	point = rs_ring_find_point(ring, hash);
+	first = rs_ring_point_owner(ring, point);
+	out[0] = (uint16_t) first;
+	*count = 1;
+	if (want < 2)
+		return RS_OK;
+	do
+	{
+		if (steps++ == ring->npoints)
+			return RS_OK;
+		if (++point == ring->npoints)
+			point = 0;
+		second = rs_ring_point_owner(ring, point);
+	} while (second == first);
+	out[1] = (uint16_t) second;
+	*count = 2;
+	if (want < 3)
+		return RS_OK;
+	do
+	{
+		if (steps++ == ring->npoints)
+			return RS_OK;
+		if (++point == ring->npoints)
+			point = 0;
+		third = rs_ring_point_owner(ring, point);
+	} while (third == first || third == second);
+	out[2] = (uint16_t) third;
+	*count = 3;
+	return RS_OK;
+}
 
 /*
  * Precompute the replica set (up to width nodes) of every point, so that
