@@ -91,5 +91,23 @@ SELECT nodes_for('faces', 'face-001') AS after_rollback;
 SELECT ringshard.add_node('node1');
 SELECT shard_for('x') AS ring_owner, nodes_for('faces', 'face-001') AS map_holders;
 
+-- a map name held in a PL/pgSQL variable routes on the map it names at each
+-- call, though PL/pgSQL keeps the expression for the whole transaction
+SELECT ringshard.create_partition_map('all_node3');
+SELECT ringshard.assign_partitions('node3', 0, 255, 'all_node3');
+CREATE FUNCTION holders_in_loop(key text, maps text[]) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE m text; answers text := '';
+BEGIN
+  FOREACH m IN ARRAY maps LOOP
+    answers := answers || m || '=' || nodes_for('faces', key, m)::text || ' ' ||
+               ringshard.partition_nodes(partition_for('faces', key), m)::text || '; ';
+  END LOOP;
+  RETURN answers;
+END $$;
+SELECT holders_in_loop('face-001', ARRAY['default', 'all_node3', 'default']);
+DROP FUNCTION holders_in_loop(text, text[]);
+SELECT ringshard.drop_partition_map('all_node3');
+
 SELECT ringshard.drop_partition_map('broken');
 SELECT ringshard.drop_partition_map('broken');

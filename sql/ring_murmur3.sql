@@ -124,6 +124,32 @@ SELECT count(*) FILTER (WHERE NOT (ROW(replicas_for(key, 'mixed_names'))::pg_tem
                                    ROW((ringshard.proposed_replicas(key, 'mixed_names', 'set_weight', 'a', 1))[1:2])::pg_temp.one_array)) AS pair_image_differs,
        count(DISTINCT replicas_for(key, 'mixed_names')) AS sets
   FROM (SELECT 'key-' || g AS key FROM generate_series(1, 3000) g) AS k;
+-- a ring name held in a PL/pgSQL variable changes between calls of the same
+-- expression (PL/pgSQL keeps it, and its per-call-site state, for the whole
+-- transaction): each call routes on the ring it names
+CREATE FUNCTION route_via_variable(key text, ring text) RETURNS text
+LANGUAGE plpgsql AS $$ BEGIN RETURN shard_for(key, ring) || ' ' || replicas_for(key, ring)::text; END $$;
+CREATE FUNCTION route_in_loop(key text, rings text[]) RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE r text; answers text[] := '{}';
+BEGIN
+  FOREACH r IN ARRAY rings LOOP
+    answers := answers || (shard_for(key, r) || ' ' || replicas_for(key, r)::text);
+  END LOOP;
+  RETURN answers;
+END $$;
+SELECT count(*) FILTER (WHERE route_via_variable(key, ring) IS DISTINCT FROM
+                              shard_for(key, ring) || ' ' || replicas_for(key, ring)::text) AS variable_differs,
+       count(DISTINCT ring) AS rings
+  FROM (SELECT 'key-' || g AS key, (ARRAY['default', 'forty', 'weighted', 'mixed_names'])[1 + g % 4] AS ring
+          FROM generate_series(1, 400) g) AS k;
+SELECT route_in_loop('key-7', ARRAY['default', 'forty', 'default', 'weighted']) =
+       ARRAY[shard_for('key-7', 'default') || ' ' || replicas_for('key-7', 'default')::text,
+             shard_for('key-7', 'forty') || ' ' || replicas_for('key-7', 'forty')::text,
+             shard_for('key-7', 'default') || ' ' || replicas_for('key-7', 'default')::text,
+             shard_for('key-7', 'weighted') || ' ' || replicas_for('key-7', 'weighted')::text] AS loop_routes_each_ring;
+DROP FUNCTION route_via_variable(text, text);
+DROP FUNCTION route_in_loop(text, text[]);
 -- a topology change between statements is seen by the next statement
 SELECT ringshard.remove_node('shard-bandung-04');
 SELECT count(*) FILTER (WHERE replicas_for('key-' || g) IS DISTINCT FROM fresh_replicas('key-' || g, 'default')) AS differs_after_change,

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "nodes/primnodes.h"
 #include "common/pg_prng.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -55,6 +56,30 @@ typedef struct RouteCallState
 } RouteCallState;
 
 /*
+ * Whether argument argnum of the call is a constant in the expression.  Not
+ * get_fn_expr_arg_stable: it also accepts external parameters, and a
+ * PL/pgSQL variable is one whose value changes while the expression, and
+ * its fn_extra, are kept for the whole transaction.
+ */
+static bool
+arg_is_constant(FmgrInfo *flinfo, int argnum)
+{
+	Node	   *expr = flinfo->fn_expr;
+	List	   *args;
+	Node	   *arg;
+
+	if (expr == NULL || !IsA(expr, FuncExpr))
+		return false;
+	args = ((FuncExpr *) expr)->args;
+	if (argnum < 0 || argnum >= list_length(args))
+		return false;
+	arg = (Node *) list_nth(args, argnum);
+	while (arg != NULL && IsA(arg, RelabelType))
+		arg = (Node *) ((RelabelType *) arg)->arg;
+	return arg != NULL && IsA(arg, Const);
+}
+
+/*
  * The call site's state, set up on the first row.  target_arg is the
  * position of the ring or map name argument (absent means "default").
  */
@@ -70,12 +95,12 @@ route_state(FunctionCallInfo fcinfo, int key_arg, int target_arg)
 						 fcinfo->flinfo->fn_mcxt);
 
 		/*
-		 * A name that is a constant (or an external parameter, fixed for the
-		 * execution) cannot change between rows, so the ring fetched for it
-		 * stays right until the cache changes: no per-row name comparison.
+		 * A name that is a constant cannot change between rows, so the ring
+		 * fetched for it stays right until the cache changes: no per-row
+		 * name comparison.
 		 */
 		state->target_arg_stable = target_arg >= PG_NARGS() ||
-			get_fn_expr_arg_stable(fcinfo->flinfo, target_arg);
+			arg_is_constant(fcinfo->flinfo, target_arg);
 		fcinfo->flinfo->fn_extra = state;
 	}
 	return state;
@@ -475,7 +500,7 @@ ringshard_partition_nodes(PG_FUNCTION_ARGS)
 	{
 		state = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(RouteCallState));
 		state->target_arg_stable = PG_NARGS() < 2 ||
-			get_fn_expr_arg_stable(fcinfo->flinfo, 1);
+			arg_is_constant(fcinfo->flinfo, 1);
 		fcinfo->flinfo->fn_extra = state;
 	}
 	PG_RETURN_ARRAYTYPE_P(partition_holders(route_map(fcinfo, state, 1), partition));

@@ -64,15 +64,17 @@ rs_murmur3_token(const void *data, size_t len)
 	const uint64_t c1 = UINT64_C(0x87c37b91114253d5);
 	const uint64_t c2 = UINT64_C(0x4cf5ad432745937f);
 	const unsigned char *bytes = data;
-	const unsigned char *tail = bytes + (len & ~(size_t) 15);
 	size_t		rest = len & 15;
+	size_t		body = len - rest;
 	uint64_t	h1 = 0;
 	uint64_t	h2 = 0;
 	uint64_t	k1 = 0;
 	uint64_t	k2 = 0;
 
-	for (const unsigned char *block = bytes; block < tail; block += 16)
+	for (size_t offset = 0; offset < body; offset += 16)
 	{
+		const unsigned char *block = bytes + offset;
+
 		k1 = rs_load_le64(block) * c1;
 		k1 = rs_rotl64(k1, 31) * c2;
 		h1 ^= k1;
@@ -95,7 +97,7 @@ rs_murmur3_token(const void *data, size_t len)
 	k2 = 0;
 	if (rest > 8)
 	{
-		k1 = rs_load_le64(tail);
+		k1 = rs_load_le64(bytes + body);
 		k2 = rs_load_le64(bytes + len - 8) >> (8 * (16 - rest));
 		k2 = rs_rotl64(k2 * c2, 33) * c1;
 		h2 ^= k2;
@@ -104,7 +106,7 @@ rs_murmur3_token(const void *data, size_t len)
 		k1 = rs_load_le64(bytes + len - 8) >> (8 * (8 - rest));
 	else
 		for (size_t i = rest; i > 0; i--)
-			k1 = (k1 << 8) | tail[i - 1];
+			k1 = (k1 << 8) | bytes[body + i - 1];
 	if (rest > 0)
 	{
 		k1 = rs_rotl64(k1 * c1, 31) * c2;
