@@ -341,37 +341,47 @@ topology_cache_ring(const char *ring_name)
 	 */
 	if (ring != NULL && ring->nnodes <= 16 && replication_factor > 1)
 		(void) rs_ring_precompute_replicas(ring, (uint32) Min(replication_factor, 8));
-	entry_cxt = new_entry_context(CurrentMemoryContext, ring_name);
-	old = MemoryContextSwitchTo(entry_cxt);
-	entry = palloc0(sizeof(CachedRing));
-	entry->mcxt = entry_cxt;
-	entry->name = pstrdup(ring_name);
-	entry->ring = ring;
-	entry->replication_factor = replication_factor;
-	entry->node_up = palloc(sizeof(bool) * (spec->nmembers + 1));
-	memcpy(entry->node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
-	if (ring)
+	/* The core ring is malloc'd: free it if building the entry fails. */
+	PG_TRY();
 	{
-		Size		block_size = NODE_TEXT_CHUNK;	/* the slack */
-		char	   *block;
-
-		for (uint32 i = 0; i < ring->nnodes; i++)
-			block_size += INTALIGN(VARHDRSZ + ring->name_lens[i]);
-		block = palloc0(block_size);
-		entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
-		entry->node_text_sizes = palloc(sizeof(uint16) * ring->nnodes);
-		for (uint32 i = 0; i < ring->nnodes; i++)
+		entry_cxt = new_entry_context(CurrentMemoryContext, ring_name);
+		old = MemoryContextSwitchTo(entry_cxt);
+		entry = palloc0(sizeof(CachedRing));
+		entry->mcxt = entry_cxt;
+		entry->name = pstrdup(ring_name);
+		entry->ring = ring;
+		entry->replication_factor = replication_factor;
+		entry->node_up = palloc(sizeof(bool) * (spec->nmembers + 1));
+		memcpy(entry->node_up, spec->node_up, sizeof(bool) * (spec->nmembers + 1));
+		if (ring)
 		{
-			text	   *name = (text *) block;
+			Size		block_size = NODE_TEXT_CHUNK;	/* the slack */
+			char	   *block;
 
-			SET_VARSIZE(name, VARHDRSZ + ring->name_lens[i]);
-			memcpy(VARDATA(name), ring->names[i], ring->name_lens[i]);
-			entry->node_texts[i] = PointerGetDatum(name);
-			entry->node_text_sizes[i] = (uint16) INTALIGN(VARHDRSZ + ring->name_lens[i]);
-			block += entry->node_text_sizes[i];
+			for (uint32 i = 0; i < ring->nnodes; i++)
+				block_size += INTALIGN(VARHDRSZ + ring->name_lens[i]);
+			block = palloc0(block_size);
+			entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
+			entry->node_text_sizes = palloc(sizeof(uint16) * ring->nnodes);
+			for (uint32 i = 0; i < ring->nnodes; i++)
+			{
+				text	   *name = (text *) block;
+
+				SET_VARSIZE(name, VARHDRSZ + ring->name_lens[i]);
+				memcpy(VARDATA(name), ring->names[i], ring->name_lens[i]);
+				entry->node_texts[i] = PointerGetDatum(name);
+				entry->node_text_sizes[i] = (uint16) INTALIGN(VARHDRSZ + ring->name_lens[i]);
+				block += entry->node_text_sizes[i];
+			}
 		}
+		MemoryContextSwitchTo(old);
 	}
-	MemoryContextSwitchTo(old);
+	PG_CATCH();
+	{
+		rs_ring_free(ring);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	keep_entry_context(entry_cxt);
 	entry->next = cached_rings;
 	cached_rings = entry;
