@@ -91,6 +91,67 @@ $$;
 COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
 	'delivers up to batch queued writes to a node, oldest first, exactly once (idempotent on the worker); a refused write stays queued with its error; returns how many were delivered';
 
+-- Prune replayed_writes on the workers.  A worker keeps (coordinator, write
+-- id) for every routed write it applied, so that a repeated delivery is a
+-- no-op; a record is needed only while this coordinator may still deliver
+-- that write to that worker: while a queue entry for it exists here, or while
+-- the transaction that made the write is still open (it may yet queue it).
+-- So a record goes when it is older than retention (by the worker's own
+-- clock), its id is below the first id queued here for that worker, and no
+-- transaction of this database has been open for longer than retention (if
+-- one has, nothing is pruned this time).
+CREATE FUNCTION ringshard.prune_replayed_writes(retention interval DEFAULT '1 day')
+	RETURNS TABLE (node text, pruned bigint, error text)
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	origin uuid := (SELECT s.coordinator_id FROM ringshard.cluster_state s);
+	oldest_open timestamptz;
+	target record;
+	outcome record;
+BEGIN
+	IF retention < interval '1 second' THEN
+		RAISE EXCEPTION 'retention % is shorter than one second', retention
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Keep records at least as long as the longest transaction that routes writes; the default is one day.';
+	END IF;
+	-- Other sessions' transaction starts are visible only with these rights.
+	IF NOT (pg_has_role('pg_read_all_stats', 'USAGE') OR
+	        (SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user)) THEN
+		RAISE EXCEPTION 'pruning replayed writes needs to see every open transaction'
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = 'The open transactions of other roles are hidden from pg_stat_activity without pg_read_all_stats.',
+			      HINT = 'GRANT pg_read_all_stats TO the role that prunes, or let the watchdog prune (it does once an hour).';
+	END IF;
+	SELECT min(a.xact_start) INTO oldest_open FROM pg_stat_activity a
+	 WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.xact_start IS NOT NULL;
+	IF oldest_open < now() - retention THEN
+		RAISE NOTICE 'nothing pruned: a transaction of this database has been open since %, longer than the retention %',
+			oldest_open, retention;
+		RETURN;
+	END IF;
+	FOR target IN
+		SELECT n.node_name,
+		       (SELECT min(q.id) FROM ringshard.write_queue q WHERE q.node_name = n.node_name) AS first_queued
+		  FROM ringshard.nodes n ORDER BY n.node_name
+	LOOP
+		SELECT * INTO outcome FROM ringshard.node_execute(ARRAY[target.node_name],
+			'WITH gone AS (DELETE FROM ringshard.replayed_writes w
+			                WHERE w.coordinator_id OPERATOR(pg_catalog.=) $1::pg_catalog.uuid
+			                  AND w.queue_id OPERATOR(pg_catalog.<) $2::pg_catalog.int8
+			                  AND w.applied_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $3::pg_catalog.interval)
+			                RETURNING 1)
+			 SELECT pg_catalog.count(*) FROM gone',
+			ARRAY[origin::text, coalesce(target.first_queued, 9223372036854775807)::text, retention::text], false);
+		node := target.node_name;
+		pruned := CASE WHEN outcome.ok THEN outcome.value::bigint END;
+		error := outcome.error;
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard.prune_replayed_writes(interval) IS
+	'deletes on every node the replayed-write records of this coordinator that no delivery can need any more (older than retention, below the first queued id, no transaction open longer than retention); per node: how many went, or the error';
+
 -- One round of the health watchdog: probe every node, mark it up or down,
 -- and replay the queue of each node that answers.
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)

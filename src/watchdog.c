@@ -5,6 +5,8 @@
  *		and replays each returning node's queued writes (the seed's
  *		coordinator watchdog).  It runs ringshard.watchdog_tick() in its own
  *		transaction, so a crash at any point leaves the queue consistent.
+ *		Once an hour it also prunes the workers' records of applied writes
+ *		(ringshard.prune_replayed_writes() with its default retention).
  */
 #include "postgres.h"
 
@@ -19,11 +21,15 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "watchdog.h"
 
 static char *watchdog_database = NULL;
 static int	watchdog_interval_ms = 5000;
+
+/* Time between two prunes of replayed_writes; the first is this long after start. */
+#define WATCHDOG_PRUNE_INTERVAL_MS (3600 * 1000)
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
 
@@ -58,9 +64,12 @@ watchdog_init(void)
 	RegisterBackgroundWorker(&worker);
 }
 
-/* One round, in its own transaction; false if the extension is not installed. */
+/*
+ * One round, in its own transaction: the query (a watchdog tick or a prune)
+ * when the extension is installed.  False if it is not.
+ */
 static bool
-watchdog_round(void)
+watchdog_round(const char *activity, const char *query)
 {
 	bool		installed;
 
@@ -68,12 +77,11 @@ watchdog_round(void)
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "ringshard watchdog round");
+	pgstat_report_activity(STATE_RUNNING, activity);
 	installed = SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'ringshard'",
 							true, 1) == SPI_OK_SELECT && SPI_processed == 1;
-	if (installed &&
-		SPI_execute("SELECT * FROM ringshard.watchdog_tick()", false, 0) != SPI_OK_SELECT)
-		elog(WARNING, "ringshard watchdog round failed");
+	if (installed && SPI_execute(query, false, 0) != SPI_OK_SELECT)
+		elog(WARNING, "%s failed", activity);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -85,11 +93,14 @@ watchdog_round(void)
 void
 ringshard_watchdog_main(Datum arg)
 {
+	TimestampTz last_prune;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(watchdog_database, NULL, 0);
 	elog(LOG, "ringshard watchdog started for database \"%s\"", watchdog_database);
+	last_prune = GetCurrentTimestamp();
 
 	for (;;)
 	{
@@ -102,6 +113,12 @@ ringshard_watchdog_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		(void) watchdog_round();
+		(void) watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()");
+		if (TimestampDifferenceExceeds(last_prune, GetCurrentTimestamp(), WATCHDOG_PRUNE_INTERVAL_MS))
+		{
+			last_prune = GetCurrentTimestamp();
+			(void) watchdog_round("ringshard watchdog prune",
+								  "SELECT * FROM ringshard.prune_replayed_writes()");
+		}
 	}
 }

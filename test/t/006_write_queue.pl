@@ -154,5 +154,55 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_qu
 	'a failed write queues nothing');
 $workers[2]->start;
 
+# Pruning the workers' records of applied writes: only records no delivery
+# can need go (older than the retention, below the node's first queued id),
+# and nothing goes while a transaction has been open longer than the retention.
+my @recorded = map { $_->safe_psql('postgres', q{SELECT count(*) FROM ringshard.replayed_writes}) } @workers;
+is($coordinator->safe_psql('postgres', q{SELECT sum(pruned) FROM ringshard.prune_replayed_writes()}), '0',
+	'records younger than the retention are kept');
+$_->safe_psql('postgres', q{UPDATE ringshard.replayed_writes SET applied_at = applied_at - interval '2 days'})
+	for @workers;
+my $long = $coordinator->background_psql('postgres');
+$long->query_safe('BEGIN');
+$long->query_safe('SELECT 1');
+sleep 3;
+my ($prune_rc, $prune_out, $prune_err) = $coordinator->psql('postgres',
+	q{SELECT count(*) FROM ringshard.prune_replayed_writes('2 seconds')});
+is($prune_out, '0', 'nothing is pruned while a transaction is open longer than the retention');
+like($prune_err, qr/nothing pruned: a transaction of this database has been open since/,
+	'the notice says why');
+$long->query_safe('COMMIT');
+$long->quit;
+is(join(',', map { $_->safe_psql('postgres', q{SELECT count(*) FROM ringshard.replayed_writes}) } @workers),
+	join(',', @recorded), 'the blocked prune deleted nothing');
+
+# q3 has a write queued (added in the same transaction as the prune): its
+# records from that write's id on stay.
+my $q3_first_queued = $workers[2]->safe_psql('postgres',
+	q{SELECT queue_id FROM ringshard.replayed_writes ORDER BY queue_id
+	   OFFSET (SELECT count(*) / 2 FROM ringshard.replayed_writes) LIMIT 1});
+my $q3_kept = $workers[2]->safe_psql('postgres',
+	"SELECT count(*) FROM ringshard.replayed_writes WHERE queue_id >= $q3_first_queued");
+my $pruned = $coordinator->safe_psql('postgres', qq{
+	BEGIN;
+	INSERT INTO ringshard.write_queue (id, node_name, table_name, payload) VALUES ($q3_first_queued, 'q3', 'items', '{}');
+	SELECT string_agg(node || ':' || pruned, ',' ORDER BY node) FROM ringshard.prune_replayed_writes('2 seconds');
+	ROLLBACK;});
+is($pruned, sprintf('q1:%d,q2:%d,q3:%d', $recorded[0], $recorded[1], $recorded[2] - $q3_kept),
+	'old records go on every node, except from the first queued id on');
+is(join(',', map { $_->safe_psql('postgres', q{SELECT count(*) FROM ringshard.replayed_writes}) } @workers),
+	"0,0,$q3_kept", 'the workers keep only the records still needed');
+
+# A kept record still makes a repeated delivery a no-op.
+my $q3_row = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(1, 360) g WHERE 'q3' = ANY (replicas_for(g::bigint)) ORDER BY g LIMIT 1});
+$coordinator->safe_psql('postgres', qq{
+	INSERT INTO ringshard.write_queue (id, node_name, table_name, payload)
+	VALUES ($q3_first_queued, 'q3', 'items', json_build_object('id', $q3_row, 'payload', 'payload-$q3_row'));
+	SELECT ringshard.replay_queue('q3');});
+check_placement('after pruning and a repeated delivery');
+like(($coordinator->psql('postgres', q{SELECT * FROM ringshard.prune_replayed_writes('0 seconds')}))[2],
+	qr/retention 00:00:00 is shorter than one second/, 'a retention under one second is refused');
+
 $_->stop for ($coordinator, @workers);
 done_testing();
