@@ -5,7 +5,8 @@
  *		and replays each returning node's queued writes (the seed's
  *		coordinator watchdog).  It runs ringshard.watchdog_tick() in its own
  *		transaction, so a crash at any point leaves the queue consistent.
- *		Once an hour it also prunes the workers' records of applied writes
+ *		Every ringshard.watchdog_prune_interval (an hour by default) it also
+ *		prunes the workers' records of applied writes
  *		(ringshard.prune_replayed_writes() with its default retention).
  */
 #include "postgres.h"
@@ -27,9 +28,7 @@
 
 static char *watchdog_database = NULL;
 static int	watchdog_interval_ms = 5000;
-
-/* Time between two prunes of replayed_writes; the first is this long after start. */
-#define WATCHDOG_PRUNE_INTERVAL_MS (3600 * 1000)
+static int	watchdog_prune_interval_ms = 3600 * 1000;
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
 
@@ -42,6 +41,11 @@ watchdog_init(void)
 	DefineCustomIntVariable("ringshard.watchdog_interval",
 							"Time between two rounds of the health watchdog.",
 							NULL, &watchdog_interval_ms, 5000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.watchdog_prune_interval",
+							"Time between two prunes of the workers' replayed_writes by the health watchdog.",
+							"The first prune comes this long after the watchdog starts; 0 turns pruning off.",
+							&watchdog_prune_interval_ms, 3600 * 1000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	/* A postmaster setting can only be defined while preloading. */
 	if (!process_shared_preload_libraries_in_progress)
@@ -114,7 +118,8 @@ ringshard_watchdog_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		(void) watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()");
-		if (TimestampDifferenceExceeds(last_prune, GetCurrentTimestamp(), WATCHDOG_PRUNE_INTERVAL_MS))
+		if (watchdog_prune_interval_ms > 0 &&
+			TimestampDifferenceExceeds(last_prune, GetCurrentTimestamp(), watchdog_prune_interval_ms))
 		{
 			last_prune = GetCurrentTimestamp();
 			(void) watchdog_round("ringshard watchdog prune",

@@ -204,5 +204,19 @@ check_placement('after pruning and a repeated delivery');
 like(($coordinator->psql('postgres', q{SELECT * FROM ringshard.prune_replayed_writes('0 seconds')}))[2],
 	qr/retention 00:00:00 is shorter than one second/, 'a retention under one second is refused');
 
+# The watchdog prunes on its own every ringshard.watchdog_prune_interval
+# (an hour by default; set to a second here): q3's remaining records are old
+# and nothing is queued any more.
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}), '0',
+	'nothing is queued');
+cmp_ok($workers[2]->safe_psql('postgres', q{SELECT count(*) FROM ringshard.replayed_writes}), '>', 0,
+	'q3 still holds old records');
+$coordinator->safe_psql('postgres', q{ALTER SYSTEM SET ringshard.watchdog_prune_interval = '1s'});
+$coordinator->safe_psql('postgres', q{SELECT pg_reload_conf()});
+ok($workers[2]->poll_query_until('postgres', q{SELECT count(*) = 0 FROM ringshard.replayed_writes}),
+	'the watchdog prunes records no delivery needs any more');
+$coordinator->safe_psql('postgres', q{ALTER SYSTEM RESET ringshard.watchdog_prune_interval});
+$coordinator->safe_psql('postgres', q{SELECT pg_reload_conf()});
+
 $_->stop for ($coordinator, @workers);
 done_testing();
