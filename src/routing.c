@@ -9,8 +9,8 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "nodes/primnodes.h"
 #include "common/pg_prng.h"
+#include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
