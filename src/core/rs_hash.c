@@ -54,12 +54,19 @@ digest_start(cached_digest *digest)
 	return EVP_DigestInit_ex2(digest->ctx, digest->md, NULL) == 1 ? RS_OK : RS_ERR_CRYPTO;
 }
 
-/* Finish the digest into out, which holds expected_len bytes. */
+/* The digest of the concatenated parts into out (expected_len bytes). */
 static rs_status
-digest_finish(cached_digest *digest, unsigned char *out, unsigned int expected_len)
+digest_parts(cached_digest *digest, int nparts, const void *const *parts,
+			 const size_t *lens, unsigned char *out, unsigned int expected_len)
 {
+	rs_status	status = digest_start(digest);
 	unsigned int len = 0;
 
+	if (status != RS_OK)
+		return status;
+	for (int i = 0; i < nparts; i++)
+		if (EVP_DigestUpdate(digest->ctx, parts[i], lens[i]) != 1)
+			return RS_ERR_CRYPTO;
 	if (EVP_DigestFinal_ex(digest->ctx, out, &len) != 1 || len != expected_len)
 		return RS_ERR_CRYPTO;
 	return RS_OK;
@@ -69,13 +76,7 @@ digest_finish(cached_digest *digest, unsigned char *out, unsigned int expected_l
 rs_status
 rs_md5(const void *data, size_t len, unsigned char digest[16])
 {
-	rs_status	status = digest_start(&md5_digest);
-
-	if (status != RS_OK)
-		return status;
-	if (EVP_DigestUpdate(md5_digest.ctx, data, len) != 1)
-		return RS_ERR_CRYPTO;
-	return digest_finish(&md5_digest, digest, 16);
+	return digest_parts(&md5_digest, 1, &data, &len, digest, 16);
 }
 
 /* libketama's key hash: little-endian uint32 of MD5's first 4 bytes (§4). */
@@ -94,23 +95,6 @@ rs_ketama_hash(const void *data, size_t len)
 		(uint32_t) digest[2] << 16 | (uint32_t) digest[3] << 24;
 }
 
-/* SHA-1 of keyspace "-" key, fed in its three parts. */
-static rs_status
-sha1_joined(const void *keyspace, size_t keyspace_len,
-			const void *key, size_t key_len,
-			unsigned char digest[SHA_DIGEST_LENGTH])
-{
-	rs_status	status = digest_start(&sha1_digest);
-
-	if (status != RS_OK)
-		return status;
-	if (EVP_DigestUpdate(sha1_digest.ctx, keyspace, keyspace_len) != 1 ||
-		EVP_DigestUpdate(sha1_digest.ctx, "-", 1) != 1 ||
-		EVP_DigestUpdate(sha1_digest.ctx, key, key_len) != 1)
-		return RS_ERR_CRYPTO;
-	return digest_finish(&sha1_digest, digest, SHA_DIGEST_LENGTH);
-}
-
 /* partition(keyspace, key) = be32(SHA-1(keyspace "-" key)[0..3]) mod 256 (§5). */
 rs_status
 rs_partition(const void *keyspace, size_t keyspace_len,
@@ -123,21 +107,23 @@ rs_partition(const void *keyspace, size_t keyspace_len,
 	if (keyspace_len + key_len + 1 <= RS_PARTITION_STACK_BYTES)
 	{
 		unsigned char joined[RS_PARTITION_STACK_BYTES];
+		const void *part = joined;
+		size_t		len = keyspace_len + 1 + key_len;
 
 		if (keyspace_len > 0)
 			memcpy(joined, keyspace, keyspace_len);
 		joined[keyspace_len] = '-';
 		if (key_len > 0)
 			memcpy(joined + keyspace_len + 1, key, key_len);
-		status = digest_start(&sha1_digest);
-		if (status != RS_OK)
-			return status;
-		if (EVP_DigestUpdate(sha1_digest.ctx, joined, keyspace_len + 1 + key_len) != 1)
-			return RS_ERR_CRYPTO;
-		status = digest_finish(&sha1_digest, digest, SHA_DIGEST_LENGTH);
+		status = digest_parts(&sha1_digest, 1, &part, &len, digest, SHA_DIGEST_LENGTH);
 	}
 	else
-		status = sha1_joined(keyspace, keyspace_len, key, key_len, digest);
+	{
+		const void *parts[3] = {keyspace, "-", key};
+		size_t		lens[3] = {keyspace_len, 1, key_len};
+
+		status = digest_parts(&sha1_digest, 3, parts, lens, digest, SHA_DIGEST_LENGTH);
+	}
 	if (status != RS_OK)
 		return status;
 

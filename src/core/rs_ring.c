@@ -433,9 +433,8 @@ rs_ring_find_point_exact(const rs_ring *ring, uint64_t hash)
 	uint32_t	lo;
 	uint32_t	hi;
 
-	if (ring->token_shift != 0 && (hash >> (64 - ring->token_shift)) != 0)
+	if (!rs_ring_stored_hash(ring, hash, &stored))
 		return ring->npoints;
-	stored = hash << ring->token_shift;
 	bucket = stored >> ring->bucket_shift;
 	lo = ring->buckets[bucket];
 	hi = ring->buckets[bucket + 1];

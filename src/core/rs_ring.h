@@ -132,6 +132,19 @@ rs_ring_key_hash(const rs_ring *ring, const void *key, size_t len)
 /* Size of the token space: 2^64 (murmur3) or 2^32 (ketama). */
 extern rs_u128 rs_ring_space(const rs_ring *ring);
 
+/*
+ * The hash as the ring stores tokens (shifted to the top for ketama); false
+ * for a hash past a 32-bit (ketama) space, which is above every point.
+ */
+static inline int
+rs_ring_stored_hash(const rs_ring *ring, uint64_t hash, uint64_t *stored)
+{
+	if (ring->token_shift != 0 && (hash >> (64 - ring->token_shift)) != 0)
+		return 0;
+	*stored = hash << ring->token_shift;
+	return 1;
+}
+
 /* The exact search behind rs_ring_find_point, for its rare cases. */
 extern uint32_t rs_ring_find_point_exact(const rs_ring *ring, uint64_t hash);
 
@@ -153,10 +166,8 @@ rs_ring_search(const rs_ring *ring, uint64_t hash)
 	const uint64_t *scan;
 	uint32_t	less;
 
-	/* A hash past a 32-bit (ketama) space is above every point: wrap. */
-	if (ring->token_shift != 0 && (hash >> (64 - ring->token_shift)) != 0)
+	if (!rs_ring_stored_hash(ring, hash, &stored))
 		return ring->npoints;
-	stored = hash << ring->token_shift;
 	top = stored & ~RS_RING_OWNER_MASK;
 	scan = ring->points + ring->buckets[stored >> ring->bucket_shift];
 	if (ring->scan_width == 4)
@@ -223,6 +234,11 @@ rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
 	*count = 1;
 	if (want < 2)
 		return RS_OK;
+
+	/*
+	 * Two loops written out rather than one over the found nodes: measured,
+	 * the loop form costs R = 3 about 15 % more on a 64-node ring.
+	 */
 	do
 	{
 		if (steps++ == ring->npoints)
