@@ -25,8 +25,21 @@ GLUE_OBJS = \
 	src/partitions.o \
 	src/annotated_tables.o \
 	src/previews.o \
-	src/cluster.o \
-	src/cluster_sql.o \
+	src/placement.o \
+	src/remote/catalog.o \
+	src/remote/connection.o \
+	src/remote/transaction.o \
+	src/remote/queue.o \
+	src/fdw/handler.o \
+	src/fdw/deparse.o \
+	src/fdw/planner.o \
+	src/fdw/scan.o \
+	src/fdw/modify.o \
+	src/fdw/ddl.o \
+	src/fdw/ddl_hook.o \
+	src/worker/guard.o \
+	src/admin/node_commands.o \
+	src/admin/addresses.o \
 	src/plproxy_bridge.o \
 	src/watchdog.o
 
@@ -60,4 +73,4 @@ unit:
 	$(MAKE) -C test/unit run
 
 # PGXS tracks no header dependencies for extensions: rebuild on any change.
-$(OBJS): $(wildcard src/*.h src/core/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)

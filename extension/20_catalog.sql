@@ -19,14 +19,38 @@ CREATE TABLE ringshard.rings (
 );
 COMMENT ON TABLE ringshard.rings IS 'consistent hash rings: algorithm, vnodes per unit weight, replication factor';
 
+-- The foreign-data wrapper of nodes and distributed tables (src/fdw): a node
+-- with an address is a foreign server of it, and credentials to reach it are
+-- user mappings, kept where PostgreSQL keeps remote credentials.
+CREATE FUNCTION ringshard.fdw_handler() RETURNS fdw_handler
+	AS 'MODULE_PATHNAME', 'ringshard_fdw_handler' LANGUAGE C STRICT;
+COMMENT ON FUNCTION ringshard.fdw_handler() IS 'the handler of the foreign-data wrapper ringshard';
+CREATE FUNCTION ringshard.fdw_validator(text[], oid) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_fdw_validator' LANGUAGE C STRICT;
+COMMENT ON FUNCTION ringshard.fdw_validator(text[], oid) IS
+	'validates options: libpq options without credentials on nodes, user/password on user mappings';
+CREATE FOREIGN DATA WRAPPER ringshard HANDLER ringshard.fdw_handler VALIDATOR ringshard.fdw_validator;
+COMMENT ON FOREIGN DATA WRAPPER ringshard IS 'ringshard nodes (servers) and distributed tables (foreign tables of server ringshard_cluster)';
+-- Every distributed table is a foreign table of this server; its rows live on the nodes.
+CREATE SERVER ringshard_cluster FOREIGN DATA WRAPPER ringshard;
+COMMENT ON SERVER ringshard_cluster IS 'the server of distributed tables: their rows live on the nodes of their ring or partition map';
+
+CREATE FUNCTION ringshard.address_options(address text) RETURNS TABLE (option text, value text)
+	AS 'MODULE_PATHNAME', 'ringshard_address_options' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.address_options(text) IS
+	'the foreign-server options of a node address (host:port or a libpq connection string); credentials are refused';
+CREATE FUNCTION ringshard.server_address(server name) RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_server_address' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.server_address(name) IS 'a node server''s options as an address: host:port when that is all, else a connection string';
+
 CREATE TABLE ringshard.nodes (
 	node_name text PRIMARY KEY
 		CONSTRAINT node_name_valid CHECK (node_name <> '' AND octet_length(node_name) <= 1024),
-	address text
-		CONSTRAINT address_without_password CHECK (ringshard.address_is_safe(address)),
+	server_name name UNIQUE,
 	is_up boolean NOT NULL DEFAULT true
 );
-COMMENT ON TABLE ringshard.nodes IS 'nodes (servers) with their libpq address and health; a node may serve several rings and maps';
+COMMENT ON TABLE ringshard.nodes IS
+	'nodes with their health; a node with an address has a foreign server (server_name) whose options are its address';
 
 CREATE TABLE ringshard.ring_members (
 	ring_name text NOT NULL REFERENCES ringshard.rings ON DELETE CASCADE,
@@ -66,6 +90,8 @@ CREATE TABLE ringshard.distributed_tables (
 	keyspace text,
 	keyspace_column name,
 	keyspace_attnum smallint,
+	-- distributed tables: constraints and indexes that only the nodes have, as {name, sql}
+	node_ddl jsonb NOT NULL DEFAULT '[]',
 	CONSTRAINT ring_or_map CHECK ((ring_name IS NULL) <> (map_name IS NULL)),
 	CONSTRAINT map_has_one_keyspace CHECK (
 		(map_name IS NULL AND keyspace IS NULL AND keyspace_column IS NULL) OR

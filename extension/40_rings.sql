@@ -79,14 +79,66 @@ $$;
 COMMENT ON FUNCTION ringshard.create_ring(text, integer, integer, text) IS
 	'creates an empty ring: vnodes points per unit weight, replication factor, algorithm murmur3 or ketama';
 
--- Delete nodes that no ring and no map uses any more.
+-- Delete nodes that no ring and no map uses any more, with their servers
+-- (and so the user mappings of those servers).
 CREATE FUNCTION ringshard.forget_unused_nodes() RETURNS void
-	LANGUAGE sql SET search_path = pg_catalog, ringshard AS $$
-	DELETE FROM ringshard.nodes n
-	 WHERE NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = n.node_name)
-	   AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = n.node_name);
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	gone record;
+BEGIN
+	FOR gone IN
+		DELETE FROM ringshard.nodes n
+		 WHERE NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = n.node_name)
+		   AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = n.node_name)
+		RETURNING n.server_name
+	LOOP
+		IF gone.server_name IS NOT NULL THEN
+			EXECUTE format('DROP SERVER IF EXISTS %I CASCADE', gone.server_name);
+		END IF;
+	END LOOP;
+END
 $$;
-COMMENT ON FUNCTION ringshard.forget_unused_nodes() IS 'deletes nodes that are in no ring and no partition map';
+COMMENT ON FUNCTION ringshard.forget_unused_nodes() IS 'deletes nodes that are in no ring and no partition map, and their foreign servers';
+
+-- Give a node the address: its foreign server gets the address's options
+-- (created, owned by ringshard_admin so that every administrator may manage
+-- it, or changed in place so that its user mappings stay).
+CREATE FUNCTION ringshard.set_server(node text, address text) RETURNS void
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	server name := (SELECT n.server_name FROM ringshard.nodes n WHERE n.node_name = node);
+	wanted text;
+	dropped text;
+BEGIN
+	SELECT string_agg(format('%I %L', o.option, o.value), ', ') INTO wanted FROM ringshard.address_options(address) o;
+	IF server IS NULL THEN
+		IF octet_length(node) > 63 THEN
+			RAISE EXCEPTION 'node name "%" is too long for a node with an address', left(node, 64)
+				USING ERRCODE = 'name_too_long',
+				      DETAIL = 'A node with an address is a foreign server of the same name, at most 63 bytes.';
+		END IF;
+		IF EXISTS (SELECT FROM pg_catalog.pg_foreign_server s WHERE s.srvname = node) THEN
+			RAISE EXCEPTION 'a foreign server named "%" already exists', node
+				USING ERRCODE = 'duplicate_object',
+				      HINT = 'Name the node differently, or drop that server.';
+		END IF;
+		EXECUTE format('CREATE SERVER %I FOREIGN DATA WRAPPER ringshard OPTIONS (%s)', node, wanted);
+		IF pg_catalog.pg_has_role('ringshard_admin', 'MEMBER') THEN
+			EXECUTE format('ALTER SERVER %I OWNER TO ringshard_admin', node);
+		END IF;
+		UPDATE ringshard.nodes n SET server_name = node WHERE n.node_name = node;
+		RETURN;
+	END IF;
+	SELECT string_agg(format('DROP %I', split_part(o, '=', 1)), ', ') INTO dropped
+	  FROM pg_catalog.pg_foreign_server s, unnest(s.srvoptions) o WHERE s.srvname = server;
+	IF dropped IS NOT NULL THEN
+		EXECUTE format('ALTER SERVER %I OPTIONS (%s)', server, dropped);
+	END IF;
+	EXECUTE format('ALTER SERVER %I OPTIONS (%s)', server,
+		(SELECT string_agg(format('ADD %I %L', o.option, o.value), ', ') FROM ringshard.address_options(address) o));
+END
+$$;
+COMMENT ON FUNCTION ringshard.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
@@ -137,24 +189,25 @@ COMMENT ON FUNCTION ringshard.check_weight(float8) IS 'raises unless a weight is
 
 -- Insert a node, or check that an existing one has the same address.
 CREATE FUNCTION ringshard.ensure_node(node text, address text) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	known ringshard.nodes;
 BEGIN
 	PERFORM ringshard.check_name('node', node);
-	-- The address is never printed: it may hold the very password refused.
-	IF address IS NOT NULL AND NOT ringshard.address_is_safe(address) THEN
-		RAISE EXCEPTION 'invalid address for node "%"', node
-			USING ERRCODE = 'invalid_parameter_value',
-			      DETAIL = 'An address is host:port or a libpq connection string (or URI) that parses and has no password.',
-			      HINT = 'Keep passwords in ~/.pgpass, a service file or a postgres_fdw user mapping.';
-	END IF;
 	SELECT * INTO known FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
 	IF NOT FOUND THEN
-		INSERT INTO ringshard.nodes (node_name, address) VALUES (node, address);
-	ELSIF address IS NOT NULL AND known.address IS DISTINCT FROM address THEN
+		INSERT INTO ringshard.nodes (node_name) VALUES (node);
+		IF address IS NOT NULL THEN
+			PERFORM ringshard.set_server(node, address);
+		END IF;
+	ELSIF address IS NOT NULL AND (known.server_name IS NULL OR
+	      (SELECT array_agg(o.option || '=' || o.value ORDER BY o.option) FROM ringshard.address_options(address) o)
+	      IS DISTINCT FROM
+	      (SELECT array_agg(o ORDER BY o) FROM pg_catalog.pg_foreign_server s, unnest(s.srvoptions) o
+	        WHERE s.srvname = known.server_name)) THEN
 		RAISE EXCEPTION 'node "%" already exists %', node,
-			CASE WHEN known.address IS NULL THEN 'without an address' ELSE format('with address "%s"', known.address) END
+			CASE WHEN known.server_name IS NULL THEN 'without an address'
+			     ELSE format('with address "%s"', ringshard.server_address(known.server_name)) END
 			USING ERRCODE = 'duplicate_object',
 			      HINT = 'Change its address with ringshard.set_node_address(), or leave the address out.';
 	END IF;
@@ -244,19 +297,24 @@ $$;
 COMMENT ON FUNCTION ringshard.lock_node(text) IS 'locks a node''s catalog row; raises if the node does not exist';
 
 CREATE FUNCTION ringshard.set_node_address(node text, address text) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	server name;
 BEGIN
 	PERFORM ringshard.lock_node(node);
-	IF address IS NOT NULL AND NOT ringshard.address_is_safe(address) THEN
-		RAISE EXCEPTION 'invalid address for node "%"', node
-			USING ERRCODE = 'invalid_parameter_value',
-			      DETAIL = 'An address is host:port or a libpq connection string without a password.',
-			      HINT = 'Keep passwords in ~/.pgpass, a service file or a postgres_fdw user mapping.';
+	IF address IS NOT NULL THEN
+		PERFORM ringshard.set_server(node, address);
+		RETURN;
 	END IF;
-	UPDATE ringshard.nodes n SET address = set_node_address.address WHERE n.node_name = node;
+	SELECT n.server_name INTO server FROM ringshard.nodes n WHERE n.node_name = node;
+	UPDATE ringshard.nodes n SET server_name = NULL WHERE n.node_name = node;
+	IF server IS NOT NULL THEN
+		EXECUTE format('DROP SERVER IF EXISTS %I CASCADE', server);
+	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS 'changes (or clears, with NULL) the libpq address of a node';
+COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
+	'changes the address of a node (its foreign server''s options; its user mappings stay), or with NULL drops it';
 
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$

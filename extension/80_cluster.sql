@@ -39,24 +39,24 @@ CREATE FUNCTION ringshard.node_execute(nodes text[], sql text, params text[] DEF
 	RETURNS TABLE (node text, ok boolean, value text, error text, elapsed_ms float8)
 	AS 'MODULE_PATHNAME', 'ringshard_node_execute' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.node_execute(text[], text, text[], boolean) IS
-	'runs one statement on several nodes in parallel (libpq, asynchronous), inside remote transactions that commit with this one unless in_transaction is false';
+	'runs one statement on several nodes in parallel, as the calling role; in the transaction, the nodes'' parts commit with this one in two phases';
 
 CREATE FUNCTION ringshard.node_health()
 	RETURNS TABLE (node text, reachable boolean, rtt_ms float8, server_version text,
-				   database_size bigint, connections integer, last_error text)
+				   database_size bigint, connections integer, two_phase_commit boolean, last_error text)
 	AS 'MODULE_PATHNAME', 'ringshard_node_health' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.node_health() IS
-	'probes every node in parallel: reachable, round trip, server version, database size, connections, last error; a dead node costs at most ringshard.node_timeout';
+	'probes every node in parallel as the calling role: reachable, round trip, version, size, connections, whether it takes two-phase commits, the role''s last error there';
 
 CREATE FUNCTION ringshard.addressed_nodes() RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_addressed_nodes' LANGUAGE C STABLE STRICT;
-COMMENT ON FUNCTION ringshard.addressed_nodes() IS 'the nodes that have an address (the addresses themselves stay hidden)';
+COMMENT ON FUNCTION ringshard.addressed_nodes() IS 'the nodes that have an address (a foreign server)';
 
 CREATE FUNCTION ringshard.node_table_rows(table_name regclass)
 	RETURNS TABLE (node text, rows bigint, error text)
 	AS 'MODULE_PATHNAME', 'ringshard_node_table_rows' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.node_table_rows(regclass) IS
-	'rows of a distributed table on each node (copies included): the seed''s loaded-vectors per node';
+	'rows of a distributed table on each node (copies included), counted as the calling role';
 
 -- The topology as JSON, for workers.  Addresses stay on the coordinator.
 CREATE FUNCTION ringshard.topology_snapshot() RETURNS json
@@ -86,10 +86,12 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value', HINT = 'It comes from ringshard.topology_snapshot() on the coordinator.';
 	END IF;
 	SELECT s.topology_version INTO held FROM ringshard.cluster_state s FOR UPDATE;
-	IF version <= held THEN
-		RAISE EXCEPTION 'topology version % is not newer than version % held here', version, held
+	-- The coordinator serializes its syncs; an equal version is a retry of one
+	-- that did not commit there, so taking it again converges.
+	IF version < held THEN
+		RAISE EXCEPTION 'topology version % is older than version % held here', version, held
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      HINT = 'Another coordinator session synced first; sync again.';
+			      HINT = 'This node was synced by a coordinator with a newer topology.';
 	END IF;
 	INSERT INTO ringshard.rings SELECT * FROM json_populate_recordset(NULL::ringshard.rings, topology->'rings')
 		ON CONFLICT (ring_name) DO UPDATE SET algorithm = EXCLUDED.algorithm, vnodes = EXCLUDED.vnodes,
@@ -118,39 +120,50 @@ COMMENT ON FUNCTION ringshard.apply_topology(json, text, bigint) IS
 	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version not newer than the one held';
 
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	snapshot json := ringshard.topology_snapshot();
-	target text;
+	targets text[] := ringshard.addressed_nodes();
 	new_version bigint;
-	outcome record;
+	failed record;
 BEGIN
+	-- every node must be able to take part in two-phase commit: say so now, not at the first write
+	SELECT * INTO failed FROM ringshard.node_execute(targets,
+		'SELECT pg_catalog.current_setting(''max_prepared_transactions'')::pg_catalog.int4', '{}', false) x
+	 WHERE NOT x.ok OR x.value::integer = 0 LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'node "%" cannot take the topology', failed.node
+			USING ERRCODE = CASE WHEN failed.ok THEN 'object_not_in_prerequisite_state' ELSE 'connection_failure' END,
+			      DETAIL = coalesce(failed.error, 'Its max_prepared_transactions is 0.'),
+			      HINT = CASE WHEN failed.ok THEN 'Set max_prepared_transactions on every node and restart it.'
+			                  ELSE 'Nothing was changed anywhere; fix the node and sync again.' END;
+	END IF;
 	UPDATE ringshard.cluster_state SET topology_version = topology_version + 1
 	RETURNING topology_version INTO new_version;
-	FOR target IN SELECT n.node_name FROM ringshard.nodes n WHERE n.address IS NOT NULL ORDER BY n.node_name COLLATE "C" LOOP
-		SELECT * INTO outcome FROM ringshard.node_execute(ARRAY[target],
-			'SELECT ringshard.apply_topology($1::json, $2, $3::bigint)',
-			ARRAY[snapshot::text, target, new_version::text]);
-		IF NOT outcome.ok THEN
-			RAISE EXCEPTION 'could not sync the topology to node "%"', target
-				USING ERRCODE = 'connection_failure', DETAIL = outcome.error,
+	-- each node's part commits with this transaction, in two phases
+	FOREACH node IN ARRAY targets LOOP
+		SELECT * INTO failed FROM ringshard.node_execute(ARRAY[node],
+			'SELECT ringshard.apply_topology($1::pg_catalog.json, $2, $3::pg_catalog.int8)',
+			ARRAY[snapshot::text, node, new_version::text]) x;
+		IF NOT failed.ok THEN
+			RAISE EXCEPTION 'could not sync the topology to node "%"', node
+				USING ERRCODE = 'connection_failure', DETAIL = failed.error,
 				      HINT = 'Nothing was changed anywhere; fix the node and sync again.';
 		END IF;
-		node := target;
 		version := new_version;
 		RETURN NEXT;
 	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION ringshard.sync_topology() IS
-	'pushes the topology, with a new version number, to every node with an address, all or nothing (the remote transactions commit with this one)';
+	'pushes the topology, with a new version number, to every node with an address: all or nothing (two-phase commit)';
 
 -- On a worker: whether this node is the chosen reader of a row: the first
 -- of its replicas not excluded by the coordinator.
-CREATE FUNCTION ringshard.reads_here(row_value record, excluded text[]) RETURNS boolean
-	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.reads_here(record, text[]) IS
-	'on a worker: true if this node is the first replica of the row outside the excluded nodes (so a fan-out reads each row once)';
+CREATE FUNCTION ringshard.reads_here(row_value record, excluded text[], topology_version bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.reads_here(record, text[], bigint) IS
+	'on a worker: true if this node is the first replica of the row outside the excluded nodes (so a fan-out reads each row once); errors if the node holds another topology version (NULL: no check)';
 
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger
@@ -158,118 +171,121 @@ CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger
 COMMENT ON FUNCTION ringshard.reject_misrouted_rows() IS
 	'trigger on a worker''s distributed table: a row this node does not hold under its topology is an error';
 
--- On a worker: take a distributed table's definition and annotation.
-CREATE FUNCTION ringshard.adopt_distributed_table(table_name text, columns json, key_column name,
-												  ring text, map text, keyspace text, keyspace_column name)
+-- On a worker: take a distributed table's definition and annotation.  The
+-- table is created from the coordinator's SQL (with its constraints and
+-- indexes) if it does not exist yet; it runs as the calling role.
+CREATE FUNCTION ringshard.adopt_distributed_table(table_name text, create_sql text, extra_sql text[],
+												  key_column name, ring text, map text, keyspace text,
+												  keyspace_column name)
 	RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := to_regclass(table_name);
-	mismatch text;
+	statement text;
 BEGIN
 	IF relid IS NULL THEN
-		EXECUTE format('CREATE TABLE %s (%s)', table_name,
-			(SELECT string_agg(format('%I %s', c->>'name', c->>'type'), ', ') FROM json_array_elements(columns) c));
+		EXECUTE create_sql;
+		FOREACH statement IN ARRAY coalesce(extra_sql, '{}') LOOP
+			EXECUTE statement;
+		END LOOP;
 		relid := to_regclass(table_name);
-	ELSE
-		SELECT string_agg(format('%s %s', coalesce(want.name, have.name), coalesce(want.type, '(missing)')), ', ') INTO mismatch
-		  FROM (SELECT c->>'name' AS name, c->>'type' AS type FROM json_array_elements(columns) c) want
-		  FULL JOIN (SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS type
-		               FROM pg_attribute a WHERE a.attrelid = relid AND a.attnum > 0 AND NOT a.attisdropped) have
-		    ON have.name = want.name AND have.type = want.type
-		 WHERE want.name IS NULL OR have.name IS NULL;
-		IF mismatch IS NOT NULL THEN
-			RAISE EXCEPTION 'table % on this node does not match the coordinator''s definition', table_name
-				USING ERRCODE = 'datatype_mismatch', DETAIL = format('Differing columns: %s.', mismatch);
-		END IF;
 	END IF;
 	DELETE FROM ringshard.distributed_tables d WHERE d.table_name = relid;
 	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, ring_name, map_name, keyspace, keyspace_column)
 	VALUES (relid, key_column, 0, nullif(ring, ''), nullif(map, ''), nullif(keyspace, ''), nullif(keyspace_column, ''));
-	IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = relid AND t.tgname = 'ringshard_reject_misrouted_rows') THEN
-		EXECUTE format('DROP TRIGGER ringshard_reject_misrouted_rows ON %s', relid);
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid = relid AND t.tgname = 'ringshard_reject_misrouted_rows') THEN
+		EXECUTE format('CREATE TRIGGER ringshard_reject_misrouted_rows BEFORE INSERT OR UPDATE ON %s
+		                FOR EACH ROW EXECUTE FUNCTION ringshard.reject_misrouted_rows()', relid);
 	END IF;
-	EXECUTE format('CREATE TRIGGER ringshard_reject_misrouted_rows BEFORE INSERT OR UPDATE ON %s
-	                FOR EACH ROW EXECUTE FUNCTION ringshard.reject_misrouted_rows()', relid);
 END
 $$;
-COMMENT ON FUNCTION ringshard.adopt_distributed_table(text, json, name, text, text, text, name) IS
-	'on a worker: creates the table (or checks that its columns match) and annotates it, with the trigger that refuses misrouted rows';
+COMMENT ON FUNCTION ringshard.adopt_distributed_table(text, text, text[], name, text, text, text, name) IS
+	'on a worker: creates a distributed table (if missing) from the coordinator''s SQL and annotates it, with the trigger that refuses misrouted rows';
 
--- Create (or check) a distributed table on every node with an address.
-CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS TABLE (node text, ok boolean)
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
-DECLARE
-	annotation ringshard.distributed_tables;
-	columns json;
-	target text;
-	outcome record;
-BEGIN
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = push_table_definition.table_name;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'table % is not annotated', table_name
-			USING ERRCODE = 'undefined_object',
-			      HINT = 'Annotate it first with ringshard.distribute_table() or ringshard.distribute_table_by_partition().';
-	END IF;
-	SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod)) ORDER BY a.attnum)
-	  INTO columns
-	  FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
-	FOR target IN SELECT n.node_name FROM ringshard.nodes n WHERE n.address IS NOT NULL ORDER BY n.node_name COLLATE "C" LOOP
-		SELECT * INTO outcome FROM ringshard.node_execute(ARRAY[target],
-			'SELECT ringshard.adopt_distributed_table($1, $2::json, $3, $4, $5, $6, $7)',
-			ARRAY[table_name::text, columns::text, annotation.key_column::text,
-			      coalesce(annotation.ring_name, ''), coalesce(annotation.map_name, ''),
-			      coalesce(annotation.keyspace, ''), coalesce(annotation.keyspace_column::text, '')]);
-		IF NOT outcome.ok THEN
-			RAISE EXCEPTION 'could not create table % on node "%"', table_name, target
-				USING ERRCODE = 'connection_failure', DETAIL = outcome.error;
-		END IF;
-		node := target;
-		ok := true;
-		RETURN NEXT;
-	END LOOP;
-END
-$$;
+CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_push_table_definition' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.push_table_definition(regclass) IS
-	'creates an annotated table on every node with an address, or checks that its definition there matches';
+	'creates a distributed table, with its constraints and indexes, on every node with an address that lacks it';
 
-CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS TABLE (node text, ok boolean)
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
-BEGIN
-	RETURN QUERY SELECT * FROM ringshard.push_table_definition(table_name);
-	IF EXISTS (SELECT FROM pg_trigger t WHERE t.tgrelid = table_name AND t.tgname = 'ringshard_route_write') THEN
-		EXECUTE format('DROP TRIGGER ringshard_route_write ON %s', table_name);
-	END IF;
-	EXECUTE format('CREATE TRIGGER ringshard_route_write BEFORE INSERT ON %s
-	                FOR EACH ROW EXECUTE FUNCTION ringshard.route_write()', table_name);
-	-- Rows are laid out under the current topology from now on.
-	EXECUTE 'INSERT INTO ringshard.placements (table_name, snapshot) VALUES ($1, ringshard.placement_snapshot($1))
-	         ON CONFLICT (table_name) DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = pg_catalog.now()'
-		USING table_name;
-END
-$$;
+CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'ringshard_create_distributed_table' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
-	'creates an annotated table on every node (or checks its definition there), and routes inserts into it on this coordinator to the replicas';
+	'makes an annotated table a distributed table: creates it on every node, moves its rows to their replicas, and replaces it by a foreign table of the same name; returns the rows moved';
 
-CREATE FUNCTION ringshard.route_write() RETURNS trigger
-	AS 'MODULE_PATHNAME', 'ringshard_route_write' LANGUAGE C;
-COMMENT ON FUNCTION ringshard.route_write() IS
-	'trigger on a coordinator''s distributed table: sends each inserted row to all of its replicas, stores nothing locally';
-
+-- cluster_get and cluster_fanout of 1.0: plain queries of the distributed table now.
 CREATE FUNCTION ringshard.cluster_get(row_type anyelement, key text, keyspace text DEFAULT NULL)
 	RETURNS SETOF anyelement
-	AS 'MODULE_PATHNAME', 'ringshard_cluster_get' LANGUAGE C VOLATILE;
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
+	annotation ringshard.distributed_tables;
+BEGIN
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = relid;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table % is not a distributed table', relid USING ERRCODE = 'undefined_object';
+	END IF;
+	IF annotation.keyspace_column IS NOT NULL AND keyspace IS NULL THEN
+		RAISE EXCEPTION 'table % takes its keyspace from column "%": pass the keyspace', relid, annotation.keyspace_column
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF annotation.keyspace_column IS NOT NULL THEN
+		RETURN QUERY EXECUTE format('SELECT * FROM %s WHERE %I = $1::%s AND %I = $2::%s', relid,
+			annotation.key_column, (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
+			                         WHERE a.attrelid = relid AND a.attname = annotation.key_column),
+			annotation.keyspace_column, (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
+			                              WHERE a.attrelid = relid AND a.attname = annotation.keyspace_column))
+			USING key, keyspace;
+	ELSE
+		RETURN QUERY EXECUTE format('SELECT * FROM %s WHERE %I = $1::%s', relid, annotation.key_column,
+			(SELECT pg_catalog.format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
+			  WHERE a.attrelid = relid AND a.attname = annotation.key_column))
+			USING key;
+	END IF;
+END
+$$;
 COMMENT ON FUNCTION ringshard.cluster_get(anyelement, text, text) IS
-	'rows of a distributed table with this key (pass NULL::table), read from one healthy replica at random, failing over to the next';
+	'rows of a distributed table with this key (pass NULL::table): SELECT * FROM table WHERE key = $1, read from one healthy replica';
 
 CREATE FUNCTION ringshard.cluster_fanout(row_type anyelement, where_clause text DEFAULT NULL,
 										 score_column name DEFAULT NULL, k integer DEFAULT NULL,
 										 allow_partial boolean DEFAULT false)
 	RETURNS SETOF anyelement
-	AS 'MODULE_PATHNAME', 'ringshard_cluster_fanout' LANGUAGE C VOLATILE;
+	LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
+	previous text := pg_catalog.current_setting('ringshard.allow_partial_reads');
+BEGIN
+	IF k IS NOT NULL AND k < 1 THEN
+		RAISE EXCEPTION 'k must be positive, got %', k USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	PERFORM pg_catalog.set_config('ringshard.allow_partial_reads', allow_partial::text, true);
+	RETURN QUERY EXECUTE format('SELECT * FROM %s t WHERE (%s)%s%s', relid, coalesce(where_clause, 'true'),
+		CASE WHEN score_column IS NOT NULL THEN format(' ORDER BY t.%I DESC NULLS LAST', score_column) ELSE '' END,
+		CASE WHEN k IS NOT NULL THEN format(' LIMIT %s', k) ELSE '' END);
+	PERFORM pg_catalog.set_config('ringshard.allow_partial_reads', previous, true);
+END
+$$;
 COMMENT ON FUNCTION ringshard.cluster_fanout(anyelement, text, name, integer, boolean) IS
-	'runs a filter on every node in parallel, each range read once; with score_column and k, each node returns its top k and they are merged by score descending; allow_partial accepts missing nodes';
+	'SELECT * FROM table WHERE where_clause [ORDER BY score_column DESC LIMIT k], read from every node in parallel; allow_partial accepts missing nodes (ringshard.allow_partial_reads)';
 
 CREATE FUNCTION ringshard.last_fanout_missing() RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_last_fanout_missing' LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION ringshard.last_fanout_missing() IS 'the nodes the session''s last fan-out could not read';
+COMMENT ON FUNCTION ringshard.last_fanout_missing() IS 'the nodes the session''s last fan-out read could not reach';
+
+-- Two-phase commit: one record per node that prepared its part of a
+-- committed coordinator transaction.  Recovery commits the parts that have a
+-- record and rolls back the others (docs/design.md).
+CREATE TABLE ringshard.transaction_records (
+	gid text PRIMARY KEY,
+	node_name text NOT NULL,
+	recorded_at timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+CREATE INDEX ON ringshard.transaction_records (node_name);
+COMMENT ON TABLE ringshard.transaction_records IS
+	'the prepared parts of committed coordinator transactions, until recovery finds them committed on their node';
+
+CREATE FUNCTION ringshard.recover_prepared_transactions()
+	RETURNS TABLE (node text, committed integer, rolled_back integer, in_progress integer, error text)
+	AS 'MODULE_PATHNAME', 'ringshard_recover_prepared_transactions' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION ringshard.recover_prepared_transactions() IS
+	'on every node, commits this coordinator''s prepared transactions that have a record and rolls back the others whose coordinator transaction ended; the watchdog runs it every round';

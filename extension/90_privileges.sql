@@ -7,7 +7,7 @@ REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ringshard FROM PUBLIC;
 
 GRANT SELECT ON ringshard.rings, ringshard.ring_members, ringshard.partition_maps,
 	ringshard.partition_assignments, ringshard.distributed_tables, ringshard.annotated_tables TO PUBLIC;
-GRANT SELECT (node_name, is_up) ON ringshard.nodes TO PUBLIC;
+GRANT SELECT (node_name, server_name, is_up) ON ringshard.nodes TO PUBLIC;
 
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA ringshard TO ringshard_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
@@ -15,6 +15,8 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
 -- Read-only helpers anyone may call.
 GRANT EXECUTE ON FUNCTION
 	ringshard.address_is_safe(text),
+	ringshard.address_options(text),
+	ringshard.server_address(name),
 	ringshard.validate_ring(text),
 	ringshard.ring_points(text),
 	ringshard.ring_balance(text),
@@ -59,9 +61,8 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
 	ringshard.addressed_nodes(),
 	ringshard.node_table_rows(regclass),
-	ringshard.reads_here(record, text[]),
+	ringshard.reads_here(record, text[], bigint),
 	ringshard.reject_misrouted_rows(),
-	ringshard.route_write(),
 	ringshard.cluster_get(anyelement, text, text),
 	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),
 	ringshard.last_fanout_missing(),
@@ -74,3 +75,8 @@ TO PUBLIC;
 -- Procedures are named explicitly: rebalancing is for administrators.
 REVOKE ALL ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) TO ringshard_admin;
+
+-- Administrators create nodes (foreign servers of ringshard, owned by
+-- ringshard_admin) and distributed tables (foreign tables of ringshard_cluster).
+GRANT USAGE ON FOREIGN DATA WRAPPER ringshard TO ringshard_admin;
+GRANT USAGE ON FOREIGN SERVER ringshard_cluster TO ringshard_admin;

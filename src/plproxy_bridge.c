@@ -13,7 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "cluster.h"
+#include "remote/connection.h"
 #include "topology_cache.h"
 
 PG_FUNCTION_INFO_V1(ringshard_plproxy_partitions);
@@ -66,13 +66,8 @@ ringshard_plproxy_partitions(PG_FUNCTION_ARGS)
 			}
 		if (connstrs[chosen] == NULL)
 		{
-			char	   *conninfo = cluster_node_conninfo(TextDatumGetCString(map->node_texts[chosen]));
-
 			/* PL/Proxy adds the user; the database defaults to this one. */
-			if (strstr(conninfo, "dbname=") == NULL)
-				conninfo = psprintf("%s dbname=%s", conninfo,
-									quote_identifier(get_database_name(MyDatabaseId)));
-			connstrs[chosen] = conninfo;
+			connstrs[chosen] = remote_node_conninfo(TextDatumGetCString(map->node_texts[chosen]));
 		}
 		value = CStringGetTextDatum(connstrs[chosen]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);

@@ -8,7 +8,11 @@
 #include "libpq-fe.h"
 #include "utils/builtins.h"
 
-#include "cluster.h"
+#include "fdw/ddl.h"
+#include "fdw/fdw.h"
+#include "remote/connection.h"
+#include "remote/queue.h"
+#include "remote/transaction.h"
 #include "topology_cache.h"
 #include "watchdog.h"
 
@@ -21,7 +25,11 @@ void
 _PG_init(void)
 {
 	topology_cache_init();
-	cluster_init();
+	remote_connection_init();
+	remote_transaction_init();
+	queue_init();
+	rsfdw_init();
+	rsfdw_ddl_init();
 	watchdog_init();
 }
 

@@ -3,11 +3,10 @@
  *		The health watchdog: a background worker that, every
  *		ringshard.watchdog_interval, probes the nodes, marks them up or down
  *		and replays each returning node's queued writes (the seed's
- *		coordinator watchdog).  It runs ringshard.watchdog_tick() in its own
- *		transaction, so a crash at any point leaves the queue consistent.
- *		Every ringshard.watchdog_prune_interval (an hour by default) it also
- *		prunes the workers' records of applied writes
- *		(ringshard.prune_replayed_writes() with its default retention).
+ *		coordinator watchdog of the FREMIS-N design).  It runs
+ *		ringshard.watchdog_tick() in its own transaction (which also resolves
+ *		prepared transactions a crash left in doubt), so a crash at any point
+ *		leaves the queue and the nodes consistent.
  */
 #include "postgres.h"
 
@@ -28,7 +27,6 @@
 
 static char *watchdog_database = NULL;
 static int	watchdog_interval_ms = 5000;
-static int	watchdog_prune_interval_ms = 3600 * 1000;
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
 
@@ -41,11 +39,6 @@ watchdog_init(void)
 	DefineCustomIntVariable("ringshard.watchdog_interval",
 							"Time between two rounds of the health watchdog.",
 							NULL, &watchdog_interval_ms, 5000, 100, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomIntVariable("ringshard.watchdog_prune_interval",
-							"Time between two prunes of the workers' replayed_writes by the health watchdog.",
-							"The first prune comes this long after the watchdog starts; 0 turns pruning off.",
-							&watchdog_prune_interval_ms, 3600 * 1000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	/* A postmaster setting can only be defined while preloading. */
 	if (!process_shared_preload_libraries_in_progress)
@@ -69,8 +62,8 @@ watchdog_init(void)
 }
 
 /*
- * One round, in its own transaction: the query (a watchdog tick or a prune)
- * when the extension is installed.  False if it is not.
+ * One round, in its own transaction: the query when the extension is
+ * installed.  False if it is not.
  */
 static bool
 watchdog_round(const char *activity, const char *query)
@@ -97,14 +90,11 @@ watchdog_round(const char *activity, const char *query)
 void
 ringshard_watchdog_main(Datum arg)
 {
-	TimestampTz last_prune;
-
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(watchdog_database, NULL, 0);
 	elog(LOG, "ringshard watchdog started for database \"%s\"", watchdog_database);
-	last_prune = GetCurrentTimestamp();
 
 	for (;;)
 	{
@@ -118,12 +108,5 @@ ringshard_watchdog_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		(void) watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()");
-		if (watchdog_prune_interval_ms > 0 &&
-			TimestampDifferenceExceeds(last_prune, GetCurrentTimestamp(), watchdog_prune_interval_ms))
-		{
-			last_prune = GetCurrentTimestamp();
-			(void) watchdog_round("ringshard watchdog prune",
-								  "SELECT * FROM ringshard.prune_replayed_writes()");
-		}
 	}
 }

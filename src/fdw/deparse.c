@@ -1,0 +1,517 @@
+/*
+ * deparse.c
+ *		Shippable expressions and their SQL (see deparse.h).
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "fdw/deparse.h"
+
+/* Built in: part of every PostgreSQL, so the node has the same object. */
+static bool
+is_builtin(Oid oid)
+{
+	return oid < FirstGenbkiObjectId;
+}
+
+typedef struct ShipContext
+{
+	PlannerInfo *root;
+	RelOptInfo *rel;
+	Index		varno;
+	Oid			relid;
+} ShipContext;
+
+/* A type the node surely has: built in, or the type of one of the table's columns (or its array). */
+static bool
+type_is_shippable(Oid typid, ShipContext *ctx)
+{
+	Relation	rel;
+	bool		found = false;
+
+	if (is_builtin(typid))
+		return true;
+	if (!OidIsValid(ctx->relid))
+		return false;
+	rel = RelationIdGetRelation(ctx->relid);
+	if (rel == NULL)
+		return false;
+	for (int i = 0; i < RelationGetDescr(rel)->natts && !found; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), i);
+
+		found = !attr->attisdropped && (attr->atttypid == typid || get_array_type(attr->atttypid) == typid);
+	}
+	RelationClose(rel);
+	return found;
+}
+
+/* A function the node evaluates exactly as we do: built in and immutable. */
+static bool
+function_is_shippable(Oid funcid)
+{
+	return is_builtin(funcid) && func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
+}
+
+/* Collations: none, the database default, or C; a column's own collation comes with its Var. */
+static bool
+collation_is_shippable(Oid collid)
+{
+	return collid == InvalidOid || collid == DEFAULT_COLLATION_OID || collid == C_COLLATION_OID ||
+		collid == POSIX_COLLATION_OID;
+}
+
+static bool
+ship_walker(Node *node, ShipContext *ctx)
+{
+	if (node == NULL)
+		return false;
+	switch (nodeTag(node))
+	{
+		case T_Var:
+			{
+				Var		   *var = (Var *) node;
+
+				/* a column of the scanned table; system columns differ per copy */
+				if (var->varno != ctx->varno || var->varlevelsup != 0 || var->varattno <= 0)
+					return true;
+				return false;
+			}
+		case T_Const:
+			return !type_is_shippable(((Const *) node)->consttype, ctx) ||
+				!collation_is_shippable(((Const *) node)->constcollid);
+		case T_Param:
+			{
+				Param	   *param = (Param *) node;
+
+				if (param->paramkind != PARAM_EXTERN && param->paramkind != PARAM_EXEC)
+					return true;
+				if (!type_is_shippable(param->paramtype, ctx) || !collation_is_shippable(param->paramcollid))
+					return true;
+				return false;
+			}
+		case T_OpExpr:
+		case T_DistinctExpr:
+		case T_NullIfExpr:
+			{
+				OpExpr	   *op = (OpExpr *) node;
+
+				set_opfuncid(op);
+				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid) ||
+					!collation_is_shippable(op->inputcollid))
+					return true;
+				break;
+			}
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
+
+				set_sa_opfuncid(op);
+				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid) ||
+					!collation_is_shippable(op->inputcollid))
+					return true;
+				break;
+			}
+		case T_FuncExpr:
+			{
+				FuncExpr   *func = (FuncExpr *) node;
+
+				if (!function_is_shippable(func->funcid) || !collation_is_shippable(func->inputcollid))
+					return true;
+				break;
+			}
+		case T_RelabelType:
+			if (!type_is_shippable(((RelabelType *) node)->resulttype, ctx))
+				return true;
+			break;
+		case T_ArrayExpr:
+			if (!type_is_shippable(((ArrayExpr *) node)->array_typeid, ctx))
+				return true;
+			break;
+		case T_BoolExpr:
+		case T_NullTest:
+		case T_BooleanTest:
+		case T_List:
+			break;
+		default:
+			/* anything else (subplans, CASE, casts through text I/O, ...) is evaluated here */
+			return true;
+	}
+	return expression_tree_walker(node, ship_walker, (void *) ctx);
+}
+
+bool
+rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr)
+{
+	ShipContext ctx;
+
+	ctx.root = root;
+	ctx.rel = rel;
+	ctx.varno = rel->relid;
+	ctx.relid = rel->relid > 0 ? planner_rt_fetch(rel->relid, root)->relid : InvalidOid;
+	/* volatile expressions never ship (the node would evaluate them once per copy) */
+	if (contain_volatile_functions((Node *) expr))
+		return false;
+	return !ship_walker((Node *) expr, &ctx);
+}
+
+char *
+rsfdw_relation_name(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+	char	   *nspname = get_namespace_name(get_rel_namespace(relid));
+
+	if (relname == NULL || nspname == NULL)
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	return quote_qualified_identifier(nspname, relname);
+}
+
+char *
+rsfdw_type_name(Oid typid, int32 typmod)
+{
+	return format_type_extended(typid, typmod, FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+}
+
+char *
+rsfdw_column_name(Oid relid, AttrNumber attnum)
+{
+	return (char *) quote_identifier(get_attname(relid, attnum, false));
+}
+
+void
+rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
+{
+	if (isnull)
+		appendStringInfo(buf, "NULL::%s", rsfdw_type_name(typid, typmod));
+	else
+	{
+		Oid			output;
+		bool		varlena;
+
+		getTypeOutputInfo(typid, &output, &varlena);
+		appendStringInfo(buf, "%s::%s", quote_literal_cstr(OidOutputFunctionCall(output, value)),
+						 rsfdw_type_name(typid, typmod));
+	}
+}
+
+void
+rsfdw_deparse_init(DeparseContext *ctx, PlannerInfo *root, RelOptInfo *rel, Index varno, List **params)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->root = root;
+	ctx->scanrel = rel;
+	ctx->varno = varno;
+	ctx->params = params;
+	initStringInfo(&ctx->current);
+}
+
+void
+rsfdw_append(DeparseContext *ctx, const char *text)
+{
+	appendStringInfoString(&ctx->current, text);
+}
+
+/* Close the current text piece and add a hole for a parameter expression. */
+static void
+add_param_hole(DeparseContext *ctx, Expr *expr)
+{
+	int			index = 0;
+	ListCell   *lc;
+
+	foreach(lc, *ctx->params)
+	{
+		index++;
+		if (equal(lfirst(lc), expr))
+			break;
+	}
+	if (lc == NULL)
+	{
+		*ctx->params = lappend(*ctx->params, expr);
+		index = list_length(*ctx->params);
+	}
+	if (ctx->current.len > 0)
+		ctx->pieces = lappend(ctx->pieces, makeString(pstrdup(ctx->current.data)));
+	resetStringInfo(&ctx->current);
+	ctx->pieces = lappend(ctx->pieces, makeInteger(index));
+}
+
+List *
+rsfdw_deparse_finish(DeparseContext *ctx)
+{
+	if (ctx->current.len > 0)
+		ctx->pieces = lappend(ctx->pieces, makeString(pstrdup(ctx->current.data)));
+	resetStringInfo(&ctx->current);
+	return ctx->pieces;
+}
+
+/* An operator's name for SQL: plain in pg_catalog, OPERATOR(schema.op) elsewhere. */
+static void
+append_operator_name(DeparseContext *ctx, Oid opno)
+{
+	HeapTuple	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
+	Form_pg_operator form;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for operator %u", opno);
+	form = (Form_pg_operator) GETSTRUCT(tuple);
+	if (form->oprnamespace == PG_CATALOG_NAMESPACE)
+		appendStringInfoString(&ctx->current, NameStr(form->oprname));
+	else
+		appendStringInfo(&ctx->current, "OPERATOR(%s.%s)",
+						 quote_identifier(get_namespace_name(form->oprnamespace)), NameStr(form->oprname));
+	ReleaseSysCache(tuple);
+}
+
+static void
+append_args(DeparseContext *ctx, List *args, bool variadic)
+{
+	ListCell   *lc;
+	bool		first = true;
+
+	foreach(lc, args)
+	{
+		if (!first)
+			rsfdw_append(ctx, ", ");
+		if (variadic && lnext(args, lc) == NULL)
+			rsfdw_append(ctx, "VARIADIC ");
+		rsfdw_append_expr(ctx, lfirst(lc));
+		first = false;
+	}
+}
+
+void
+rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
+{
+	if (expr == NULL)
+		return;
+	switch (nodeTag(expr))
+	{
+		case T_Var:
+			{
+				Var		   *var = (Var *) expr;
+				RangeTblEntry *rte = planner_rt_fetch(var->varno, ctx->root);
+
+				appendStringInfo(&ctx->current, "t.%s", rsfdw_column_name(rte->relid, var->varattno));
+				break;
+			}
+		case T_Const:
+			{
+				Const	   *c = (Const *) expr;
+
+				rsfdw_append_literal(&ctx->current, c->constvalue, c->constisnull, c->consttype, c->consttypmod);
+				break;
+			}
+		case T_Param:
+			add_param_hole(ctx, expr);
+			break;
+		case T_OpExpr:
+			{
+				OpExpr	   *op = (OpExpr *) expr;
+
+				rsfdw_append(ctx, "(");
+				if (list_length(op->args) == 2)
+				{
+					rsfdw_append_expr(ctx, linitial(op->args));
+					rsfdw_append(ctx, " ");
+					append_operator_name(ctx, op->opno);
+					rsfdw_append(ctx, " ");
+					rsfdw_append_expr(ctx, lsecond(op->args));
+				}
+				else
+				{
+					append_operator_name(ctx, op->opno);
+					rsfdw_append(ctx, " ");
+					rsfdw_append_expr(ctx, linitial(op->args));
+				}
+				rsfdw_append(ctx, ")");
+				break;
+			}
+		case T_DistinctExpr:
+			{
+				OpExpr	   *op = (OpExpr *) expr;
+
+				rsfdw_append(ctx, "(");
+				rsfdw_append_expr(ctx, linitial(op->args));
+				rsfdw_append(ctx, " IS DISTINCT FROM ");
+				rsfdw_append_expr(ctx, lsecond(op->args));
+				rsfdw_append(ctx, ")");
+				break;
+			}
+		case T_NullIfExpr:
+			{
+				OpExpr	   *op = (OpExpr *) expr;
+
+				rsfdw_append(ctx, "NULLIF(");
+				rsfdw_append_expr(ctx, linitial(op->args));
+				rsfdw_append(ctx, ", ");
+				rsfdw_append_expr(ctx, lsecond(op->args));
+				rsfdw_append(ctx, ")");
+				break;
+			}
+		case T_ScalarArrayOpExpr:
+			{
+				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) expr;
+
+				rsfdw_append(ctx, "(");
+				rsfdw_append_expr(ctx, linitial(op->args));
+				rsfdw_append(ctx, " ");
+				append_operator_name(ctx, op->opno);
+				rsfdw_append(ctx, op->useOr ? " ANY (" : " ALL (");
+				rsfdw_append_expr(ctx, lsecond(op->args));
+				rsfdw_append(ctx, "))");
+				break;
+			}
+		case T_FuncExpr:
+			{
+				FuncExpr   *func = (FuncExpr *) expr;
+
+				if (func->funcformat == COERCE_IMPLICIT_CAST)
+				{
+					rsfdw_append_expr(ctx, linitial(func->args));
+					break;
+				}
+				if (func->funcformat == COERCE_EXPLICIT_CAST)
+				{
+					int32		typmod;
+
+					(void) exprIsLengthCoercion((Node *) expr, &typmod);
+					rsfdw_append(ctx, "(");
+					rsfdw_append_expr(ctx, linitial(func->args));
+					appendStringInfo(&ctx->current, ")::%s", rsfdw_type_name(func->funcresulttype, typmod));
+					break;
+				}
+				appendStringInfo(&ctx->current, "%s(",
+								 quote_qualified_identifier(get_namespace_name(get_func_namespace(func->funcid)),
+															get_func_name(func->funcid)));
+				append_args(ctx, func->args, func->funcvariadic);
+				rsfdw_append(ctx, ")");
+				break;
+			}
+		case T_RelabelType:
+			{
+				RelabelType *r = (RelabelType *) expr;
+
+				if (r->relabelformat == COERCE_IMPLICIT_CAST)
+					rsfdw_append_expr(ctx, r->arg);
+				else
+				{
+					rsfdw_append(ctx, "(");
+					rsfdw_append_expr(ctx, r->arg);
+					appendStringInfo(&ctx->current, ")::%s", rsfdw_type_name(r->resulttype, r->resulttypmod));
+				}
+				break;
+			}
+		case T_ArrayExpr:
+			{
+				ArrayExpr  *a = (ArrayExpr *) expr;
+
+				rsfdw_append(ctx, "ARRAY[");
+				append_args(ctx, a->elements, false);
+				appendStringInfo(&ctx->current, "]::%s", rsfdw_type_name(a->array_typeid, -1));
+				break;
+			}
+		case T_BoolExpr:
+			{
+				BoolExpr   *b = (BoolExpr *) expr;
+				ListCell   *lc;
+				bool		first = true;
+
+				if (b->boolop == NOT_EXPR)
+				{
+					rsfdw_append(ctx, "(NOT ");
+					rsfdw_append_expr(ctx, linitial(b->args));
+					rsfdw_append(ctx, ")");
+					break;
+				}
+				rsfdw_append(ctx, "(");
+				foreach(lc, b->args)
+				{
+					if (!first)
+						rsfdw_append(ctx, b->boolop == AND_EXPR ? " AND " : " OR ");
+					rsfdw_append_expr(ctx, lfirst(lc));
+					first = false;
+				}
+				rsfdw_append(ctx, ")");
+				break;
+			}
+		case T_NullTest:
+			{
+				NullTest   *n = (NullTest *) expr;
+
+				rsfdw_append(ctx, "(");
+				rsfdw_append_expr(ctx, n->arg);
+				rsfdw_append(ctx, n->nulltesttype == IS_NULL ? " IS NULL)" : " IS NOT NULL)");
+				break;
+			}
+		case T_BooleanTest:
+			{
+				BooleanTest *b = (BooleanTest *) expr;
+				static const char *const tests[] = {" IS TRUE)", " IS NOT TRUE)", " IS FALSE)",
+				" IS NOT FALSE)", " IS UNKNOWN)", " IS NOT UNKNOWN)"};
+
+				rsfdw_append(ctx, "(");
+				rsfdw_append_expr(ctx, b->arg);
+				rsfdw_append(ctx, tests[b->booltesttype]);
+				break;
+			}
+		case T_List:
+			{
+				ListCell   *lc;
+				bool		first = true;
+
+				foreach(lc, (List *) expr)
+				{
+					if (!first)
+						rsfdw_append(ctx, " AND ");
+					rsfdw_append_expr(ctx, lfirst(lc));
+					first = false;
+				}
+				break;
+			}
+		default:
+			elog(ERROR, "ringshard: cannot send an expression of node type %d to a node", (int) nodeTag(expr));
+	}
+}
+
+char *
+rsfdw_fill_template(List *pieces, List *param_states, List *param_exprs, ExprContext *econtext)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, pieces)
+	{
+		Node	   *piece = lfirst(lc);
+
+		if (IsA(piece, String))
+			appendStringInfoString(&buf, strVal(piece));
+		else
+		{
+			int			index = intVal(piece);
+			ExprState  *state = list_nth(param_states, index - 1);
+			Expr	   *expr = list_nth(param_exprs, index - 1);
+			bool		isnull;
+			Datum		value;
+
+			value = ExecEvalExpr(state, econtext, &isnull);
+			rsfdw_append_literal(&buf, value, isnull, exprType((Node *) expr), exprTypmod((Node *) expr));
+		}
+	}
+	return buf.data;
+}

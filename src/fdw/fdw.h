@@ -1,0 +1,125 @@
+/*
+ * fdw.h
+ *		The foreign-data wrapper of distributed tables (docs/design.md).
+ *
+ * On the coordinator a distributed table is a foreign table of the server
+ * ringshard_cluster; its rows live on the nodes of its ring or partition
+ * map.  Planning decides between a router scan (the WHERE clause fixes the
+ * sharding key: one replica per key) and a fan-out (every node, each row
+ * read once), and what the nodes can do for us: filters, sort order, LIMIT,
+ * aggregates.  Execution talks to the nodes through src/remote.
+ */
+#ifndef RINGSHARD_FDW_H
+#define RINGSHARD_FDW_H
+
+#include "postgres.h"
+
+#include "foreign/fdwapi.h"
+#include "nodes/pathnodes.h"
+
+/* Settings. */
+extern int	ringshard_fetch_size;		/* rows per FETCH of a fan-out */
+extern int	ringshard_write_batch_size;	/* rows per node per COPY of a write */
+extern bool ringshard_allow_partial_reads;	/* a fan-out missing a range warns instead of failing */
+extern int	ringshard_write_quorum;		/* replicas that must take a write at once */
+
+/* What planning knows of a distributed table (RelOptInfo.fdw_private). */
+typedef struct RsRelInfo
+{
+	Oid			relid;
+	AttrNumber	key_attnum;
+	Oid			key_type;
+	AttrNumber	keyspace_attnum;	/* maps whose keyspace is a column, else 0 */
+
+	List	   *remote_conds;	/* RestrictInfos the nodes evaluate */
+	List	   *local_conds;	/* RestrictInfos evaluated here */
+	RestrictInfo *key_clause;	/* key = value or key IN (...), routed by value */
+	Expr	   *key_values;		/* its value side (an expression or an array) */
+	bool		key_is_array;	/* key = ANY (array) */
+	Expr	   *keyspace_value;	/* the keyspace column's value, when the map needs one */
+
+	/* upper relations */
+	bool		is_upper;		/* an aggregate pushed to the nodes */
+	RelOptInfo *base;			/* for an upper rel: the scanned base rel */
+	List	   *grouped_tlist;	/* target list of the aggregate query */
+	List	   *group_exprs;	/* GROUP BY expressions */
+} RsRelInfo;
+
+/*
+ * ForeignScan.fdw_private: a list in this order.  Templates are Lists of
+ * String (SQL) and Integer (index of a parameter in fdw_exprs) nodes.
+ */
+enum RsScanPrivate
+{
+	RS_PRIV_SELECT,				/* template: the select list */
+	RS_PRIV_FROM_WHERE,			/* template: FROM table t WHERE conditions */
+	RS_PRIV_TAIL,				/* template: GROUP BY / ORDER BY */
+	RS_PRIV_RETRIEVED,			/* IntList: for each result column, its attnum or scan tlist position */
+	RS_PRIV_RELID,				/* Integer: the distributed table */
+	RS_PRIV_KIND,				/* Integer: RsScanKind */
+	RS_PRIV_NPARAMS,			/* Integer: how many fdw_exprs are template parameters */
+	RS_PRIV_KEY_COLUMN,			/* String: the quoted key column, for router scans */
+	RS_PRIV_KEY_IS_ARRAY,		/* Integer: 1 if the key value is an array (key = ANY) */
+	RS_PRIV_SORT,				/* List of IntLists (column, sort operator, collation, nulls first) */
+	RS_PRIV_LIMIT,				/* Integer: index in fdw_exprs of the LIMIT count (0: none) */
+	RS_PRIV_OFFSET,				/* Integer: index in fdw_exprs of the OFFSET (0: none) */
+	RS_PRIV_AGGREGATES,			/* List of IntLists describing how to combine partial aggregates */
+	RS_PRIV_COUNT
+};
+
+typedef enum RsScanKind
+{
+	RS_SCAN_FANOUT,				/* every node, each row once */
+	RS_SCAN_ROUTER,				/* by key: fdw_exprs after the parameters hold the key values */
+	RS_SCAN_ROUTER_KEYSPACE		/* the same, with the keyspace value after the key values */
+} RsScanKind;
+
+/* handler.c */
+extern void rsfdw_init(void);
+
+/* planner.c */
+extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
+extern void rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
+extern ForeignScan *rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
+									 ForeignPath *best_path, List *tlist, List *scan_clauses,
+									 Plan *outer_plan);
+extern void rsGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
+								   RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra);
+
+/* scan.c */
+extern void rsBeginForeignScan(ForeignScanState *node, int eflags);
+extern TupleTableSlot *rsIterateForeignScan(ForeignScanState *node);
+extern void rsReScanForeignScan(ForeignScanState *node);
+extern void rsEndForeignScan(ForeignScanState *node);
+extern void rsExplainForeignScan(ForeignScanState *node, struct ExplainState *es);
+
+/* modify.c */
+extern void rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *target_rte,
+									  Relation target_relation);
+extern List *rsPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index);
+extern void rsBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
+								 int subplan_index, int eflags);
+extern TupleTableSlot *rsExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+										   TupleTableSlot *planSlot);
+extern TupleTableSlot **rsExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **slots,
+												 TupleTableSlot **planSlots, int *numSlots);
+extern int	rsGetForeignModifyBatchSize(ResultRelInfo *rinfo);
+extern TupleTableSlot *rsExecForeignUpdateOrDelete(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+											   TupleTableSlot *planSlot);
+extern void rsEndForeignModify(EState *estate, ResultRelInfo *rinfo);
+extern void rsBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo);
+extern void rsEndForeignInsert(EState *estate, ResultRelInfo *rinfo);
+extern int	rsIsForeignRelUpdatable(Relation rel);
+extern bool rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index);
+extern void rsBeginDirectModify(ForeignScanState *node, int eflags);
+extern TupleTableSlot *rsIterateDirectModify(ForeignScanState *node);
+extern void rsEndDirectModify(ForeignScanState *node);
+extern void rsExplainDirectModify(ForeignScanState *node, struct ExplainState *es);
+extern void rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
+								   int subplan_index, struct ExplainState *es);
+extern void rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs);
+
+/* The annotation of a distributed table for planning; ERROR if it has none. */
+extern void rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *keyspace_attnum);
+
+#endif							/* RINGSHARD_FDW_H */

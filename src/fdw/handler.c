@@ -1,0 +1,205 @@
+/*
+ * handler.c
+ *		The foreign-data wrapper ringshard: its handler, the validator of the
+ *		options of its servers (nodes), user mappings (credentials) and
+ *		foreign tables (distributed tables), and its settings.
+ */
+#include "postgres.h"
+
+#include "access/reloptions.h"
+#include "catalog/pg_foreign_data_wrapper.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "libpq-fe.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+
+#include "fdw/fdw.h"
+
+int			ringshard_fetch_size = 2000;
+int			ringshard_write_batch_size = 1000;
+bool		ringshard_allow_partial_reads = false;
+
+void
+rsfdw_init(void)
+{
+	DefineCustomIntVariable("ringshard.write_quorum",
+							"Replicas that must take a routed write for it to succeed.",
+							"The others get it queued in ringshard.write_queue and replayed when they return.",
+							&ringshard_write_quorum, 1, 1, 64,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.fetch_size",
+							"Rows a fan-out fetches from a node at a time.",
+							NULL, &ringshard_fetch_size, 2000, 1, 1000000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.write_batch_size",
+							"Rows of a write sent to a node at a time (one COPY).",
+							NULL, &ringshard_write_batch_size, 1000, 1, 1000000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.allow_partial_reads",
+							 "A read of a distributed table that cannot reach every range warns instead of failing.",
+							 "The rows of the ranges whose nodes are all down are then missing from the answer.",
+							 &ringshard_allow_partial_reads, false, PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_fdw_handler);
+
+Datum
+ringshard_fdw_handler(PG_FUNCTION_ARGS)
+{
+	FdwRoutine *routine = makeNode(FdwRoutine);
+
+	routine->GetForeignRelSize = rsGetForeignRelSize;
+	routine->GetForeignPaths = rsGetForeignPaths;
+	routine->GetForeignPlan = rsGetForeignPlan;
+	routine->BeginForeignScan = rsBeginForeignScan;
+	routine->IterateForeignScan = rsIterateForeignScan;
+	routine->ReScanForeignScan = rsReScanForeignScan;
+	routine->EndForeignScan = rsEndForeignScan;
+	routine->GetForeignUpperPaths = rsGetForeignUpperPaths;
+
+	routine->AddForeignUpdateTargets = rsAddForeignUpdateTargets;
+	routine->PlanForeignModify = rsPlanForeignModify;
+	routine->BeginForeignModify = rsBeginForeignModify;
+	routine->ExecForeignInsert = rsExecForeignInsert;
+	routine->ExecForeignBatchInsert = rsExecForeignBatchInsert;
+	routine->GetForeignModifyBatchSize = rsGetForeignModifyBatchSize;
+	routine->ExecForeignUpdate = rsExecForeignUpdateOrDelete;
+	routine->ExecForeignDelete = rsExecForeignUpdateOrDelete;
+	routine->EndForeignModify = rsEndForeignModify;
+	routine->BeginForeignInsert = rsBeginForeignInsert;
+	routine->EndForeignInsert = rsEndForeignInsert;
+	routine->IsForeignRelUpdatable = rsIsForeignRelUpdatable;
+	routine->PlanDirectModify = rsPlanDirectModify;
+	routine->BeginDirectModify = rsBeginDirectModify;
+	routine->IterateDirectModify = rsIterateDirectModify;
+	routine->EndDirectModify = rsEndDirectModify;
+
+	routine->ExplainForeignScan = rsExplainForeignScan;
+	routine->ExplainForeignModify = rsExplainForeignModify;
+	routine->ExplainDirectModify = rsExplainDirectModify;
+	routine->ExecForeignTruncate = rsExecForeignTruncate;
+	PG_RETURN_POINTER(routine);
+}
+
+/*
+ * Server options that would bring in credentials other than the user
+ * mapping's, or that ringshard sets itself.
+ */
+static bool
+server_option_forbidden(const char *keyword)
+{
+	static const char *const forbidden[] = {
+		"user", "password", "sslpassword", "passfile", "service", "client_encoding",
+		"fallback_application_name", "replication", "dbname_is_uri", NULL
+	};
+
+	for (int i = 0; forbidden[i]; i++)
+		if (strcmp(keyword, forbidden[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Whether libpq knows the keyword. */
+static bool
+is_libpq_keyword(const char *keyword)
+{
+	PQconninfoOption *options = PQconndefaults();
+	bool		found = false;
+
+	for (PQconninfoOption *o = options; o && o->keyword && !found; o++)
+		found = strcmp(o->keyword, keyword) == 0 && strchr(o->dispchar, 'D') == NULL;
+	PQconninfoFree(options);
+	return found;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_fdw_validator);
+
+/*
+ * A node's server takes libpq's connection options except credentials; a
+ * user mapping takes user, password, sslpassword and (superusers only)
+ * password_required; the wrapper and distributed tables take none.
+ */
+Datum
+ringshard_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *options = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			catalog = PG_GETARG_OID(1);
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (catalog == ForeignServerRelationId)
+		{
+			if (server_option_forbidden(d->defname))
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("option \"%s\" is not allowed on a ringshard node", d->defname),
+						 errdetail("Credentials belong in user mappings; ringshard sets the others itself."),
+						 errhint("CREATE USER MAPPING FOR role SERVER node OPTIONS (user '...', password '...');")));
+			if (!is_libpq_keyword(d->defname))
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("invalid option \"%s\" for a ringshard node", d->defname),
+						 errhint("A node takes libpq connection options such as host, port and dbname.")));
+		}
+		else if (catalog == UserMappingRelationId)
+		{
+			if (strcmp(d->defname, "password_required") == 0)
+			{
+				bool		required = defGetBoolean(d);
+
+				if (!required && !superuser())
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+							 errmsg("password_required=false is superuser-only"),
+							 errhint("User mappings with the password_required option set to false may only "
+									 "be created or modified by a superuser.")));
+			}
+			else if (strcmp(d->defname, "user") != 0 && strcmp(d->defname, "password") != 0 &&
+					 strcmp(d->defname, "sslpassword") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("invalid option \"%s\" for a ringshard user mapping", d->defname),
+						 errhint("A user mapping takes user, password, sslpassword and password_required.")));
+		}
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+					 errmsg("invalid option \"%s\"", d->defname),
+					 errhint("ringshard's foreign-data wrapper and distributed tables take no options.")));
+	}
+	PG_RETURN_VOID();
+}
+
+/* The annotation of a distributed table for planning (see fdw.h). */
+void
+rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *keyspace_attnum)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT key_attnum, coalesce(keyspace_attnum, 0::pg_catalog.int2) "
+							  "FROM ringshard.distributed_tables "
+							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read ringshard.distributed_tables");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("foreign table \"%s\" is not a distributed table", get_rel_name(relid)),
+				 errhint("Distributed tables are made by ringshard.create_distributed_table().")));
+	*key_attnum = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*keyspace_attnum = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	SPI_finish();
+	*key_type = get_atttype(relid, *key_attnum);
+}

@@ -1,0 +1,1097 @@
+/*
+ * modify.c
+ *		Writing distributed tables (see fdw.h and docs/design.md, Writes).
+ *
+ * INSERT and COPY: each row's replicas are computed here and the row is
+ * appended to a buffer per node; a full buffer goes to its node as one COPY
+ * (a few rows as one INSERT), all nodes at once.  A replica marked down, or
+ * that cannot be reached before it took a write in this transaction, gets
+ * the row queued instead, in this transaction, if ringshard.write_quorum
+ * replicas take it.  UPDATE and DELETE are sent whole to the key's replicas
+ * or to every node, and count each row once.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/appendinfo.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "fdw/deparse.h"
+#include "fdw/fdw.h"
+#include "placement.h"
+#include "remote/catalog.h"
+#include "remote/connection.h"
+#include "remote/queue.h"
+#include "remote/transaction.h"
+
+/* ringshard.write_quorum: replicas that must take a write at once. */
+int			ringshard_write_quorum = 1;
+
+/* A few rows go as one INSERT (one round trip); more as a COPY (two). */
+#define SMALL_BATCH_ROWS 16
+
+/* Progress of a long copy (create_distributed_table sets it). */
+int64		rsfdw_progress_total = -1;
+
+typedef struct NodeBuffer
+{
+	RemoteConnection *conn;		/* NULL until the node gets its first row */
+	bool		queued;			/* unreachable or down: its rows go to the write queue */
+	StringInfoData copy_data;	/* rows in COPY text format */
+	StringInfoData values;		/* the first rows as VALUES literals */
+	int			nrows;
+	bool		result_pending; /* a COPY or INSERT sent, its result not read yet */
+} NodeBuffer;
+
+typedef struct RsModifyState
+{
+	Relation	rel;
+	TupleDesc	desc;
+	Oid			userid;
+	TablePlacement placement;
+	NodeBuffer *buffers;		/* by node index */
+	int			nnodes;
+	FmgrInfo   *out_functions;
+	char	   *columns;		/* the column list */
+	char	   *table;			/* the qualified name */
+	MemoryContext row_cxt;
+	int64		rows;
+	TimestampTz last_progress;
+} RsModifyState;
+
+/* ----- INSERT and COPY ----- */
+
+static RsModifyState *
+begin_insert(EState *estate, ResultRelInfo *rinfo)
+{
+	RsModifyState *state = palloc0(sizeof(RsModifyState));
+	Relation	rel = rinfo->ri_RelationDesc;
+	RangeTblEntry *rte;
+	StringInfoData columns;
+
+	state->rel = rel;
+	state->desc = RelationGetDescr(rel);
+	rte = exec_rt_fetch(rinfo->ri_RangeTableIndex, estate);
+	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+	table_placement_load(&state->placement, RelationGetRelid(rel), state->desc, estate->es_query_cxt);
+	state->nnodes = placement_node_count(&state->placement);
+	if (state->nnodes == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s has no nodes to write to", RelationGetRelationName(rel))));
+	state->buffers = palloc0(sizeof(NodeBuffer) * state->nnodes);
+	state->out_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
+	initStringInfo(&columns);
+	for (int i = 0; i < state->desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
+		Oid			output;
+		bool		varlena;
+
+		if (attr->attisdropped)
+			continue;
+		getTypeOutputInfo(attr->atttypid, &output, &varlena);
+		fmgr_info(output, &state->out_functions[i]);
+		appendStringInfo(&columns, "%s%s", columns.len ? ", " : "", quote_identifier(NameStr(attr->attname)));
+	}
+	state->columns = columns.data;
+	state->table = rsfdw_relation_name(RelationGetRelid(rel));
+	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard write row", ALLOCSET_DEFAULT_SIZES);
+	state->last_progress = GetCurrentTimestamp();
+	return state;
+}
+
+/* Append a value in COPY text format. */
+static void
+append_copy_value(StringInfo buf, const char *value)
+{
+	for (const char *c = value; *c; c++)
+	{
+		switch (*c)
+		{
+			case '\\':
+				appendStringInfoString(buf, "\\\\");
+				break;
+			case '\t':
+				appendStringInfoString(buf, "\\t");
+				break;
+			case '\n':
+				appendStringInfoString(buf, "\\n");
+				break;
+			case '\r':
+				appendStringInfoString(buf, "\\r");
+				break;
+			default:
+				appendStringInfoChar(buf, *c);
+		}
+	}
+}
+
+/* Send every buffer that has rows (or only the full ones) to its node, all at once. */
+static void
+flush_buffers(RsModifyState *state, bool only_full)
+{
+	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * state->nnodes);
+	int		   *which = palloc(sizeof(int) * state->nnodes);
+	RemoteResult *out = palloc(sizeof(RemoteResult) * state->nnodes);
+	int			n = 0;
+	int			ncopy = 0;
+
+	for (int i = 0; i < state->nnodes; i++)
+	{
+		NodeBuffer *b = &state->buffers[i];
+
+		if (b->queued || b->nrows == 0 || (only_full && b->nrows < ringshard_write_batch_size &&
+										   b->copy_data.len < 8 * 1024 * 1024))
+			continue;
+		conns[n] = b->conn;
+		which[n++] = i;
+	}
+	if (n == 0)
+		return;
+
+	/* The previous batch of these nodes must have landed. */
+	{
+		int			m = 0;
+		RemoteConnection **pending = palloc(sizeof(RemoteConnection *) * n);
+		int		   *pending_which = palloc(sizeof(int) * n);
+		const void **owners = palloc(sizeof(void *) * n);
+
+		for (int j = 0; j < n; j++)
+			if (state->buffers[which[j]].result_pending)
+			{
+				pending[m] = conns[j];
+				owners[m] = state;
+				pending_which[m++] = which[j];
+			}
+		remote_receive_owned(pending, owners, m, out, 0, 0);
+		for (int j = 0; j < m; j++)
+		{
+			state->buffers[pending_which[j]].result_pending = false;
+			if (!out[j].ok)
+			{
+				if (out[j].result)
+					remote_report_error(ERROR, pending[j], out[j].result, NULL);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to node \"%s\" while writing to table %s",
+								pending[j]->node, RelationGetRelationName(state->rel)),
+						 errdetail_internal("%s", pending[j]->last_error ? pending[j]->last_error : "")));
+			}
+			PQclear(out[j].result);
+		}
+	}
+
+	/* Small batches: one INSERT each; larger ones: COPY. */
+	for (int j = 0; j < n; j++)
+	{
+		NodeBuffer *b = &state->buffers[which[j]];
+
+		remote_note_write(b->conn);
+		if (b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0)
+			remote_send(b->conn, psprintf("INSERT INTO %s (%s) VALUES %s", state->table, state->columns,
+										  b->values.data), true, state);
+		else
+		{
+			remote_send(b->conn, psprintf("COPY %s (%s) FROM STDIN", state->table, state->columns), true, state);
+			ncopy++;
+		}
+		if (b->conn->link != LINK_BUSY)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost the connection to node \"%s\" while writing to table %s",
+							b->conn->node, RelationGetRelationName(state->rel))));
+		b->result_pending = true;
+	}
+	if (ncopy > 0)
+	{
+		RemoteConnection **copies = palloc(sizeof(RemoteConnection *) * ncopy);
+		int		   *copy_which = palloc(sizeof(int) * ncopy);
+		int			m = 0;
+
+		for (int j = 0; j < n; j++)
+		{
+			NodeBuffer *b = &state->buffers[which[j]];
+
+			if (!(b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0))
+			{
+				copies[m] = b->conn;
+				copy_which[m++] = which[j];
+			}
+		}
+		/* wait until every node is ready for data, then stream it to all */
+		remote_receive(copies, m, out, 0, 0);
+		for (int j = 0; j < m; j++)
+		{
+			NodeBuffer *b = &state->buffers[copy_which[j]];
+
+			if (!out[j].ok || copies[j]->link != LINK_COPY_IN)
+			{
+				b->result_pending = false;
+				if (out[j].result && !out[j].lost)
+					remote_report_error(ERROR, copies[j], out[j].result, NULL);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to node \"%s\" while writing to table %s",
+								copies[j]->node, RelationGetRelationName(state->rel))));
+			}
+			PQclear(out[j].result);
+			remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
+		}
+		remote_copy_end_all(copies, m);
+		for (int j = 0; j < m; j++)
+			copies[j]->owner = state;
+	}
+	for (int j = 0; j < n; j++)
+	{
+		NodeBuffer *b = &state->buffers[which[j]];
+
+		resetStringInfo(&b->copy_data);
+		resetStringInfo(&b->values);
+		b->nrows = 0;
+	}
+}
+
+/* Wait for every batch sent; raise the first node error. */
+static void
+finish_buffers(RsModifyState *state)
+{
+	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * state->nnodes);
+	const void **owners = palloc(sizeof(void *) * state->nnodes);
+	RemoteResult *out = palloc(sizeof(RemoteResult) * state->nnodes);
+	int			n = 0;
+
+	flush_buffers(state, false);
+	for (int i = 0; i < state->nnodes; i++)
+		if (state->buffers[i].result_pending)
+		{
+			conns[n] = state->buffers[i].conn;
+			owners[n++] = state;
+			state->buffers[i].result_pending = false;
+		}
+	remote_receive_owned(conns, owners, n, out, 0, 0);
+	for (int j = 0; j < n; j++)
+		if (!out[j].ok)
+		{
+			if (out[j].result && !out[j].lost)
+				remote_report_error(ERROR, conns[j], out[j].result, NULL);
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost the connection to node \"%s\" while writing to table %s",
+							conns[j]->node, RelationGetRelationName(state->rel))));
+		}
+	for (int j = 0; j < n; j++)
+		PQclear(out[j].result);
+}
+
+/* Decide, once per transaction and node, whether it takes rows or gets them queued. */
+static void
+prepare_node(RsModifyState *state, int node)
+{
+	NodeBuffer *b = &state->buffers[node];
+
+	if (b->conn != NULL || b->queued)
+		return;
+	initStringInfo(&b->copy_data);
+	initStringInfo(&b->values);
+	b->conn = remote_connection(placement_node_name(&state->placement, node), state->userid);
+	/* a node marked down gets its writes queued, in order, until the watchdog delivered its queue */
+	if (!placement_node_up(&state->placement, node) || b->conn->unreachable)
+	{
+		b->queued = true;
+		return;
+	}
+	remote_connect_all(&b->conn, 1, true);
+	if (b->conn->link == LINK_BROKEN || b->conn->link == LINK_CLOSED)
+	{
+		if (b->conn->wrote)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost the connection to node \"%s\", which took writes in this transaction",
+							b->conn->node),
+					 errhint("Retry the transaction; its writes for that node are then queued.")));
+		b->conn->unreachable = true;
+		b->queued = true;
+		ereport(NOTICE,
+				(errmsg("node \"%s\" cannot be reached; its writes are queued and will be replayed",
+						b->conn->node),
+				 b->conn->last_error ? errdetail_internal("%s", b->conn->last_error) : 0));
+	}
+}
+
+static TupleTableSlot *
+insert_row(RsModifyState *state, TupleTableSlot *slot)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			nreplicas;
+	int			took = 0;
+	int			quorum;
+	MemoryContext old;
+	StringInfoData line;
+	StringInfoData literal;
+	bool		need_values = false;
+
+	nreplicas = placement_slot_replicas(&state->placement, slot, replicas);
+	if (nreplicas == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NOT_NULL_VIOLATION),
+				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
+				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	for (int r = 0; r < nreplicas; r++)
+	{
+		prepare_node(state, replicas[r]);
+		took += !state->buffers[replicas[r]].queued;
+		need_values |= !state->buffers[replicas[r]].queued && state->buffers[replicas[r]].nrows < SMALL_BATCH_ROWS;
+	}
+	quorum = Min(ringshard_write_quorum, nreplicas);
+	if (took < quorum)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("a write to table %s reached %d of %d replicas, fewer than ringshard.write_quorum (%d)",
+						RelationGetRelationName(state->rel), took, nreplicas, ringshard_write_quorum),
+				 errhint("Check the nodes with ringshard.node_health().")));
+
+	/* The row, formatted once for every replica. */
+	MemoryContextReset(state->row_cxt);
+	old = MemoryContextSwitchTo(state->row_cxt);
+	slot_getallattrs(slot);
+	initStringInfo(&line);
+	initStringInfo(&literal);
+	appendStringInfoChar(&literal, '(');
+	for (int i = 0, first = 1; i < state->desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
+
+		if (attr->attisdropped)
+			continue;
+		if (!first)
+		{
+			appendStringInfoChar(&line, '\t');
+			appendStringInfoString(&literal, ", ");
+		}
+		first = 0;
+		if (slot->tts_isnull[i])
+		{
+			appendStringInfoString(&line, "\\N");
+			if (need_values)
+				rsfdw_append_literal(&literal, (Datum) 0, true, attr->atttypid, attr->atttypmod);
+			continue;
+		}
+		{
+			char	   *text = OutputFunctionCall(&state->out_functions[i], slot->tts_values[i]);
+
+			append_copy_value(&line, text);
+			if (need_values)
+				appendStringInfo(&literal, "%s::%s", quote_literal_cstr(text),
+								 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+		}
+	}
+	appendStringInfoChar(&line, '\n');
+	appendStringInfoChar(&literal, ')');
+	MemoryContextSwitchTo(old);
+
+	for (int r = 0; r < nreplicas; r++)
+	{
+		NodeBuffer *b = &state->buffers[replicas[r]];
+
+		if (b->queued)
+		{
+			queue_write(placement_node_name(&state->placement, replicas[r]), RelationGetRelid(state->rel),
+						state->userid, ExecFetchSlotHeapTupleDatum(slot));
+			continue;
+		}
+		appendBinaryStringInfo(&b->copy_data, line.data, line.len);
+		if (b->nrows < SMALL_BATCH_ROWS)
+			appendStringInfo(&b->values, "%s%s", b->nrows ? ", " : "", literal.data);
+		else if (b->values.len > 0)
+			resetStringInfo(&b->values);	/* too many for one INSERT: COPY it is */
+		b->nrows++;
+	}
+	flush_buffers(state, true);
+
+	state->rows++;
+	if (rsfdw_progress_total >= 0 && (state->rows % 1000) == 0 &&
+		TimestampDifferenceExceeds(state->last_progress, GetCurrentTimestamp(), 5000))
+	{
+		state->last_progress = GetCurrentTimestamp();
+		ereport(NOTICE,
+				(errmsg("copied " INT64_FORMAT " of " INT64_FORMAT " rows of %s to their nodes",
+						state->rows, rsfdw_progress_total, RelationGetRelationName(state->rel))));
+	}
+	return slot;
+}
+
+void
+rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *target_rte, Relation target_relation)
+{
+	/* UPDATE and DELETE are sent to the nodes whole: no row identity is needed */
+}
+
+List *
+rsPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index)
+{
+	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+
+	if (plan->operation == CMD_UPDATE || plan->operation == CMD_DELETE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("this %s of distributed table %s cannot be sent to its nodes as one statement",
+						plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE", get_rel_name(rte->relid)),
+				 errdetail("Its WHERE clause or SET list uses functions or operators that are not built in and "
+						   "immutable, subqueries, or other tables."),
+				 errhint("Write the condition with built-in functions of the table's columns, constants and "
+						 "parameters, or select the keys first and use WHERE key = ANY (...).")));
+	if (plan->onConflictAction != ONCONFLICT_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("INSERT ... ON CONFLICT is not supported on distributed table %s", get_rel_name(rte->relid)),
+				 errhint("Unique constraints are enforced by the nodes: a duplicate fails with SQLSTATE 23505.")));
+	return NIL;
+}
+
+void
+rsBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
+					 int subplan_index, int eflags)
+{
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
+}
+
+TupleTableSlot *
+rsExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	return insert_row(rinfo->ri_FdwState, slot);
+}
+
+TupleTableSlot **
+rsExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **slots,
+						 TupleTableSlot **planSlots, int *numSlots)
+{
+	for (int i = 0; i < *numSlots; i++)
+		insert_row(rinfo->ri_FdwState, slots[i]);
+	return slots;
+}
+
+/*
+ * Row-by-row UPDATE and DELETE: never planned (rsPlanForeignModify refuses
+ * them), but the executor wants the callbacks to exist.
+ */
+TupleTableSlot *
+rsExecForeignUpdateOrDelete(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	elog(ERROR, "ringshard: UPDATE and DELETE of distributed tables are sent to the nodes whole");
+	return NULL;
+}
+
+int
+rsGetForeignModifyBatchSize(ResultRelInfo *rinfo)
+{
+	/* rows are batched per node here, not by the executor */
+	return 1;
+}
+
+void
+rsEndForeignModify(EState *estate, ResultRelInfo *rinfo)
+{
+	if (rinfo->ri_FdwState)
+		finish_buffers(rinfo->ri_FdwState);
+}
+
+void
+rsBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
+{
+	if (mtstate->operation != CMD_INSERT)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("rows cannot move into distributed table %s by UPDATE of a partitioned table",
+						RelationGetRelationName(rinfo->ri_RelationDesc))));
+	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
+}
+
+void
+rsEndForeignInsert(EState *estate, ResultRelInfo *rinfo)
+{
+	if (rinfo->ri_FdwState)
+		finish_buffers(rinfo->ri_FdwState);
+}
+
+int
+rsIsForeignRelUpdatable(Relation rel)
+{
+	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
+}
+
+void
+rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
+					   int subplan_index, ExplainState *es)
+{
+	ExplainPropertyText("Writes", "each row to every replica, batched per node (COPY); a replica that is down "
+						"gets it queued", es);
+}
+
+/* ----- UPDATE and DELETE, sent whole ----- */
+
+enum DirectPrivate
+{
+	DM_SQL,						/* template: the statement, from "UPDATE"/"DELETE" to its WHERE conditions */
+	DM_RETURNING,				/* IntList: attnums of RETURNING columns */
+	DM_RELID,
+	DM_KIND,					/* RsScanKind of the scan it replaces */
+	DM_NPARAMS,
+	DM_KEY_COLUMN,
+	DM_KEY_IS_ARRAY,
+	DM_HAS_RETURNING
+};
+
+/* The ForeignScan under a ModifyTable, if it is ours and alone. */
+static ForeignScan *
+modify_subplan(ModifyTable *plan, Index resultRelation)
+{
+	Plan	   *subplan = outerPlan(plan);
+
+	if (subplan && IsA(subplan, Result) && subplan->qual == NIL &&
+		((Result *) subplan)->resconstantqual == NULL && outerPlan(subplan))
+		subplan = outerPlan(subplan);
+	if (subplan == NULL || !IsA(subplan, ForeignScan) ||
+		((ForeignScan *) subplan)->scan.scanrelid != resultRelation)
+		return NULL;
+	return (ForeignScan *) subplan;
+}
+
+bool
+rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index)
+{
+	ForeignScan *fscan;
+	RelOptInfo *rel;
+	RsRelInfo  *info;
+	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
+	List	   *params;
+	List	   *fscan_private;
+	DeparseContext ctx;
+	List	   *returning = NIL;
+	List	   *returning_list;
+	List	   *private;
+	Bitmapset  *attrs = NULL;
+	int			nparams;
+
+	if (plan->operation != CMD_UPDATE && plan->operation != CMD_DELETE)
+		return false;
+	fscan = modify_subplan(plan, resultRelation);
+	if (fscan == NULL || fscan->scan.plan.qual != NIL)
+		return false;
+	rel = find_base_rel(root, resultRelation);
+	info = rel->fdw_private;
+	fscan_private = fscan->fdw_private;
+	params = list_truncate(list_copy(fscan->fdw_exprs), intVal(list_nth(fscan_private, RS_PRIV_NPARAMS)));
+
+	rsfdw_deparse_init(&ctx, root, rel, resultRelation, &params);
+	if (plan->operation == CMD_UPDATE)
+	{
+		List	   *processed_tlist = NIL;
+		List	   *target_attrs = NIL;
+		ListCell   *lc;
+		ListCell   *lc2;
+
+		get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
+		rsfdw_append(&ctx, "UPDATE ");
+		rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
+		rsfdw_append(&ctx, " t SET ");
+		forboth(lc, processed_tlist, lc2, target_attrs)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+			AttrNumber	attno = lfirst_int(lc2);
+
+			if (attno == info->key_attnum || attno == info->keyspace_attnum)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot change the sharding key of distributed table %s", get_rel_name(rte->relid)),
+						 errdetail("Column \"%s\" places each row on its nodes.", get_attname(rte->relid, attno, false)),
+						 errhint("Delete the row and insert it with its new key, in one transaction.")));
+			if (!rsfdw_is_shippable(root, rel, (Expr *) tle->expr))
+				return false;
+			if (foreach_current_index(lc) > 0)
+				rsfdw_append(&ctx, ", ");
+			rsfdw_append(&ctx, rsfdw_column_name(rte->relid, attno));
+			rsfdw_append(&ctx, " = ");
+			rsfdw_append_expr(&ctx, (Expr *) tle->expr);
+		}
+	}
+	else
+	{
+		rsfdw_append(&ctx, "DELETE FROM ");
+		rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
+		rsfdw_append(&ctx, " t");
+	}
+
+	/* the scan's WHERE, without its FROM */
+	{
+		List	   *from_where = list_nth(fscan_private, RS_PRIV_FROM_WHERE);
+		ListCell   *lc;
+		bool		first = true;
+
+		foreach(lc, from_where)
+		{
+			Node	   *piece = lfirst(lc);
+
+			if (IsA(piece, String) && first)
+			{
+				char	   *where = strstr(strVal(piece), " t WHERE ");
+
+				if (where == NULL)
+					elog(ERROR, "ringshard: unexpected scan SQL");
+				rsfdw_append(&ctx, where + 2);
+			}
+			else if (IsA(piece, String))
+				rsfdw_append(&ctx, strVal(piece));
+			else
+			{
+				ctx.pieces = lappend(ctx.pieces, makeString(pstrdup(ctx.current.data)));
+				resetStringInfo(&ctx.current);
+				ctx.pieces = lappend(ctx.pieces, piece);
+			}
+			first = false;
+		}
+	}
+
+	/* RETURNING: the columns it reads come back from the node that counts the row */
+	if (plan->returningLists)
+	{
+		Relation	relation = table_open(rte->relid, NoLock);
+		TupleDesc	desc = RelationGetDescr(relation);
+		bool		whole_row;
+
+		returning_list = list_nth(plan->returningLists, subplan_index);
+		pull_varattnos((Node *) returning_list, resultRelation, &attrs);
+		whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
+		for (int attnum = 1; attnum <= desc->natts; attnum++)
+		{
+			if (TupleDescAttr(desc, attnum - 1)->attisdropped)
+				continue;
+			if (whole_row || bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs))
+				returning = lappend_int(returning, attnum);
+		}
+		table_close(relation, NoLock);
+	}
+
+	nparams = list_length(params);
+	private = NIL;
+	private = lappend(private, rsfdw_deparse_finish(&ctx));
+	private = lappend(private, returning);
+	private = lappend(private, makeInteger(rte->relid));
+	private = lappend(private, list_nth(fscan_private, RS_PRIV_KIND));
+	private = lappend(private, makeInteger(nparams));
+	private = lappend(private, list_nth(fscan_private, RS_PRIV_KEY_COLUMN));
+	private = lappend(private, list_nth(fscan_private, RS_PRIV_KEY_IS_ARRAY));
+	private = lappend(private, makeInteger(plan->returningLists != NIL));
+
+	/* key values (and keyspace) follow the parameters, as in the scan */
+	{
+		List	   *exprs = list_copy(params);
+		int			scan_nparams = intVal(list_nth(fscan_private, RS_PRIV_NPARAMS));
+
+		for (int i = scan_nparams; i < list_length(fscan->fdw_exprs); i++)
+			exprs = lappend(exprs, list_nth(fscan->fdw_exprs, i));
+		fscan->fdw_exprs = exprs;
+	}
+	fscan->operation = plan->operation;
+	fscan->resultRelation = resultRelation;
+	fscan->fdw_private = private;
+	return true;
+}
+
+/* Execution of a statement sent whole. */
+typedef struct RsDirectState
+{
+	Relation	rel;
+	TupleDesc	desc;
+	Oid			userid;
+	TablePlacement placement;
+	List	   *sql_tmpl;
+	List	   *returning;		/* attnums */
+	int			nreturning;
+	RsScanKind	kind;
+	int			nparams;
+	char	   *key_column;
+	bool		key_is_array;
+	bool		has_returning;
+	List	   *param_exprs;
+	List	   *param_states;
+	ExprState  *key_state;
+	ExprState  *keyspace_state;
+	FmgrInfo   *in_functions;
+	Oid		   *typioparams;
+	PGresult  **results;		/* per target node */
+	int			nresults;
+	int			result_index;
+	int			row;
+	bool		done;
+	MemoryContext row_cxt;
+} RsDirectState;
+
+void
+rsBeginDirectModify(ForeignScanState *node, int eflags)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	EState	   *estate = node->ss.ps.state;
+	List	   *private = plan->fdw_private;
+	RsDirectState *state = palloc0(sizeof(RsDirectState));
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	int			i;
+
+	node->fdw_state = state;
+	state->rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation
+		: ExecOpenScanRelation(estate, plan->resultRelation, eflags);
+	state->desc = RelationGetDescr(state->rel);
+	state->sql_tmpl = list_nth(private, DM_SQL);
+	state->returning = list_nth(private, DM_RETURNING);
+	state->nreturning = list_length(state->returning);
+	state->kind = (RsScanKind) intVal(list_nth(private, DM_KIND));
+	state->nparams = intVal(list_nth(private, DM_NPARAMS));
+	state->key_column = strVal(list_nth(private, DM_KEY_COLUMN));
+	state->key_is_array = intVal(list_nth(private, DM_KEY_IS_ARRAY)) != 0;
+	state->has_returning = intVal(list_nth(private, DM_HAS_RETURNING)) != 0;
+	rte = exec_rt_fetch(plan->resultRelation, estate);
+	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+	table_placement_load(&state->placement, RelationGetRelid(state->rel), state->desc, estate->es_query_cxt);
+
+	i = 0;
+	foreach(lc, plan->fdw_exprs)
+	{
+		Expr	   *expr = lfirst(lc);
+		ExprState  *es = ExecInitExpr(expr, (PlanState *) node);
+
+		if (i < state->nparams)
+		{
+			state->param_exprs = lappend(state->param_exprs, expr);
+			state->param_states = lappend(state->param_states, es);
+		}
+		else if (i == state->nparams)
+			state->key_state = es;
+		else
+			state->keyspace_state = es;
+		i++;
+	}
+	state->in_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
+	state->typioparams = palloc0(sizeof(Oid) * state->desc->natts);
+	foreach(lc, state->returning)
+	{
+		int			attnum = lfirst_int(lc);
+		Oid			input;
+
+		getTypeInputInfo(TupleDescAttr(state->desc, attnum - 1)->atttypid, &input,
+						 &state->typioparams[attnum - 1]);
+		fmgr_info(input, &state->in_functions[attnum - 1]);
+	}
+	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard returning row", ALLOCSET_DEFAULT_SIZES);
+}
+
+/* The nodes a statement sent whole must reach: every replica of its keys, or every node. */
+static bool *
+direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
+{
+	int			nnodes = placement_node_count(&state->placement);
+	bool	   *targets = palloc0(sizeof(bool) * Max(nnodes, 1));
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	StringInfoData filter;
+
+	*key_filter = "";
+	if (state->kind == RS_SCAN_FANOUT)
+	{
+		for (int i = 0; i < nnodes; i++)
+			targets[i] = true;
+		return targets;
+	}
+	initStringInfo(&filter);
+	{
+		bool		isnull;
+		bool		keyspace_null = false;
+		Datum		keys = ExecEvalExpr(state->key_state, econtext, &isnull);
+		Datum		keyspace = state->keyspace_state ? ExecEvalExpr(state->keyspace_state, econtext, &keyspace_null) : 0;
+		Oid			key_type = TupleDescAttr(state->desc, state->placement.key_attnum - 1)->atttypid;
+		Datum	   *elems = &keys;
+		bool	   *nulls = &isnull;
+		int			nelems = 1;
+		int			nkeys = 0;
+
+		if (!isnull && state->key_is_array)
+		{
+			ArrayType  *array = DatumGetArrayTypeP(keys);
+			int16		typlen;
+			bool		typbyval;
+			char		typalign;
+
+			get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
+		}
+		appendStringInfo(&filter, " AND t.%s OPERATOR(pg_catalog.=) ANY (ARRAY[", state->key_column);
+		for (int k = 0; k < nelems && !isnull && !keyspace_null; k++)
+		{
+			uint16		replicas[PLACEMENT_MAX_REPLICAS];
+			int			n;
+
+			if (nulls[k])
+				continue;
+			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
+			for (int r = 0; r < n; r++)
+				targets[replicas[r]] = true;
+			if (nkeys++ > 0)
+				appendStringInfoString(&filter, ", ");
+			rsfdw_append_literal(&filter, elems[k], false, key_type, -1);
+		}
+		appendStringInfo(&filter, "]::%s[])", rsfdw_type_name(key_type, -1));
+		if (nkeys == 0)
+			*key_filter = " AND false";
+		else
+			*key_filter = filter.data;
+	}
+	return targets;
+}
+
+/* Run the statement on every target node at once. */
+static void
+execute_direct(ForeignScanState *node, RsDirectState *state)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	int			nnodes = placement_node_count(&state->placement);
+	char	   *key_filter;
+	bool	   *targets = direct_targets(node, state, &key_filter);
+	char	   *statement = rsfdw_fill_template(state->sql_tmpl, state->param_states, state->param_exprs, econtext);
+	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
+	int			n = 0;
+	StringInfoData sql;
+	bool		single_copy = placement_single_copy(&state->placement);
+
+	for (int i = 0; i < nnodes; i++)
+	{
+		if (!targets[i])
+			continue;
+		if (!placement_node_up(&state->placement, i))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("node \"%s\" is down, so %s cannot change every copy of the rows of table %s",
+							placement_node_name(&state->placement, i),
+							node->ss.ps.plan && ((ForeignScan *) node->ss.ps.plan)->operation == CMD_UPDATE ? "UPDATE" : "DELETE",
+							RelationGetRelationName(state->rel)),
+					 errdetail("A node is marked down while it cannot be reached or has queued writes to receive."),
+					 errhint("Retry once the watchdog marks it up (see ringshard.node_health() and ringshard.write_queue_status).")));
+		conns[n++] = remote_connection(placement_node_name(&state->placement, i), state->userid);
+	}
+	remote_connect_all(conns, n, false);
+
+	/* Each row counts once: on its first replica (ringshard.reads_here with nobody left out). */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "WITH m AS (%s%s RETURNING %s", statement, key_filter,
+					 single_copy ? "true AS rs_counts"
+					 : "ringshard.reads_here(t, '{}'::pg_catalog.text[], NULL::pg_catalog.int8) AS rs_counts");
+	{
+		ListCell   *lc;
+
+		foreach(lc, state->returning)
+			appendStringInfo(&sql, ", t.%s", rsfdw_column_name(RelationGetRelid(state->rel), lfirst_int(lc)));
+	}
+	if (state->has_returning)
+		appendStringInfoString(&sql, ") SELECT * FROM m WHERE rs_counts");
+	else
+		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FROM m WHERE rs_counts");
+
+	for (int j = 0; j < n; j++)
+	{
+		remote_note_write(conns[j]);
+		remote_send(conns[j], sql.data, true, state);
+	}
+	remote_receive(conns, n, out, 0, 0);
+	for (int j = 0; j < n; j++)
+		if (!out[j].ok)
+		{
+			if (out[j].result && !out[j].lost)
+				remote_report_error(ERROR, conns[j], out[j].result, NULL);
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost the connection to node \"%s\" while changing table %s",
+							conns[j]->node, RelationGetRelationName(state->rel))));
+		}
+	state->results = palloc(sizeof(PGresult *) * Max(n, 1));
+	state->nresults = n;
+	for (int j = 0; j < n; j++)
+		state->results[j] = out[j].result;
+	if (!state->has_returning)
+	{
+		for (int j = 0; j < n; j++)
+			node->ss.ps.state->es_processed += strtoll(PQgetvalue(out[j].result, 0, 0), NULL, 10);
+	}
+}
+
+TupleTableSlot *
+rsIterateDirectModify(ForeignScanState *node)
+{
+	RsDirectState *state = node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	EState	   *estate = node->ss.ps.state;
+	ResultRelInfo *rinfo = node->resultRelInfo;
+
+	if (!state->done)
+	{
+		execute_direct(node, state);
+		state->done = true;
+	}
+	if (!state->has_returning)
+		return ExecClearTuple(slot);
+
+	/* RETURNING: each row once, from the node that counts it */
+	while (state->result_index < state->nresults)
+	{
+		PGresult   *res = state->results[state->result_index];
+		MemoryContext old;
+		int			column = 1;
+		ListCell   *lc;
+
+		if (state->row >= PQntuples(res))
+		{
+			state->result_index++;
+			state->row = 0;
+			continue;
+		}
+		MemoryContextReset(state->row_cxt);
+		old = MemoryContextSwitchTo(state->row_cxt);
+		ExecClearTuple(slot);
+		memset(slot->tts_isnull, true, sizeof(bool) * slot->tts_tupleDescriptor->natts);
+		foreach(lc, state->returning)
+		{
+			int			attnum = lfirst_int(lc);
+
+			if (!PQgetisnull(res, state->row, column))
+			{
+				slot->tts_values[attnum - 1] =
+					InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, state->row, column),
+									  state->typioparams[attnum - 1], TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+				slot->tts_isnull[attnum - 1] = false;
+			}
+			column++;
+		}
+		MemoryContextSwitchTo(old);
+		ExecStoreVirtualTuple(slot);
+		state->row++;
+		estate->es_processed++;
+		if (rinfo && rinfo->ri_projectReturning)
+			rinfo->ri_projectReturning->pi_exprContext->ecxt_scantuple = slot;
+		return slot;
+	}
+	return ExecClearTuple(slot);
+}
+
+void
+rsEndDirectModify(ForeignScanState *node)
+{
+	RsDirectState *state = node->fdw_state;
+
+	if (state == NULL)
+		return;
+	for (int j = 0; j < state->nresults; j++)
+		if (state->results[j])
+			PQclear(state->results[j]);
+	state->nresults = 0;
+}
+
+void
+rsExplainDirectModify(ForeignScanState *node, ExplainState *es)
+{
+	RsDirectState *state = node->fdw_state;
+
+	ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT
+						? "every node of the table" : psprintf("every replica of the values of %s", state->key_column), es);
+	if (es->verbose)
+	{
+		StringInfoData sql;
+		ListCell   *lc;
+
+		initStringInfo(&sql);
+		foreach(lc, state->sql_tmpl)
+		{
+			Node	   *piece = lfirst(lc);
+
+			if (IsA(piece, String))
+				appendStringInfoString(&sql, strVal(piece));
+			else
+				appendStringInfo(&sql, "$%d", intVal(piece));
+		}
+		if (state->kind != RS_SCAN_FANOUT)
+			appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
+		ExplainPropertyText("Remote SQL", sql.data, es);
+	}
+}
+
+/* ----- TRUNCATE ----- */
+
+void
+rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
+{
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		Relation	rel = lfirst(lc);
+		TablePlacement placement;
+		int			nnodes;
+		RemoteConnection **conns;
+		RemoteResult *out;
+		char	   *sql;
+
+		memset(&placement, 0, sizeof(placement));
+		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+		nnodes = placement_node_count(&placement);
+		conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+		out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
+		for (int i = 0; i < nnodes; i++)
+		{
+			if (!placement_node_up(&placement, i))
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("node \"%s\" is down, so TRUNCATE cannot empty every copy of table %s",
+								placement_node_name(&placement, i), RelationGetRelationName(rel)),
+						 errhint("Retry once the watchdog marks it up.")));
+			conns[i] = remote_connection(placement_node_name(&placement, i), GetUserId());
+		}
+		remote_connect_all(conns, nnodes, false);
+		sql = psprintf("TRUNCATE %s%s", rsfdw_relation_name(RelationGetRelid(rel)),
+					   behavior == DROP_CASCADE ? " CASCADE" : "");
+		for (int i = 0; i < nnodes; i++)
+		{
+			remote_note_write(conns[i]);
+			remote_send(conns[i], sql, true, conns[i]);
+		}
+		remote_receive(conns, nnodes, out, 0, 0);
+		for (int i = 0; i < nnodes; i++)
+			if (!out[i].ok)
+			{
+				if (out[i].result && !out[i].lost)
+					remote_report_error(ERROR, conns[i], out[i].result, sql);
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to node \"%s\" during TRUNCATE", conns[i]->node)));
+			}
+		for (int i = 0; i < nnodes; i++)
+			PQclear(out[i].result);
+		/* writes queued for the table would bring rows back */
+		queue_forget_table(RelationGetRelid(rel));
+	}
+}

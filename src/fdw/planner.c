@@ -1,0 +1,386 @@
+/*
+ * planner.c
+ *		Planning scans of distributed tables (see fdw.h).
+ *
+ * The WHERE clause is split three ways: a condition that fixes the sharding
+ * key to values known at execution (constants, parameters, stable
+ * expressions) makes a router scan; conditions the nodes can evaluate are
+ * sent; the rest is evaluated here.  A sort order made of the table's
+ * columns is sent too and the sorted streams are merged here, so ORDER BY
+ * never needs a local sort of every row.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/typcache.h"
+
+#include "fdw/deparse.h"
+#include "fdw/fdw.h"
+
+/* Costs: a round trip to the nodes dominates small queries. */
+#define RS_ROUNDTRIP_COST	25.0
+#define RS_FANOUT_STARTUP	100.0
+#define RS_ROW_TRANSFER_COST 0.01
+
+/* Strip implicit relabelings (varchar = text compares texts). */
+static Node *
+strip_relabel(Node *node)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node;
+}
+
+/* A value known once execution starts: no column of any table, nothing volatile. */
+static bool
+is_execution_constant(Node *node)
+{
+	return !contain_var_clause(node) && !contain_volatile_functions(node) &&
+		!contain_agg_clause(node) && !contain_window_function(node) && !contain_subplans(node);
+}
+
+static bool
+is_column(Node *node, Index varno, AttrNumber attnum)
+{
+	node = strip_relabel(node);
+	return node && IsA(node, Var) && ((Var *) node)->varno == varno && ((Var *) node)->varattno == attnum &&
+		((Var *) node)->varlevelsup == 0;
+}
+
+/*
+ * column = value, value = column, or column = ANY (array value), with the
+ * column type's own equality (so that equal values have equal key bytes).
+ */
+static bool
+match_equality(Expr *clause, Index varno, AttrNumber attnum, Oid eqop, Expr **value, bool *is_array)
+{
+	if (IsA(clause, OpExpr))
+	{
+		OpExpr	   *op = (OpExpr *) clause;
+		Node	   *left;
+		Node	   *right;
+
+		if (op->opno != eqop || list_length(op->args) != 2)
+			return false;
+		left = linitial(op->args);
+		right = lsecond(op->args);
+		if (is_column(left, varno, attnum) && is_execution_constant(right))
+			*value = (Expr *) right;
+		else if (is_column(right, varno, attnum) && is_execution_constant(left))
+			*value = (Expr *) left;
+		else
+			return false;
+		*is_array = false;
+		return true;
+	}
+	if (IsA(clause, ScalarArrayOpExpr))
+	{
+		ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) clause;
+
+		if (op->opno != eqop || !op->useOr || list_length(op->args) != 2 ||
+			!is_column(linitial(op->args), varno, attnum) || !is_execution_constant(lsecond(op->args)))
+			return false;
+		*value = lsecond(op->args);
+		*is_array = true;
+		return true;
+	}
+	return false;
+}
+
+void
+rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	RsRelInfo  *info = palloc0(sizeof(RsRelInfo));
+	Oid			key_eqop;
+	Oid			keyspace_eqop = InvalidOid;
+	ListCell   *lc;
+	Selectivity selectivity;
+	double		tuples;
+
+	info->relid = foreigntableid;
+	rsfdw_table_info(foreigntableid, &info->key_attnum, &info->key_type, &info->keyspace_attnum);
+	key_eqop = lookup_type_cache(info->key_type, TYPECACHE_EQ_OPR)->eq_opr;
+	if (info->keyspace_attnum > 0)
+		keyspace_eqop = lookup_type_cache(get_atttype(foreigntableid, info->keyspace_attnum),
+										  TYPECACHE_EQ_OPR)->eq_opr;
+
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		Expr	   *value;
+		bool		is_array;
+
+		if (info->key_clause == NULL && OidIsValid(key_eqop) &&
+			match_equality(rinfo->clause, baserel->relid, info->key_attnum, key_eqop, &value, &is_array))
+		{
+			info->key_clause = rinfo;
+			info->key_values = value;
+			info->key_is_array = is_array;
+			continue;
+		}
+		if (info->keyspace_attnum > 0 && info->keyspace_value == NULL && OidIsValid(keyspace_eqop) &&
+			match_equality(rinfo->clause, baserel->relid, info->keyspace_attnum, keyspace_eqop, &value, &is_array) &&
+			!is_array)
+			info->keyspace_value = value;
+		if (rsfdw_is_shippable(root, baserel, rinfo->clause))
+			info->remote_conds = lappend(info->remote_conds, rinfo);
+		else
+			info->local_conds = lappend(info->local_conds, rinfo);
+	}
+	/* A map whose keyspace is a column routes by key only when the keyspace is fixed too. */
+	if (info->key_clause && info->keyspace_attnum > 0 && info->keyspace_value == NULL)
+	{
+		if (rsfdw_is_shippable(root, baserel, info->key_clause->clause))
+			info->remote_conds = lappend(info->remote_conds, info->key_clause);
+		else
+			info->local_conds = lappend(info->local_conds, info->key_clause);
+		info->key_clause = NULL;
+	}
+	baserel->fdw_private = info;
+
+	/* Row estimates: ANALYZE's count if there is one, else a modest guess. */
+	tuples = baserel->tuples > 0 ? baserel->tuples : 1000.0;
+	selectivity = clauselist_selectivity(root, baserel->baserestrictinfo, baserel->relid, JOIN_INNER, NULL);
+	baserel->rows = clamp_row_est(tuples * selectivity);
+	if (baserel->tuples <= 0)
+		baserel->tuples = tuples;
+}
+
+/* The column a pathkey sorts by, if the nodes can sort by it the same way. */
+static Var *
+pathkey_column(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
+{
+	EquivalenceClass *ec = pathkey->pk_eclass;
+	ListCell   *lc;
+
+	if (ec->ec_has_volatile || pathkey->pk_strategy == 0)
+		return NULL;
+	foreach(lc, ec->ec_members)
+	{
+		EquivalenceMember *em = lfirst(lc);
+		Node	   *expr = strip_relabel((Node *) em->em_expr);
+		Oid			typid;
+		TypeCacheEntry *tce;
+
+		if (em->em_is_child || !IsA(expr, Var) || ((Var *) expr)->varno != rel->relid ||
+			((Var *) expr)->varattno <= 0 || ((Var *) expr)->varlevelsup != 0)
+			continue;
+		/* the node must sort with the same operator family: the type's default one, built in */
+		typid = ((Var *) expr)->vartype;
+		tce = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY);
+		if (tce->btree_opf != pathkey->pk_opfamily || pathkey->pk_opfamily >= FirstGenbkiObjectId)
+			return NULL;
+		return (Var *) expr;
+	}
+	return NULL;
+}
+
+/* The longest prefix of the query's sort order that the nodes can produce. */
+static List *
+useful_pathkeys(PlannerInfo *root, RelOptInfo *rel)
+{
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	foreach(lc, root->query_pathkeys)
+	{
+		PathKey    *pk = lfirst(lc);
+
+		if (pathkey_column(root, rel, pk) == NULL)
+			return NIL;			/* all or nothing: a partial order does not help a Sort above */
+		keys = lappend(keys, pk);
+	}
+	return keys;
+}
+
+void
+rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	RsRelInfo  *info = baserel->fdw_private;
+	double		rows = baserel->rows;
+	Cost		startup = info->key_clause ? RS_ROUNDTRIP_COST : RS_FANOUT_STARTUP;
+	Cost		run = rows * (cpu_tuple_cost + RS_ROW_TRANSFER_COST) +
+		list_length(info->local_conds) * rows * cpu_operator_cost;
+	List	   *pathkeys;
+
+	add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL, rows, startup, startup + run,
+													   NIL, baserel->lateral_relids, NULL, NIL));
+
+	/* Sorted by the nodes and merged here: a little dearer than unsorted. */
+	pathkeys = useful_pathkeys(root, baserel);
+	if (pathkeys != NIL)
+		add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL, rows, startup * 1.05,
+														   (startup + run) * 1.05 + rows * cpu_operator_cost,
+														   pathkeys, baserel->lateral_relids, NULL, NIL));
+}
+
+/* Attribute numbers the scan must fetch: for the target list and the local conditions. */
+static List *
+retrieved_attributes(PlannerInfo *root, RelOptInfo *rel, List *local_exprs, List *extra_vars)
+{
+	Bitmapset  *attrs = NULL;
+	List	   *retrieved = NIL;
+	Relation	relation;
+	int			natts;
+
+	pull_varattnos((Node *) rel->reltarget->exprs, rel->relid, &attrs);
+	pull_varattnos((Node *) local_exprs, rel->relid, &attrs);
+	pull_varattnos((Node *) extra_vars, rel->relid, &attrs);
+	relation = table_open(planner_rt_fetch(rel->relid, root)->relid, NoLock);
+	natts = RelationGetDescr(relation)->natts;
+	for (int attnum = 1; attnum <= natts; attnum++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(relation), attnum - 1);
+		bool		whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
+
+		if (attr->attisdropped)
+			continue;
+		if (whole_row || bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs))
+			retrieved = lappend_int(retrieved, attnum);
+	}
+	table_close(relation, NoLock);
+	return retrieved;
+}
+
+ForeignScan *
+rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
+				 ForeignPath *best_path, List *tlist, List *scan_clauses, Plan *outer_plan)
+{
+	RsRelInfo  *info = foreignrel->fdw_private;
+	List	   *local_exprs = NIL;
+	List	   *remote_exprs = NIL;
+	List	   *params = NIL;
+	List	   *fdw_exprs;
+	List	   *retrieved;
+	List	   *sort_info = NIL;
+	List	   *sort_vars = NIL;
+	List	   *private;
+	ListCell   *lc;
+	DeparseContext ctx;
+	List	   *select_tmpl;
+	List	   *from_where_tmpl;
+	List	   *tail_tmpl;
+	RsScanKind	kind = RS_SCAN_FANOUT;
+	int			nparams;
+
+	if (info->is_upper)
+		elog(ERROR, "ringshard: aggregate scans are planned elsewhere");
+
+	/* Every scan clause: sent, routed, or evaluated here. */
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+			continue;
+		if (rinfo == info->key_clause)
+			continue;
+		if (list_member_ptr(info->remote_conds, rinfo))
+			remote_exprs = lappend(remote_exprs, rinfo->clause);
+		else if (list_member_ptr(info->local_conds, rinfo))
+			local_exprs = lappend(local_exprs, rinfo->clause);
+		else if (rsfdw_is_shippable(root, foreignrel, rinfo->clause))
+			remote_exprs = lappend(remote_exprs, rinfo->clause);
+		else
+			local_exprs = lappend(local_exprs, rinfo->clause);
+	}
+	if (info->key_clause)
+		kind = info->keyspace_value ? RS_SCAN_ROUTER_KEYSPACE : RS_SCAN_ROUTER;
+
+	foreach(lc, best_path->path.pathkeys)
+		sort_vars = lappend(sort_vars, pathkey_column(root, foreignrel, lfirst(lc)));
+	retrieved = retrieved_attributes(root, foreignrel, local_exprs, sort_vars);
+
+	/* SELECT list */
+	rsfdw_deparse_init(&ctx, root, foreignrel, foreignrel->relid, &params);
+	if (retrieved == NIL)
+		rsfdw_append(&ctx, "NULL");
+	foreach(lc, retrieved)
+	{
+		rsfdw_append(&ctx, foreach_current_index(lc) > 0 ? ", t." : "t.");
+		rsfdw_append(&ctx, rsfdw_column_name(foreigntableid, lfirst_int(lc)));
+	}
+	select_tmpl = rsfdw_deparse_finish(&ctx);
+
+	/* FROM and WHERE */
+	rsfdw_deparse_init(&ctx, root, foreignrel, foreignrel->relid, &params);
+	rsfdw_append(&ctx, " FROM ");
+	rsfdw_append(&ctx, rsfdw_relation_name(foreigntableid));
+	rsfdw_append(&ctx, " t WHERE ");
+	if (remote_exprs)
+		rsfdw_append_expr(&ctx, (Expr *) remote_exprs);
+	else
+		rsfdw_append(&ctx, "true");
+	from_where_tmpl = rsfdw_deparse_finish(&ctx);
+
+	/* ORDER BY, and how to merge the sorted streams */
+	rsfdw_deparse_init(&ctx, root, foreignrel, foreignrel->relid, &params);
+	foreach(lc, best_path->path.pathkeys)
+	{
+		PathKey    *pk = lfirst(lc);
+		Var		   *var = list_nth(sort_vars, foreach_current_index(lc));
+		Oid			sortop = get_opfamily_member(pk->pk_opfamily, var->vartype, var->vartype, pk->pk_strategy);
+		int			position = 0;
+
+		/* the merge compares this result column (1-based) */
+		for (int i = 0; i < list_length(retrieved); i++)
+			if (list_nth_int(retrieved, i) == var->varattno)
+				position = i + 1;
+		rsfdw_append(&ctx, foreach_current_index(lc) == 0 ? " ORDER BY " : ", ");
+		rsfdw_append(&ctx, "t.");
+		rsfdw_append(&ctx, rsfdw_column_name(foreigntableid, var->varattno));
+		rsfdw_append(&ctx, pk->pk_strategy == BTLessStrategyNumber ? " ASC" : " DESC");
+		rsfdw_append(&ctx, pk->pk_nulls_first ? " NULLS FIRST" : " NULLS LAST");
+		sort_info = lappend(sort_info, list_make4_int(position, sortop, pk->pk_eclass->ec_collation,
+													  pk->pk_nulls_first));
+	}
+	tail_tmpl = rsfdw_deparse_finish(&ctx);
+
+	/* fdw_exprs: template parameters, then the key values, then the keyspace value */
+	nparams = list_length(params);
+	fdw_exprs = list_copy(params);
+	if (kind != RS_SCAN_FANOUT)
+		fdw_exprs = lappend(fdw_exprs, info->key_values);
+	if (kind == RS_SCAN_ROUTER_KEYSPACE)
+		fdw_exprs = lappend(fdw_exprs, info->keyspace_value);
+
+	private = NIL;
+	private = lappend(private, select_tmpl);
+	private = lappend(private, from_where_tmpl);
+	private = lappend(private, tail_tmpl);
+	private = lappend(private, retrieved);
+	private = lappend(private, makeInteger(foreigntableid));
+	private = lappend(private, makeInteger(kind));
+	private = lappend(private, makeInteger(nparams));
+	private = lappend(private, makeString(pstrdup(kind != RS_SCAN_FANOUT
+												  ? rsfdw_column_name(foreigntableid, info->key_attnum) : "")));
+	private = lappend(private, makeInteger(info->key_is_array ? 1 : 0));
+	private = lappend(private, sort_info);
+	private = lappend(private, makeInteger(0));		/* no LIMIT */
+	private = lappend(private, makeInteger(0));		/* no OFFSET */
+	private = lappend(private, NIL);			/* no aggregates */
+	return make_foreignscan(tlist, local_exprs, foreignrel->relid, fdw_exprs, private, NIL, NIL, outer_plan);
+}
+
+void
+rsGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+					   RelOptInfo *output_rel, void *extra)
+{
+	/* aggregates, LIMIT: see upper.c (not yet) */
+}

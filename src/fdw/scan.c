@@ -1,0 +1,945 @@
+/*
+ * scan.c
+ *		Executing scans of distributed tables (see fdw.h).
+ *
+ * A fan-out opens a cursor on every node at once and streams batches from
+ * whichever node has one ready, fetching the next batch of a node as soon as
+ * the previous one arrives, so the nodes work in parallel with us.  With a
+ * sort order each node's stream is sorted and the streams are merged here.
+ * A router scan sends each key's query to one healthy replica (keys grouped
+ * per node) and fails over to the next replica when a node cannot answer.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/sortsupport.h"
+
+#include "fdw/deparse.h"
+#include "fdw/fdw.h"
+#include "placement.h"
+#include "remote/catalog.h"
+#include "remote/connection.h"
+
+/* One key of a router scan and the replicas it may be read from. */
+typedef struct KeyRoute
+{
+	Datum		key;
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];	/* preferred first */
+	int			nreplicas;
+	int			tried;			/* replicas[0 .. tried-1] failed; -1 once answered or given up */
+	bool		sent;			/* a query for it is on its way to replicas[tried] */
+} KeyRoute;
+
+/* What one node returns for this scan. */
+typedef struct NodeStream
+{
+	int			node;			/* index in the placement */
+	RemoteConnection *conn;
+	char		cursor[32];		/* fan-out: its cursor; router: empty */
+	PGresult   *batch;			/* rows not yet returned */
+	int			next;			/* next row of batch */
+	bool		in_flight;		/* a query or FETCH is on its way */
+	bool		exhausted;		/* nothing more will come */
+	List	   *routes;			/* router: the KeyRoutes sent here */
+	MemoryContext row_cxt;		/* merge: the current row's sort values */
+	Datum	   *sort_values;
+	bool	   *sort_nulls;
+	bool		has_row;		/* merge: sort_values hold the current row */
+} NodeStream;
+
+typedef struct RsScanState
+{
+	Relation	rel;
+	TupleDesc	desc;
+	RsScanKind	kind;
+	Oid			relid;
+	Oid			userid;
+	List	   *select_tmpl;
+	List	   *from_where_tmpl;
+	List	   *tail_tmpl;
+	List	   *retrieved;
+	int			nretrieved;
+	int		   *retrieved_attnums;
+	int			nparams;
+	List	   *param_exprs;
+	List	   *param_states;
+	ExprState  *key_state;
+	ExprState  *keyspace_state;
+	bool		key_is_array;
+	char	   *key_column;
+	Oid			key_type;
+	TablePlacement placement;
+	FmgrInfo   *in_functions;
+	Oid		   *typioparams;
+	NodeStream **streams;		/* pointers: a stream's address is the owner of its queries */
+	int			nstreams;
+	int			capacity;
+	bool		started;
+	int			nsort;
+	SortSupport sortkeys;
+	int		   *sort_columns;	/* 0-based result column of each sort key */
+	MemoryContext row_cxt;		/* the row being returned */
+	MemoryContext scan_cxt;		/* everything of one run of the scan */
+	bool		explain_only;
+	char	   *excluded_literal;	/* fan-out: nodes left out, as a text[] literal */
+	char	   *sql_select;		/* this run's SQL parts, parameters filled in */
+	char	   *sql_from_where;
+	char	   *sql_tail;
+	int64		topology_version;
+} RsScanState;
+
+static unsigned int cursor_number = 0;
+
+/* The nodes the session's last fan-out read could not reach (last_fanout_missing()). */
+static ArrayType *last_fanout_missing = NULL;
+
+static void
+remember_missing(TablePlacement *p, const bool *excluded, int n)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(n, 1));
+	int			count = 0;
+	MemoryContext old;
+
+	for (int i = 0; i < n; i++)
+		if (excluded[i])
+			names[count++] = placement_node_text(p, i);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (last_fanout_missing)
+		pfree(last_fanout_missing);
+	last_fanout_missing = construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT);
+	MemoryContextSwitchTo(old);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_last_fanout_missing);
+
+Datum
+ringshard_last_fanout_missing(PG_FUNCTION_ARGS)
+{
+	if (last_fanout_missing == NULL)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(TEXTOID));
+	PG_RETURN_ARRAYTYPE_P(DatumGetArrayTypePCopy(PointerGetDatum(last_fanout_missing)));
+}
+
+/* The text[] literal of some node names. */
+static char *
+names_literal(TablePlacement *p, const bool *excluded, int n)
+{
+	StringInfoData buf;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int i = 0; i < n; i++)
+	{
+		char	   *name;
+
+		if (!excluded[i])
+			continue;
+		name = placement_node_name(p, i);
+		if (!first)
+			appendStringInfoChar(&buf, ',');
+		appendStringInfoChar(&buf, '"');
+		for (const char *c = name; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				appendStringInfoChar(&buf, '\\');
+			appendStringInfoChar(&buf, *c);
+		}
+		appendStringInfoChar(&buf, '"');
+		first = false;
+	}
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+/* The coordinator's topology version, which a fan-out's nodes must hold too. */
+static int64
+coordinator_topology_version(void)
+{
+	int			nrows;
+	char	  **rows = owner_catalog_query("SELECT topology_version FROM ringshard.cluster_state",
+										   0, NULL, NULL, true, &nrows);
+
+	return nrows == 1 && rows[0] ? strtoll(rows[0], NULL, 10) : 0;
+}
+
+void
+rsBeginForeignScan(ForeignScanState *node, int eflags)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	EState	   *estate = node->ss.ps.state;
+	List	   *private = plan->fdw_private;
+	RsScanState *state = palloc0(sizeof(RsScanState));
+	RangeTblEntry *rte;
+	List	   *sort_info;
+	ListCell   *lc;
+	int			i;
+
+	node->fdw_state = state;
+	state->rel = node->ss.ss_currentRelation;
+	state->desc = RelationGetDescr(state->rel);
+	state->select_tmpl = list_nth(private, RS_PRIV_SELECT);
+	state->from_where_tmpl = list_nth(private, RS_PRIV_FROM_WHERE);
+	state->tail_tmpl = list_nth(private, RS_PRIV_TAIL);
+	state->retrieved = list_nth(private, RS_PRIV_RETRIEVED);
+	state->relid = (Oid) intVal(list_nth(private, RS_PRIV_RELID));
+	state->kind = (RsScanKind) intVal(list_nth(private, RS_PRIV_KIND));
+	state->nparams = intVal(list_nth(private, RS_PRIV_NPARAMS));
+	state->key_column = strVal(list_nth(private, RS_PRIV_KEY_COLUMN));
+	state->key_is_array = intVal(list_nth(private, RS_PRIV_KEY_IS_ARRAY)) != 0;
+	sort_info = list_nth(private, RS_PRIV_SORT);
+	state->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
+
+	/* Remote work runs as the role that reads: a view's owner through a view. */
+	rte = exec_rt_fetch(plan->scan.scanrelid, estate);
+	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+
+	/* One statement, one topology: the placement is taken now and kept. */
+	table_placement_load(&state->placement, state->relid, state->desc, estate->es_query_cxt);
+	state->key_type = TupleDescAttr(state->desc, state->placement.key_attnum - 1)->atttypid;
+
+	state->nretrieved = list_length(state->retrieved);
+	state->retrieved_attnums = palloc(sizeof(int) * Max(state->nretrieved, 1));
+	i = 0;
+	foreach(lc, state->retrieved)
+		state->retrieved_attnums[i++] = lfirst_int(lc);
+	state->in_functions = palloc(sizeof(FmgrInfo) * state->desc->natts);
+	state->typioparams = palloc(sizeof(Oid) * state->desc->natts);
+	for (i = 0; i < state->desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
+		Oid			input;
+
+		if (attr->attisdropped)
+			continue;
+		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
+		fmgr_info(input, &state->in_functions[i]);
+	}
+
+	/* Parameters of the SQL, then the key values of a router scan. */
+	i = 0;
+	foreach(lc, plan->fdw_exprs)
+	{
+		Expr	   *expr = lfirst(lc);
+		ExprState  *es = ExecInitExpr(expr, (PlanState *) node);
+
+		if (i < state->nparams)
+		{
+			state->param_exprs = lappend(state->param_exprs, expr);
+			state->param_states = lappend(state->param_states, es);
+		}
+		else if (i == state->nparams)
+			state->key_state = es;
+		else
+			state->keyspace_state = es;
+		i++;
+	}
+
+	/* Merging sorted streams: comparators for the sort keys. */
+	state->nsort = list_length(sort_info);
+	if (state->nsort > 0)
+	{
+		state->sortkeys = palloc0(sizeof(SortSupportData) * state->nsort);
+		state->sort_columns = palloc(sizeof(int) * state->nsort);
+		i = 0;
+		foreach(lc, sort_info)
+		{
+			List	   *key = lfirst(lc);
+			SortSupport ssup = &state->sortkeys[i];
+
+			state->sort_columns[i] = linitial_int(key) - 1;
+			ssup->ssup_cxt = CurrentMemoryContext;
+			ssup->ssup_collation = (Oid) lthird_int(key);
+			ssup->ssup_nulls_first = lfourth_int(key) != 0;
+			PrepareSortSupportFromOrderingOp((Oid) lsecond_int(key), ssup);
+			i++;
+		}
+	}
+	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard scan row", ALLOCSET_DEFAULT_SIZES);
+	state->scan_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard scan", ALLOCSET_DEFAULT_SIZES);
+}
+
+/* The replicas of a key in the order to try them: healthy ones, in random order. */
+static void
+route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			n = placement_key_replicas(&state->placement, route->key, keyspace, replicas);
+
+	route->nreplicas = 0;
+	route->tried = 0;
+	for (int i = 0; i < n; i++)
+		if (placement_node_up(&state->placement, replicas[i]))
+			route->replicas[route->nreplicas++] = replicas[i];
+	/* shuffle, so reads spread over the replicas */
+	for (int i = route->nreplicas - 1; i > 0; i--)
+	{
+		int			j = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, i);
+		uint16		t = route->replicas[i];
+
+		route->replicas[i] = route->replicas[j];
+		route->replicas[j] = t;
+	}
+}
+
+/*
+ * A stream of a node that can take a new router query (nothing in flight,
+ * no rows left to return), created if there is none.
+ */
+static NodeStream *
+stream_for(RsScanState *state, int node)
+{
+	NodeStream *stream;
+
+	for (int i = 0; i < state->nstreams; i++)
+	{
+		stream = state->streams[i];
+		if (stream->node == node && !stream->in_flight &&
+			(stream->batch == NULL || stream->next >= PQntuples(stream->batch)) &&
+			(stream->routes == NIL || !stream->exhausted))
+			return stream;
+	}
+	if (state->nstreams == state->capacity)
+	{
+		state->capacity = state->capacity ? state->capacity * 2 : 8;
+		state->streams = state->streams
+			? repalloc(state->streams, sizeof(NodeStream *) * state->capacity)
+			: palloc(sizeof(NodeStream *) * state->capacity);
+	}
+	stream = palloc0(sizeof(NodeStream));
+	stream->node = node;
+	stream->conn = remote_connection(placement_node_name(&state->placement, node), state->userid);
+	state->streams[state->nstreams++] = stream;
+	return stream;
+}
+
+/* A key that has no replica left to try. */
+static void
+report_unreachable_key(RsScanState *state, KeyRoute *route)
+{
+	Oid			output;
+	bool		varlena;
+
+	getTypeOutputInfo(state->key_type, &output, &varlena);
+	ereport(ringshard_allow_partial_reads ? WARNING : ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("no healthy replica of key %s of table %s could be read",
+					quote_literal_cstr(OidOutputFunctionCall(output, route->key)),
+					RelationGetRelationName(state->rel)),
+			 errhint("Check the nodes with ringshard.node_health(); with ringshard.allow_partial_reads "
+					 "the rows of such keys are left out.")));
+}
+
+/* The remote SQL of a router query for the keys of one stream. */
+static char *
+router_sql(RsScanState *state, NodeStream *stream, const char *select, const char *from_where, const char *tail)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+	char	   *type_name = rsfdw_type_name(state->key_type, -1);
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s%s AND t.%s ", select, from_where, state->key_column);
+	if (list_length(stream->routes) == 1)
+	{
+		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ");
+		rsfdw_append_literal(&buf, ((KeyRoute *) linitial(stream->routes))->key, false, state->key_type, -1);
+	}
+	else
+	{
+		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ANY (ARRAY[");
+		foreach(lc, stream->routes)
+		{
+			if (foreach_current_index(lc) > 0)
+				appendStringInfoString(&buf, ", ");
+			rsfdw_append_literal(&buf, ((KeyRoute *) lfirst(lc))->key, false, state->key_type, -1);
+		}
+		appendStringInfo(&buf, "]::%s[])", type_name);
+	}
+	appendStringInfoString(&buf, tail);
+	return buf.data;
+}
+
+/*
+ * Send each key still unassigned to its next replica, keys grouped per node;
+ * nodes that cannot be reached pass their keys on.  Returns false when no
+ * key is waiting.
+ */
+static bool
+route_keys(RsScanState *state, List *routes, const char *select, const char *from_where, const char *tail)
+{
+	ListCell   *lc;
+	bool		any = false;
+
+	for (;;)
+	{
+		RemoteConnection **conns;
+		int			nconns = 0;
+		bool		retry = false;
+
+		/* assign every waiting key to its next replica */
+		foreach(lc, routes)
+		{
+			KeyRoute   *route = lfirst(lc);
+			NodeStream *stream;
+
+			if (route->tried < 0)
+				continue;		/* answered, or given up */
+			if (route->tried >= route->nreplicas)
+			{
+				report_unreachable_key(state, route);
+				route->tried = -1;
+				continue;
+			}
+			if (route->tried >= 0 && route->sent)
+				continue;		/* on its way */
+			stream = stream_for(state, route->replicas[route->tried]);
+			stream->routes = lappend(stream->routes, route);
+			route->sent = true;
+		}
+		conns = palloc(sizeof(RemoteConnection *) * Max(state->nstreams, 1));
+		for (int i = 0; i < state->nstreams; i++)
+			if (state->streams[i]->routes != NIL && !state->streams[i]->in_flight && !state->streams[i]->exhausted)
+				conns[nconns++] = state->streams[i]->conn;
+		remote_connect_all(conns, nconns, true);
+
+		/* a node that cannot be reached hands its keys to their next replicas */
+		for (int i = 0; i < state->nstreams; i++)
+		{
+			NodeStream *stream = state->streams[i];
+
+			if (stream->routes == NIL || stream->in_flight || stream->exhausted)
+				continue;
+			if (stream->conn->link == LINK_IDLE)
+				remote_send(stream->conn, router_sql(state, stream, select, from_where, tail), true, stream);
+			else if (stream->conn->link == LINK_BUSY)	/* another stream's query: it gets parked */
+				remote_send(stream->conn, router_sql(state, stream, select, from_where, tail), true, stream);
+			if (!remote_owner_pending(stream->conn, stream))
+			{
+				foreach(lc, stream->routes)
+				{
+					((KeyRoute *) lfirst(lc))->tried++;
+					((KeyRoute *) lfirst(lc))->sent = false;
+				}
+				list_free(stream->routes);
+				stream->routes = NIL;
+				stream->exhausted = true;
+				retry = true;
+				continue;
+			}
+			stream->in_flight = true;
+			stream->exhausted = false;
+			any = true;
+		}
+		if (!retry)
+			return any;
+	}
+}
+
+/* Start the scan: evaluate parameters and keys, send the queries. */
+static void
+start_scan(ForeignScanState *node)
+{
+	RsScanState *state = node->fdw_state;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	MemoryContext old = MemoryContextSwitchTo(state->scan_cxt);
+	char	   *select = rsfdw_fill_template(state->select_tmpl, state->param_states, state->param_exprs, econtext);
+	char	   *from_where = rsfdw_fill_template(state->from_where_tmpl, state->param_states, state->param_exprs, econtext);
+	char	   *tail = rsfdw_fill_template(state->tail_tmpl, state->param_states, state->param_exprs, econtext);
+	int			nnodes = placement_node_count(&state->placement);
+
+	state->streams = NULL;
+	state->nstreams = 0;
+	state->capacity = 0;
+	state->started = true;
+	state->sql_select = select;
+	state->sql_from_where = from_where;
+	state->sql_tail = tail;
+
+	if (state->kind == RS_SCAN_FANOUT)
+	{
+		bool	   *excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
+		RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+		int			nconns = 0;
+		bool		any_excluded = false;
+		char	   *filter = "";
+
+		if (placement_node_count(&state->placement) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table %s has no nodes", RelationGetRelationName(state->rel))));
+		for (int i = 0; i < nnodes; i++)
+		{
+			NodeStream *stream = stream_for(state, i);
+
+			excluded[i] = !placement_node_up(&state->placement, i);
+			if (!excluded[i])
+				conns[nconns++] = stream->conn;
+		}
+		remote_connect_all(conns, nconns, true);
+		for (int i = 0; i < nnodes; i++)
+		{
+			if (!excluded[i] && state->streams[i]->conn->link != LINK_IDLE)
+				excluded[i] = true;
+			any_excluded |= excluded[i];
+		}
+		remember_missing(&state->placement, excluded, nnodes);
+		if (!placement_covered(&state->placement, excluded))
+		{
+			StringInfoData missing;
+
+			initStringInfo(&missing);
+			for (int i = 0; i < nnodes; i++)
+				if (excluded[i])
+					appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", placement_node_name(&state->placement, i));
+			ereport(ringshard_allow_partial_reads ? WARNING : ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("some rows of table %s are on no reachable node", RelationGetRelationName(state->rel)),
+					 errdetail("Nodes down or unreachable: %s.", missing.data),
+					 ringshard_allow_partial_reads
+					 ? errhint("The rows of those ranges are missing from this answer.")
+					 : errhint("Set ringshard.allow_partial_reads to read the other rows.")));
+		}
+		/* Each row once: on its first replica that is not left out (none needed with one copy). */
+		if (any_excluded || !placement_single_copy(&state->placement))
+		{
+			state->excluded_literal = names_literal(&state->placement, excluded, nnodes);
+			state->topology_version = coordinator_topology_version();
+			filter = psprintf(" AND ringshard.reads_here(t, %s::pg_catalog.text[], %lld::pg_catalog.int8)",
+							  quote_literal_cstr(state->excluded_literal), (long long) state->topology_version);
+		}
+		for (int i = 0; i < nnodes; i++)
+		{
+			NodeStream *stream = state->streams[i];
+
+			if (excluded[i])
+			{
+				stream->exhausted = true;
+				continue;
+			}
+			snprintf(stream->cursor, sizeof(stream->cursor), "ringshard_c%u", ++cursor_number);
+			remote_send(stream->conn,
+						psprintf("DECLARE %s NO SCROLL CURSOR FOR SELECT %s%s%s%s; FETCH %d FROM %s",
+								 stream->cursor, select, from_where, filter, tail, ringshard_fetch_size,
+								 stream->cursor),
+						true, stream);
+			stream->in_flight = stream->conn->link == LINK_BUSY;
+			if (!stream->in_flight)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to node \"%s\"", stream->conn->node),
+						 errdetail_internal("%s", stream->conn->last_error ? stream->conn->last_error : "")));
+		}
+	}
+	else
+	{
+		bool		isnull;
+		Datum		keys = ExecEvalExpr(state->key_state, econtext, &isnull);
+		Datum		keyspace = (Datum) 0;
+		List	   *routes = NIL;
+
+		if (state->kind == RS_SCAN_ROUTER_KEYSPACE)
+		{
+			bool		keyspace_null;
+
+			keyspace = ExecEvalExpr(state->keyspace_state, econtext, &keyspace_null);
+			if (keyspace_null)
+				isnull = true;	/* keyspace = NULL matches nothing */
+		}
+		if (!isnull && state->key_is_array)
+		{
+			ArrayType  *array = DatumGetArrayTypeP(keys);
+			Datum	   *elems;
+			bool	   *nulls;
+			int			nelems;
+			int16		typlen;
+			bool		typbyval;
+			char		typalign;
+
+			get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
+			for (int i = 0; i < nelems; i++)
+			{
+				KeyRoute   *route;
+				bool		seen = false;
+
+				if (nulls[i])
+					continue;
+				/* the same key twice is read once */
+				for (int j = 0; j < i && !seen; j++)
+					seen = !nulls[j] && datumIsEqual(elems[i], elems[j], typbyval, typlen);
+				if (seen)
+					continue;
+				route = palloc0(sizeof(KeyRoute));
+				route->key = elems[i];
+				route_key(state, route, keyspace);
+				routes = lappend(routes, route);
+			}
+		}
+		else if (!isnull)
+		{
+			KeyRoute   *route = palloc0(sizeof(KeyRoute));
+
+			route->key = keys;
+			route_key(state, route, keyspace);
+			routes = lappend(routes, route);
+		}
+		(void) route_keys(state, routes, select, from_where, tail);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* A stream's query or FETCH came back: keep its rows, fetch the next batch at once. */
+static void
+take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
+{
+	stream->in_flight = false;
+	if (out->lost)
+	{
+		/* a router query lost before any row: its keys try their next replicas */
+		if (state->kind != RS_SCAN_FANOUT)
+		{
+			ListCell   *lc;
+			List	   *moved = stream->routes;
+			MemoryContext old = MemoryContextSwitchTo(state->scan_cxt);
+
+			foreach(lc, moved)
+			{
+				((KeyRoute *) lfirst(lc))->tried++;
+				((KeyRoute *) lfirst(lc))->sent = false;
+			}
+			stream->routes = NIL;
+			stream->exhausted = true;
+			(void) route_keys(state, moved, state->sql_select, state->sql_from_where, state->sql_tail);
+			MemoryContextSwitchTo(old);
+			return;
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to node \"%s\" during a read of table %s",
+						stream->conn->node, RelationGetRelationName(state->rel)),
+				 errdetail_internal("%s", stream->conn->last_error ? stream->conn->last_error : "")));
+	}
+	if (!out->ok)
+	{
+		PGresult   *res = out->result;
+
+		PG_TRY();
+		{
+			remote_report_error(ERROR, stream->conn, res, NULL);
+		}
+		PG_FINALLY();
+		{
+			PQclear(res);
+		}
+		PG_END_TRY();
+	}
+	if (stream->batch)
+		PQclear(stream->batch);
+	stream->batch = out->result;
+	stream->next = 0;
+	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < ringshard_fetch_size)
+	{
+		ListCell   *lc;
+
+		stream->exhausted = true;
+		foreach(lc, stream->routes)
+			((KeyRoute *) lfirst(lc))->tried = -1;	/* answered */
+		return;
+	}
+	/* prefetch: the node works on the next batch while we return this one */
+	remote_send(stream->conn, psprintf("FETCH %d FROM %s", ringshard_fetch_size, stream->cursor), true, stream);
+	stream->in_flight = stream->conn->link == LINK_BUSY;
+	if (!stream->in_flight)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to node \"%s\"", stream->conn->node)));
+}
+
+/* Wait for one stream's batch. */
+static void
+wait_stream(RsScanState *state, NodeStream *stream)
+{
+	RemoteResult out;
+	const void *owner = stream;
+
+	remote_receive_owned(&stream->conn, &owner, 1, &out, 0, 0);
+	take_batch(state, stream, &out);
+}
+
+/* Wait until some stream in flight has its batch. */
+static void
+wait_any_stream(RsScanState *state)
+{
+	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * state->nstreams);
+	const void **owners = palloc(sizeof(void *) * state->nstreams);
+	RemoteResult *out = palloc(sizeof(RemoteResult) * state->nstreams);
+	int		   *which = palloc(sizeof(int) * state->nstreams);
+	int			n = 0;
+
+	for (int i = 0; i < state->nstreams; i++)
+		if (state->streams[i]->in_flight)
+		{
+			conns[n] = state->streams[i]->conn;
+			owners[n] = state->streams[i];
+			which[n++] = i;
+		}
+	if (n > 0)
+	{
+		remote_receive_owned(conns, owners, n, out, 1, 0);
+		for (int j = 0; j < n; j++)
+			if (!out[j].pending)
+				take_batch(state, state->streams[which[j]], &out[j]);
+	}
+	pfree(conns);
+	pfree(owners);
+	pfree(out);
+	pfree(which);
+}
+
+/* Whether a stream has a row ready to return. */
+static bool
+stream_has_row(NodeStream *stream)
+{
+	return stream->batch != NULL && stream->next < PQntuples(stream->batch);
+}
+
+/* Fill the slot from row r of a stream's batch. */
+static void
+store_row(RsScanState *state, NodeStream *stream, TupleTableSlot *slot)
+{
+	PGresult   *res = stream->batch;
+	int			row = stream->next++;
+	MemoryContext old;
+
+	MemoryContextReset(state->row_cxt);
+	old = MemoryContextSwitchTo(state->row_cxt);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * state->desc->natts);
+	for (int j = 0; j < state->nretrieved; j++)
+	{
+		int			attnum = state->retrieved_attnums[j];
+
+		if (PQgetisnull(res, row, j))
+			continue;
+		slot->tts_values[attnum - 1] = InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, row, j),
+														 state->typioparams[attnum - 1],
+														 TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+		slot->tts_isnull[attnum - 1] = false;
+	}
+	MemoryContextSwitchTo(old);
+	ExecStoreVirtualTuple(slot);
+}
+
+/* Merge: decode the sort columns of a stream's next row. */
+static void
+load_sort_values(RsScanState *state, NodeStream *stream)
+{
+	PGresult   *res = stream->batch;
+	int			row = stream->next;
+	MemoryContext old;
+
+	if (stream->row_cxt == NULL)
+	{
+		stream->row_cxt = AllocSetContextCreate(state->scan_cxt, "ringshard merge row", ALLOCSET_SMALL_SIZES);
+		stream->sort_values = MemoryContextAlloc(state->scan_cxt, sizeof(Datum) * state->nsort);
+		stream->sort_nulls = MemoryContextAlloc(state->scan_cxt, sizeof(bool) * state->nsort);
+	}
+	MemoryContextReset(stream->row_cxt);
+	old = MemoryContextSwitchTo(stream->row_cxt);
+	for (int k = 0; k < state->nsort; k++)
+	{
+		int			column = state->sort_columns[k];
+		int			attnum = state->retrieved_attnums[column];
+
+		stream->sort_nulls[k] = PQgetisnull(res, row, column);
+		stream->sort_values[k] = stream->sort_nulls[k] ? (Datum) 0
+			: InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, row, column),
+								state->typioparams[attnum - 1], TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+	}
+	MemoryContextSwitchTo(old);
+	stream->has_row = true;
+}
+
+static int
+compare_streams(RsScanState *state, NodeStream *a, NodeStream *b)
+{
+	for (int k = 0; k < state->nsort; k++)
+	{
+		int			c = ApplySortComparator(a->sort_values[k], a->sort_nulls[k],
+											b->sort_values[k], b->sort_nulls[k], &state->sortkeys[k]);
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+TupleTableSlot *
+rsIterateForeignScan(ForeignScanState *node)
+{
+	RsScanState *state = node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+
+	if (!state->started)
+		start_scan(node);
+
+	if (state->nsort == 0)
+	{
+		/* any stream with a row will do; else wait for the first batch to come */
+		for (;;)
+		{
+			bool		in_flight = false;
+
+			for (int i = 0; i < state->nstreams; i++)
+			{
+				if (stream_has_row(state->streams[i]))
+				{
+					store_row(state, state->streams[i], slot);
+					return slot;
+				}
+				in_flight |= state->streams[i]->in_flight;
+			}
+			if (!in_flight)
+				return ExecClearTuple(slot);
+			wait_any_stream(state);
+		}
+	}
+
+	/* Merge: every live stream needs its next row before the smallest is known. */
+	{
+		NodeStream *best = NULL;
+
+		for (int i = 0; i < state->nstreams; i++)
+		{
+			NodeStream *stream = state->streams[i];
+
+			if (!stream->has_row)
+			{
+				while (!stream_has_row(stream) && stream->in_flight)
+					wait_stream(state, stream);
+				if (!stream_has_row(stream))
+					continue;
+				load_sort_values(state, stream);
+			}
+			if (best == NULL || compare_streams(state, stream, best) < 0)
+				best = stream;
+		}
+		if (best == NULL)
+			return ExecClearTuple(slot);
+		store_row(state, best, slot);
+		best->has_row = false;
+		return slot;
+	}
+}
+
+/* Close a run of the scan: its cursors die with the remote transaction, results are dropped. */
+static void
+finish_run(RsScanState *state)
+{
+	for (int i = 0; i < state->nstreams; i++)
+	{
+		NodeStream *stream = state->streams[i];
+
+		if (stream->conn && stream->conn->link != LINK_BROKEN && stream->conn->link != LINK_CLOSED)
+		{
+			remote_forget_owner(stream->conn, stream);
+			if (stream->cursor[0] != '\0' && stream->conn->link == LINK_IDLE && stream->conn->xact == RXACT_OPEN)
+				remote_send(stream->conn, psprintf("CLOSE %s", stream->cursor), true, stream);
+			/* its result is dropped by whoever uses the connection next, or at transaction end */
+		}
+		if (stream->batch)
+			PQclear(stream->batch);
+		stream->batch = NULL;
+	}
+	state->nstreams = 0;
+	state->started = false;
+	MemoryContextReset(state->scan_cxt);
+}
+
+void
+rsReScanForeignScan(ForeignScanState *node)
+{
+	RsScanState *state = node->fdw_state;
+
+	if (state->started)
+		finish_run(state);
+}
+
+void
+rsEndForeignScan(ForeignScanState *node)
+{
+	RsScanState *state = node->fdw_state;
+
+	if (state == NULL || state->explain_only)
+		return;
+	if (state->started)
+		finish_run(state);
+}
+
+void
+rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
+{
+	RsScanState *state = node->fdw_state;
+	StringInfoData nodes;
+	int			n = placement_node_count(&state->placement);
+
+	initStringInfo(&nodes);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
+						 placement_node_up(&state->placement, i) ? "" : " (down)");
+	if (state->kind == RS_SCAN_FANOUT)
+	{
+		ExplainPropertyText("Nodes", nodes.data, es);
+		ExplainPropertyText("Reads", placement_single_copy(&state->placement)
+							? "every node, in parallel (one copy of each row)"
+							: "every node, in parallel; each row on its first healthy replica", es);
+	}
+	else
+	{
+		ExplainPropertyText("Router", psprintf("one healthy replica per value of %s", state->key_column), es);
+		ExplainPropertyText("Nodes", nodes.data, es);
+	}
+	if (es->verbose)
+	{
+		StringInfoData sql;
+		ListCell   *lc;
+		List	   *pieces[3] = {state->select_tmpl, state->from_where_tmpl, state->tail_tmpl};
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql, "SELECT ");
+		for (int p = 0; p < 3; p++)
+		{
+			if (p == 2)
+			{
+				if (state->kind == RS_SCAN_FANOUT && !placement_single_copy(&state->placement))
+					appendStringInfoString(&sql, " AND ringshard.reads_here(t, $excluded, $topology_version)");
+				else if (state->kind != RS_SCAN_FANOUT)
+					appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
+			}
+			foreach(lc, pieces[p])
+			{
+				Node	   *piece = lfirst(lc);
+
+				if (IsA(piece, String))
+					appendStringInfoString(&sql, strVal(piece));
+				else
+					appendStringInfo(&sql, "$%d", intVal(piece));
+			}
+		}
+		ExplainPropertyText("Remote SQL", sql.data, es);
+	}
+}

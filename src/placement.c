@@ -1,0 +1,165 @@
+/*
+ * placement.c
+ *		Rows of a distributed table by node index (see placement.h).
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+
+#include "placement.h"
+#include "rs_hash.h"
+
+int
+placement_node_count(const TablePlacement *p)
+{
+	if (p->ring)
+		return p->ring->ring ? (int) p->ring->ring->nnodes : 0;
+	return p->map->nnodes;
+}
+
+Datum
+placement_node_text(const TablePlacement *p, int i)
+{
+	return p->ring ? p->ring->node_texts[i] : p->map->node_texts[i];
+}
+
+char *
+placement_node_name(const TablePlacement *p, int i)
+{
+	return TextDatumGetCString(placement_node_text(p, i));
+}
+
+bool
+placement_node_up(const TablePlacement *p, int i)
+{
+	return p->ring ? p->ring->node_up[i] : p->map->node_up[i];
+}
+
+/* The replicas of a key given as canonical bytes. */
+static int
+bytes_replicas(TablePlacement *p, const char *bytes, size_t len,
+			   const char *keyspace, size_t keyspace_len, uint16 *out)
+{
+	if (p->ring)
+	{
+		const rs_ring *ring = p->ring->ring;
+		uint32		found = 0;
+		rs_status	status;
+
+		if (ring == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ring \"%s\" of table \"%s\" has no nodes", p->ring->name, p->table_name),
+					 errhint("Add one with ringshard.add_node(node, address, ring).")));
+		status = rs_ring_replicas(ring, rs_ring_key_hash(ring, bytes, len),
+								  (uint32) Min(p->ring->replication_factor, PLACEMENT_MAX_REPLICAS), out, &found);
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot compute replicas");
+		return (int) found;
+	}
+	else
+	{
+		int			partition = 0;
+		rs_status	status = rs_partition(keyspace, keyspace_len, bytes, len, &partition);
+		uint32		holders;
+		uint32		first;
+
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot compute partition");
+		holders = rs_partmap_holder_count(&p->map->map, partition);
+		if (holders == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition %d of map \"%s\" has no node", partition, p->map->name),
+					 errdetail("A row of table \"%s\" hashes to partition %d, which is a gap in the map.",
+							   p->table_name, partition),
+					 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
+							 partition, partition, p->map->name)));
+		holders = Min(holders, PLACEMENT_MAX_REPLICAS);
+		first = p->map->map.offsets[partition];
+		for (uint32 i = 0; i < holders; i++)
+			out[i] = (uint16) p->map->map.holders[first + i];
+		return (int) holders;
+	}
+}
+
+int
+placement_key_replicas(TablePlacement *p, Datum key, Datum keyspace, uint16 *out)
+{
+	char		buf[KEY_BYTES_BUFSIZE];
+	char		keyspace_buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes = key_encoder_bytes(&p->key, key, buf, &len);
+	const char *ks = p->keyspace;
+	size_t		ks_len = ks ? strlen(ks) : 0;
+
+	if (p->map && p->keyspace_attnum > 0)
+		ks = key_encoder_bytes(&p->keyspace_key, keyspace, keyspace_buf, &ks_len);
+	return bytes_replicas(p, bytes, len, ks, ks_len, out);
+}
+
+int
+placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint16 *out)
+{
+	Datum		keyspace = (Datum) 0;
+
+	slot_getsomeattrs(slot, Max(p->key_attnum, p->keyspace_attnum));
+	if (slot->tts_isnull[p->key_attnum - 1])
+		return 0;
+	if (p->map && p->keyspace_attnum > 0)
+	{
+		if (slot->tts_isnull[p->keyspace_attnum - 1])
+			return 0;
+		keyspace = slot->tts_values[p->keyspace_attnum - 1];
+	}
+	return placement_key_replicas(p, slot->tts_values[p->key_attnum - 1], keyspace, out);
+}
+
+bool
+placement_covered(const TablePlacement *p, const bool *excluded)
+{
+	if (p->ring)
+	{
+		const rs_ring *ring = p->ring->ring;
+		uint16		replicas[PLACEMENT_MAX_REPLICAS];
+		uint32		found;
+
+		if (ring == NULL)
+			return true;
+		for (uint32 point = 0; point < ring->npoints; point++)
+		{
+			bool		covered = false;
+
+			rs_ring_replicas(ring, rs_ring_token(ring, point),
+							 (uint32) Min(p->ring->replication_factor, PLACEMENT_MAX_REPLICAS), replicas, &found);
+			for (uint32 r = 0; r < found && !covered; r++)
+				covered = !excluded[replicas[r]];
+			if (!covered)
+				return false;
+		}
+		return true;
+	}
+	for (int part = 0; part < RS_PARTITION_COUNT; part++)
+	{
+		uint32		first = p->map->map.offsets[part];
+		uint32		holders = rs_partmap_holder_count(&p->map->map, part);
+		bool		covered = holders == 0;
+
+		for (uint32 h = 0; h < holders && !covered; h++)
+			covered = !excluded[p->map->map.holders[first + h]];
+		if (!covered)
+			return false;
+	}
+	return true;
+}
+
+bool
+placement_single_copy(const TablePlacement *p)
+{
+	if (p->ring)
+		return p->ring->replication_factor <= 1 || (p->ring->ring && p->ring->ring->nnodes <= 1);
+	for (int part = 0; part < RS_PARTITION_COUNT; part++)
+		if (rs_partmap_holder_count(&p->map->map, part) > 1)
+			return false;
+	return true;
+}

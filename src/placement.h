@@ -1,0 +1,42 @@
+/*
+ * placement.h
+ *		Where the rows of a distributed table live, by node index of the
+ *		table's ring or map: the nodes, the replicas of one key or one row,
+ *		and whether a set of nodes still covers every range.  A statement
+ *		loads the placement once and keeps it (docs/design.md, invariant 4).
+ */
+#ifndef RINGSHARD_PLACEMENT_H
+#define RINGSHARD_PLACEMENT_H
+
+#include "postgres.h"
+
+#include "executor/tuptable.h"
+
+#include "annotated_tables.h"
+
+/* At most this many replicas per key (rings allow up to 64). */
+#define PLACEMENT_MAX_REPLICAS 64
+
+extern int	placement_node_count(const TablePlacement *p);
+extern Datum placement_node_text(const TablePlacement *p, int i);
+extern char *placement_node_name(const TablePlacement *p, int i);
+extern bool placement_node_up(const TablePlacement *p, int i);
+
+/*
+ * The replicas of a key, owner first, as node indexes (at most
+ * PLACEMENT_MAX_REPLICAS); keyspace is used by partition maps whose keyspace
+ * is a column (else the map's constant keyspace is).  A partition without
+ * a holder is an ERROR.
+ */
+extern int	placement_key_replicas(TablePlacement *p, Datum key, Datum keyspace, uint16 *out);
+
+/* The replicas of a row in a slot; 0 if its key (or keyspace) is NULL. */
+extern int	placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint16 *out);
+
+/* Whether every token range or partition keeps a replica on a node not excluded. */
+extern bool placement_covered(const TablePlacement *p, const bool *excluded);
+
+/* Whether each row has one copy only (R = 1, or one holder per partition). */
+extern bool placement_single_copy(const TablePlacement *p);
+
+#endif							/* RINGSHARD_PLACEMENT_H */

@@ -1,0 +1,113 @@
+/*
+ * catalog.c
+ *		The ringshard catalog read and written with its owner's rights (see
+ *		catalog.h).
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "remote/catalog.h"
+#include "topology_cache.h"
+
+/* The owner of the ringshard catalog. */
+static Oid
+catalog_owner(void)
+{
+	Oid			schema = get_namespace_oid("ringshard", false);
+	Oid			relid = get_relname_relid("nodes", schema);
+	HeapTuple	tuple;
+	Oid			owner;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+char	  **
+owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					bool read_only, int *nrows)
+{
+	Oid			saved_user;
+	int			saved_context;
+	char	  **rows = NULL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	*nrows = 0;
+	GetUserIdAndSecContext(&saved_user, &saved_context);
+	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
+	PG_TRY();
+	{
+		bool		pushed = false;
+		int			rc;
+
+		SPI_connect();
+		if (!ActiveSnapshotSet())
+		{
+			PushActiveSnapshot(GetTransactionSnapshot());
+			pushed = true;
+		}
+		rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+		if (rc < 0)
+			elog(ERROR, "ringshard catalog statement failed: %s", sql);
+		if (SPI_tuptable != NULL)
+		{
+			*nrows = (int) SPI_processed;
+			rows = MemoryContextAlloc(caller, sizeof(char *) * Max(*nrows, 1));
+			for (int i = 0; i < *nrows; i++)
+			{
+				char	   *value = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+
+				rows[i] = value ? MemoryContextStrdup(caller, value) : NULL;
+			}
+		}
+		if (pushed)
+			PopActiveSnapshot();
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		SetUserIdAndSecContext(saved_user, saved_context);
+	}
+	PG_END_TRY();
+	return rows;
+}
+
+char	  **
+catalog_addressed_nodes(int *count)
+{
+	return owner_catalog_query("SELECT node_name FROM ringshard.nodes WHERE server_name IS NOT NULL "
+							   "ORDER BY node_name COLLATE pg_catalog.\"C\"", 0, NULL, NULL, true, count);
+}
+
+const char *
+catalog_coordinator_id(void)
+{
+	static char id[33];
+	static uint64 generation = 0;
+
+	/* cluster_state changes send the topology invalidation too */
+	if (generation != topology_cache_generation || id[0] == '\0')
+	{
+		int			nrows;
+		char	  **rows = owner_catalog_query("SELECT pg_catalog.replace(coordinator_id::pg_catalog.text, '-', '') "
+											   "FROM ringshard.cluster_state", 0, NULL, NULL, true, &nrows);
+
+		if (nrows != 1 || rows[0] == NULL || strlen(rows[0]) != 32)
+			elog(ERROR, "ringshard.cluster_state has no coordinator id");
+		memcpy(id, rows[0], 33);
+		generation = topology_cache_generation;
+	}
+	return id;
+}

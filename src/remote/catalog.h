@@ -1,0 +1,27 @@
+/*
+ * catalog.h
+ *		The coordinator's own catalog, read and written with its owner's
+ *		rights: node lists, the write queue, transaction records.  Any role's
+ *		routed write needs them, as a security definer function would, while
+ *		the tables themselves are the administrators'.
+ */
+#ifndef RINGSHARD_REMOTE_CATALOG_H
+#define RINGSHARD_REMOTE_CATALOG_H
+
+#include "postgres.h"
+
+/*
+ * Run one statement on the ringshard catalog with its owner's rights and
+ * return the first column of its rows as strings (NULL for a null), in the
+ * current memory context.
+ */
+extern char **owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
+								  bool read_only, int *nrows);
+
+/* Every node that has an address (a server), in name order. */
+extern char **catalog_addressed_nodes(int *count);
+
+/* This coordinator's id (a UUID, 32 hex digits without dashes). */
+extern const char *catalog_coordinator_id(void);
+
+#endif							/* RINGSHARD_REMOTE_CATALOG_H */

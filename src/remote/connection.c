@@ -1,0 +1,1092 @@
+/*
+ * connection.c
+ *		Connections from the coordinator to its nodes (see connection.h).
+ *
+ * The cache is keyed by server and local role, so a connection made for one
+ * role never serves another (SET ROLE, a security definer function, the
+ * watchdog replaying another role's write).  Entries are invalidated when
+ * their server or user mapping changes, as postgres_fdw does, and the link is
+ * closed once no transaction needs it.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_type.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+
+#include "remote/connection.h"
+#include "topology_cache.h"
+
+int			ringshard_node_timeout_ms = 5000;
+
+/* The connections of this session, by (server, role). */
+static HTAB *connections = NULL;
+
+/* A result drained for an owner while another used the connection. */
+typedef struct ParkedResult
+{
+	const void *owner;
+	PGresult   *result;
+	bool		ok;
+} ParkedResult;
+
+void
+remote_clear_parked(RemoteConnection *c)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->parked)
+	{
+		ParkedResult *p = lfirst(lc);
+
+		if (p->result)
+			PQclear(p->result);
+		pfree(p);
+	}
+	list_free(c->parked);
+	c->parked = NIL;
+}
+
+static bool take_parked(RemoteConnection *c, const void *owner, RemoteResult *out);
+
+/* Node name -> server, rebuilt when the topology changes. */
+typedef struct NodeServer
+{
+	char		node[1025];		/* hash key: a node name (at most 1024 bytes) */
+	Oid			serverid;
+	bool		has_server;
+} NodeServer;
+
+static HTAB *node_servers = NULL;
+static uint64 node_servers_generation = 0;
+
+/* Milliseconds since a start time. */
+static double
+elapsed_ms(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/* Remember a connection's last failure, replacing the previous one. */
+static void
+set_last_error(RemoteConnection *c, const char *error)
+{
+	char	   *copy = MemoryContextStrdup(TopMemoryContext, error ? error : "unknown error");
+	int			len = strlen(copy);
+
+	/* libpq messages end with a newline */
+	while (len > 0 && copy[len - 1] == '\n')
+		copy[--len] = '\0';
+	if (c->last_error)
+		pfree(c->last_error);
+	c->last_error = copy;
+}
+
+void
+remote_disconnect(RemoteConnection *c)
+{
+	if (c->conn)
+		PQfinish(c->conn);
+	c->conn = NULL;
+	c->link = LINK_CLOSED;
+	c->owner = NULL;
+	remote_clear_parked(c);
+	if (c->partial)
+		PQclear(c->partial);
+	c->partial = NULL;
+}
+
+void
+remote_mark_broken(RemoteConnection *c, const char *why)
+{
+	if (why)
+		set_last_error(c, why);
+	if (c->conn)
+		PQfinish(c->conn);
+	c->conn = NULL;
+	c->link = LINK_BROKEN;
+	c->owner = NULL;
+	remote_clear_parked(c);
+	if (c->partial)
+		PQclear(c->partial);
+	c->partial = NULL;
+}
+
+/*
+ * A server or user mapping changed: connections that use it reconnect, now
+ * if they are idle outside a transaction, otherwise when their transaction
+ * ends (see the transaction callbacks).
+ */
+static void
+remote_inval_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	HASH_SEQ_STATUS scan;
+	RemoteConnection *c;
+
+	if (connections == NULL)
+		return;
+	hash_seq_init(&scan, connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (hashvalue == 0 ||
+			(cacheid == FOREIGNSERVEROID && c->server_hash == hashvalue) ||
+			(cacheid == USERMAPPINGOID && c->mapping_hash == hashvalue))
+		{
+			c->invalidated = true;
+			if (c->conn && c->xact == RXACT_NONE && c->link == LINK_IDLE)
+				remote_disconnect(c);
+		}
+	}
+}
+
+void
+remote_connection_init(void)
+{
+	HASHCTL		ctl;
+
+	DefineCustomIntVariable("ringshard.node_timeout",
+							"Milliseconds a node may take to connect, or to answer a control command.",
+							"A node that takes longer is counted as failed. Queries of scans and writes "
+							"wait as long as they run (statement_timeout and cancel apply).",
+							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+
+	ctl.keysize = sizeof(Oid) * 2;
+	ctl.entrysize = sizeof(RemoteConnection);
+	ctl.hcxt = TopMemoryContext;
+	connections = hash_create("ringshard connections", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, remote_inval_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(USERMAPPINGOID, remote_inval_callback, (Datum) 0);
+}
+
+/* Load node name -> server from ringshard.nodes (one catalog read per topology change). */
+static void
+load_node_servers(void)
+{
+	HASHCTL		ctl;
+	bool		pushed = false;
+
+	if (node_servers)
+		hash_destroy(node_servers);
+	ctl.keysize = sizeof(((NodeServer *) 0)->node);
+	ctl.entrysize = sizeof(NodeServer);
+	ctl.hcxt = TopMemoryContext;
+	node_servers = hash_create("ringshard node servers", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	node_servers_generation = topology_cache_generation;
+
+	SPI_connect();
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	if (SPI_execute("SELECT node_name, server_name FROM ringshard.nodes", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read ringshard.nodes");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char	   *node = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char	   *server = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+		NodeServer *entry;
+		bool		found;
+
+		if (strlen(node) >= sizeof(entry->node))
+			continue;			/* the catalog refuses such names */
+		entry = hash_search(node_servers, node, HASH_ENTER, &found);
+		entry->has_server = server != NULL;
+		entry->serverid = server ? get_foreign_server_oid(server, true) : InvalidOid;
+	}
+	if (pushed)
+		PopActiveSnapshot();
+	SPI_finish();
+}
+
+Oid
+remote_node_server(const char *node)
+{
+	NodeServer *entry = NULL;
+
+	if (node_servers == NULL || node_servers_generation != topology_cache_generation)
+		load_node_servers();
+	if (strlen(node) < sizeof(entry->node))
+		entry = hash_search(node_servers, node, HASH_FIND, NULL);
+	if (entry == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("node \"%s\" does not exist", node),
+				 errhint("List nodes in ringshard.nodes.")));
+	if (!entry->has_server)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("node \"%s\" has no address", node),
+				 errhint("Give it one with ringshard.set_node_address(node, 'host:port').")));
+	if (!OidIsValid(entry->serverid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("the foreign server of node \"%s\" does not exist", node),
+				 errhint("Give the node an address again with ringshard.set_node_address().")));
+	return entry->serverid;
+}
+
+/* A conninfo value, single-quoted with backslash escapes (libpq's rule). */
+static void
+append_conninfo_value(StringInfo buf, const char *value)
+{
+	appendStringInfoChar(buf, '\'');
+	for (const char *c = value; *c; c++)
+	{
+		if (*c == '\'' || *c == '\\')
+			appendStringInfoChar(buf, '\\');
+		appendStringInfoChar(buf, *c);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+char *
+remote_node_conninfo(const char *node)
+{
+	ForeignServer *server = GetForeignServer(remote_node_server(node));
+	StringInfoData buf;
+	bool		has_dbname = false;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, server->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		appendStringInfo(&buf, "%s%s=", buf.len ? " " : "", d->defname);
+		append_conninfo_value(&buf, defGetString(d));
+		has_dbname |= strcmp(d->defname, "dbname") == 0;
+	}
+	if (!has_dbname)
+	{
+		appendStringInfo(&buf, "%sdbname=", buf.len ? " " : "");
+		append_conninfo_value(&buf, get_database_name(MyDatabaseId));
+	}
+	return buf.data;
+}
+
+RemoteConnection *
+remote_connection(const char *node, Oid userid)
+{
+	Oid			key[2];
+	RemoteConnection *c;
+	bool		found;
+
+	key[0] = remote_node_server(node);
+	key[1] = userid;
+	c = hash_search(connections, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		memset(((char *) c) + sizeof(key), 0, sizeof(RemoteConnection) - sizeof(key));
+		c->link = LINK_CLOSED;
+		c->xact = RXACT_NONE;
+	}
+	if (c->node == NULL || strcmp(c->node, node) != 0)
+	{
+		if (c->node)
+			pfree(c->node);
+		c->node = MemoryContextStrdup(TopMemoryContext, node);
+	}
+	/* A changed server or mapping takes effect once no transaction uses the link. */
+	if (c->invalidated && c->xact == RXACT_NONE && c->link != LINK_BUSY && c->link != LINK_COPY_IN)
+	{
+		remote_disconnect(c);
+		c->invalidated = false;
+	}
+	return c;
+}
+
+void
+remote_foreach(RemoteConnectionVisitor visit, void *arg)
+{
+	HASH_SEQ_STATUS scan;
+	RemoteConnection *c;
+
+	if (connections == NULL)
+		return;
+	hash_seq_init(&scan, connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (!visit(c, arg))
+		{
+			hash_seq_term(&scan);
+			break;
+		}
+	}
+}
+
+bool
+remote_may_see_addresses(void)
+{
+	Oid			admin = get_role_oid("ringshard_admin", true);
+
+	return superuser() || (OidIsValid(admin) && has_privs_of_role(GetUserId(), admin));
+}
+
+/* libpq keywords a server or mapping may set, beside the ones we always set ourselves. */
+static bool
+keyword_is_ours(const char *keyword)
+{
+	return strcmp(keyword, "client_encoding") == 0 || strcmp(keyword, "fallback_application_name") == 0;
+}
+
+/* The keyword/value arrays of a connection: our defaults, the server's options, the mapping's, ours. */
+typedef struct ConnParams
+{
+	const char *keywords[64];
+	const char *values[64];
+	int			n;
+	bool		has_password;
+	bool		password_required;
+} ConnParams;
+
+static void
+add_param(ConnParams *p, const char *keyword, const char *value)
+{
+	if (p->n >= 62)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many connection options")));
+	p->keywords[p->n] = keyword;
+	p->values[p->n] = value;
+	p->n++;
+}
+
+static void
+build_params(RemoteConnection *c, ConnParams *p)
+{
+	ForeignServer *server = GetForeignServer(c->serverid);
+	UserMapping *mapping = NULL;
+	char	   *remote_options = NULL;
+	ListCell   *lc;
+	char	   *timeout = psprintf("%d", Max(1, (ringshard_node_timeout_ms + 999) / 1000));
+	char	   *keepalive_idle = psprintf("%d", Max(1, ringshard_node_timeout_ms / 1000));
+
+	memset(p, 0, sizeof(*p));
+	p->password_required = true;
+
+	/* Defaults: the coordinator's database, the local role's name. */
+	add_param(p, "dbname", get_database_name(MyDatabaseId));
+	add_param(p, "user", GetUserNameFromId(c->userid, false));
+	add_param(p, "connect_timeout", timeout);
+	add_param(p, "keepalives", "1");
+	add_param(p, "keepalives_idle", keepalive_idle);
+	add_param(p, "keepalives_interval", "1");
+	add_param(p, "keepalives_count", "3");
+
+	foreach(lc, server->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "options") == 0)
+			remote_options = defGetString(d);
+		else if (!keyword_is_ours(d->defname))
+			add_param(p, d->defname, defGetString(d));
+	}
+
+	if (OidIsValid(c->umid))
+	{
+		mapping = GetUserMapping(c->userid, c->serverid);
+		foreach(lc, mapping->options)
+		{
+			DefElem    *d = lfirst(lc);
+
+			if (strcmp(d->defname, "password_required") == 0)
+				p->password_required = defGetBoolean(d);
+			else
+			{
+				if (strcmp(d->defname, "password") == 0 && defGetString(d)[0] != '\0')
+					p->has_password = true;
+				add_param(p, d->defname, defGetString(d));
+			}
+		}
+	}
+
+	/*
+	 * The remote session is fixed at connect, with no extra round trip:
+	 * values then cross the link exactly (docs/design.md, invariant 5).
+	 */
+	add_param(p, "options", psprintf("%s%s-c search_path=pg_catalog -c DateStyle=ISO -c IntervalStyle=postgres "
+									 "-c extra_float_digits=3 -c TimeZone=UTC",
+									 remote_options ? remote_options : "", remote_options ? " " : ""));
+	add_param(p, "client_encoding", GetDatabaseEncodingName());
+	add_param(p, "fallback_application_name", "ringshard");
+	p->keywords[p->n] = NULL;
+	p->values[p->n] = NULL;
+}
+
+/*
+ * A role below superuser may reach a node only with a password it supplied
+ * in its user mapping, and only if the node asked for it: otherwise the
+ * coordinator's own account (peer, trust, .pgpass, certificates) would log
+ * in for it (postgres_fdw's rule).  A superuser may waive this on a mapping.
+ */
+static void
+check_password_given(RemoteConnection *c, ConnParams *p)
+{
+	if (superuser_arg(c->userid) || !p->password_required)
+		return;
+	if (!OidIsValid(c->umid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("role \"%s\" has no user mapping for node \"%s\"",
+						GetUserNameFromId(c->userid, false), c->node),
+				 errhint("CREATE USER MAPPING FOR %s SERVER %s OPTIONS (user '...', password '...');",
+						 quote_identifier(GetUserNameFromId(c->userid, false)),
+						 quote_identifier(GetForeignServer(c->serverid)->servername))));
+	if (!p->has_password)
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to node \"%s\"", c->node),
+				 errdetail("A role below superuser must give a password in its user mapping."),
+				 errhint("Add it with ALTER USER MAPPING FOR %s SERVER %s OPTIONS (ADD password '...').",
+						 quote_identifier(GetUserNameFromId(c->userid, false)),
+						 quote_identifier(GetForeignServer(c->serverid)->servername))));
+}
+
+static void
+check_password_used(RemoteConnection *c, ConnParams *p)
+{
+	if (superuser_arg(c->userid) || !p->password_required)
+		return;
+	if (!PQconnectionUsedPassword(c->conn))
+	{
+		remote_mark_broken(c, "the node did not ask for the password");
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required to connect to node \"%s\"", c->node),
+				 errdetail("The node did not ask for the password of the user mapping, so another "
+						   "credential of the coordinator's server account logged in."),
+				 errhint("Configure the node to authenticate this user with a password (scram-sha-256 "
+						 "in pg_hba.conf).")));
+	}
+}
+
+/* The user mapping of a role for a server, or of PUBLIC; InvalidOid if none. */
+static Oid
+find_user_mapping(Oid userid, Oid serverid)
+{
+	HeapTuple	tuple;
+	Oid			umid = InvalidOid;
+
+	tuple = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(userid), ObjectIdGetDatum(serverid));
+	if (!HeapTupleIsValid(tuple))
+		tuple = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(InvalidOid), ObjectIdGetDatum(serverid));
+	if (HeapTupleIsValid(tuple))
+	{
+		umid = ((Form_pg_user_mapping) GETSTRUCT(tuple))->oid;
+		ReleaseSysCache(tuple);
+	}
+	return umid;
+}
+
+/* Wait until one of the sockets is ready, the latch is set or the time is up. */
+static void
+wait_sockets(PGconn **conns, uint32 *events, int n, long timeout_ms)
+{
+	WaitEventSet *set = CreateWaitEventSet(CurrentMemoryContext, n + 2);
+	WaitEvent	occurred[8];
+	int			nready;
+
+	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (int i = 0; i < n; i++)
+		if (events[i] != 0 && conns[i] != NULL && PQsocket(conns[i]) != PGINVALID_SOCKET)
+			AddWaitEventToSet(set, events[i], PQsocket(conns[i]), NULL, NULL);
+	nready = WaitEventSetWait(set, timeout_ms, occurred, lengthof(occurred), PG_WAIT_EXTENSION);
+	FreeWaitEventSet(set);
+	for (int i = 0; i < nready; i++)
+		if (occurred[i].events & WL_LATCH_SET)
+		{
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+}
+
+void
+remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
+{
+	instr_time	start;
+	ConnParams *params = palloc0(sizeof(ConnParams) * Max(n, 1));
+	bool	   *pending = palloc0(sizeof(bool) * Max(n, 1));
+	PGconn	  **sockets = palloc0(sizeof(PGconn *) * Max(n, 1));
+	uint32	   *events = palloc0(sizeof(uint32) * Max(n, 1));
+	int			npending = 0;
+
+	INSTR_TIME_SET_CURRENT(start);
+	for (int i = 0; i < n; i++)
+	{
+		RemoteConnection *c = conns[i];
+
+		if (c->link != LINK_CLOSED)
+			continue;
+		c->umid = find_user_mapping(c->userid, c->serverid);
+		{
+			HeapTuple	tuple = SearchSysCache1(FOREIGNSERVEROID, ObjectIdGetDatum(c->serverid));
+
+			if (!HeapTupleIsValid(tuple))
+				elog(ERROR, "cache lookup failed for foreign server %u", c->serverid);
+			ReleaseSysCache(tuple);
+			c->server_hash = GetSysCacheHashValue1(FOREIGNSERVEROID, ObjectIdGetDatum(c->serverid));
+			c->mapping_hash = OidIsValid(c->umid)
+				? GetSysCacheHashValue1(USERMAPPINGOID, ObjectIdGetDatum(c->umid)) : 0;
+		}
+		build_params(c, &params[i]);
+		check_password_given(c, &params[i]);
+		c->invalidated = false;
+		c->conn = PQconnectStartParams(params[i].keywords, params[i].values, false);
+		if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
+		{
+			remote_mark_broken(c, c->conn ? PQerrorMessage(c->conn) : "out of memory");
+			continue;
+		}
+		pending[i] = true;
+		npending++;
+	}
+
+	/* Drive the handshakes together, within the node timeout. */
+	while (npending > 0)
+	{
+		double		left = ringshard_node_timeout_ms - elapsed_ms(start);
+
+		for (int i = 0; i < n; i++)
+		{
+			RemoteConnection *c = conns[i];
+			PostgresPollingStatusType status;
+
+			events[i] = 0;
+			sockets[i] = NULL;
+			if (!pending[i])
+				continue;
+			status = PQconnectPoll(c->conn);
+			if (status == PGRES_POLLING_OK)
+			{
+				pending[i] = false;
+				npending--;
+				check_password_used(c, &params[i]);
+				if (PQsetnonblocking(c->conn, 1) != 0)
+				{
+					remote_mark_broken(c, PQerrorMessage(c->conn));
+					continue;
+				}
+				c->link = LINK_IDLE;
+				continue;
+			}
+			if (status == PGRES_POLLING_FAILED || left <= 0)
+			{
+				remote_mark_broken(c, status == PGRES_POLLING_FAILED
+								   ? PQerrorMessage(c->conn)
+								   : psprintf("timeout while connecting (ringshard.node_timeout = %d ms)",
+											  ringshard_node_timeout_ms));
+				pending[i] = false;
+				npending--;
+				continue;
+			}
+			sockets[i] = c->conn;
+			events[i] = status == PGRES_POLLING_WRITING ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
+		}
+		if (npending > 0)
+			wait_sockets(sockets, events, n, (long) Max(1, Min(left, 1000)));
+	}
+
+	if (!missing_ok)
+		for (int i = 0; i < n; i++)
+			if (conns[i]->link == LINK_BROKEN)
+				ereport(ERROR,
+						(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+						 errmsg("could not connect to node \"%s\"", conns[i]->node),
+						 errdetail_internal("%s", conns[i]->last_error)));
+}
+
+/* Drain the query in flight (of another owner) into a parked result for it. */
+static void
+park_pending(RemoteConnection *c)
+{
+	RemoteResult out;
+	const void *owner = c->owner;
+
+	remote_receive(&c, 1, &out, 0, 0);
+	if (c->link != LINK_BROKEN)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		ParkedResult *p = palloc(sizeof(ParkedResult));
+
+		p->owner = owner;
+		p->result = out.result;
+		p->ok = out.ok;
+		c->parked = lappend(c->parked, p);
+		MemoryContextSwitchTo(old);
+	}
+	else if (out.result)
+		PQclear(out.result);
+}
+
+void
+remote_forget_owner(RemoteConnection *c, const void *owner)
+{
+	RemoteResult out;
+
+	if (c->link == LINK_BUSY && c->owner == owner)
+	{
+		remote_receive(&c, 1, &out, 0, 0);
+		if (out.result)
+			PQclear(out.result);
+	}
+	while (take_parked(c, owner, &out))
+		if (out.result)
+			PQclear(out.result);
+}
+
+bool
+remote_owner_pending(RemoteConnection *c, const void *owner)
+{
+	ListCell   *lc;
+
+	if (c->link == LINK_BUSY && c->owner == owner)
+		return true;
+	foreach(lc, c->parked)
+		if (((ParkedResult *) lfirst(lc))->owner == owner)
+			return true;
+	return false;
+}
+
+void
+remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const void *owner)
+{
+	StringInfoData buf;
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (c->link == LINK_BUSY && c->owner != owner)
+		park_pending(c);
+	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
+		elog(ERROR, "ringshard: a query is still in flight on node \"%s\"", c->node);
+	if (c->link != LINK_IDLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("node \"%s\" is not connected", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	initStringInfo(&buf);
+	if (in_transaction)
+	{
+		if (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED)
+			ereport(ERROR,
+					(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
+					 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node),
+					 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+		if (c->xact == RXACT_NONE)
+		{
+			appendStringInfoString(&buf, IsolationIsSerializable()
+								   ? "START TRANSACTION ISOLATION LEVEL SERIALIZABLE;"
+								   : "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;");
+			c->xact = RXACT_OPEN;
+			c->xact_depth = 1;
+		}
+		/* Savepoints as deep as ours, so a rolled-back subtransaction rolls back here too. */
+		while (c->xact_depth < level)
+		{
+			c->xact_depth++;
+			appendStringInfo(&buf, "SAVEPOINT s%d;", c->xact_depth);
+		}
+	}
+	appendStringInfoString(&buf, sql);
+	if (!PQsendQuery(c->conn, buf.data))
+	{
+		remote_mark_broken(c, PQerrorMessage(c->conn));
+		pfree(buf.data);
+		return;
+	}
+	c->link = LINK_BUSY;
+	c->owner = owner;
+	pfree(buf.data);
+}
+
+void
+remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
+				   bool in_transaction, const void *owner)
+{
+	if (nparams == 0)
+	{
+		remote_send(c, sql, in_transaction, owner);
+		return;
+	}
+	if (in_transaction && (c->xact == RXACT_NONE || c->xact_depth < GetCurrentTransactionNestLevel()))
+		PQclear(remote_exec(c, "", true));	/* opens the transaction and its savepoints */
+	if (c->link == LINK_BUSY && c->owner != owner)
+		park_pending(c);
+	if (c->link != LINK_IDLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("node \"%s\" is not connected", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	if (in_transaction && (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED))
+		ereport(ERROR,
+				(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
+				 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node)));
+	if (!PQsendQueryParams(c->conn, sql, nparams, NULL, params, NULL, NULL, 0))
+	{
+		remote_mark_broken(c, PQerrorMessage(c->conn));
+		return;
+	}
+	c->link = LINK_BUSY;
+	c->owner = owner;
+}
+
+/* Flush what libpq holds for a nonblocking connection: 0 done, 1 more to send, -1 failed. */
+static int
+flush_some(RemoteConnection *c)
+{
+	int			rc = PQflush(c->conn);
+
+	if (rc < 0)
+		remote_mark_broken(c, PQerrorMessage(c->conn));
+	return rc;
+}
+
+/* The query of a connection finished: hand its result over. */
+static void
+finish_query(RemoteConnection *c, RemoteResult *out)
+{
+	out->result = c->partial;
+	out->ok = c->partial != NULL && c->partial_ok;
+	out->lost = false;
+	out->pending = false;
+	c->partial = NULL;
+	c->partial_ok = false;
+	c->owner = NULL;
+}
+
+/* The connection failed while its query ran. */
+static void
+lose_query(RemoteConnection *c, RemoteResult *out, const char *why)
+{
+	if (c->link != LINK_BROKEN)
+		remote_mark_broken(c, why);
+	if (c->partial)
+		PQclear(c->partial);
+	c->partial = NULL;
+	out->result = NULL;
+	out->ok = false;
+	out->lost = true;
+	out->pending = false;
+}
+
+/*
+ * Take what has arrived on a connection without waiting: true if its query
+ * finished (out is filled), false if more is to come.
+ */
+static bool
+absorb_input(RemoteConnection *c, RemoteResult *out)
+{
+	if (flush_some(c) < 0 || !PQconsumeInput(c->conn))
+	{
+		lose_query(c, out, PQerrorMessage(c->conn));
+		return true;
+	}
+	while (!PQisBusy(c->conn))
+	{
+		PGresult   *r = PQgetResult(c->conn);
+		ExecStatusType status;
+
+		if (r == NULL)
+		{
+			c->link = LINK_IDLE;
+			finish_query(c, out);
+			return true;
+		}
+		status = PQresultStatus(r);
+		if (status == PGRES_COPY_IN)
+		{
+			if (c->partial)
+				PQclear(c->partial);
+			c->partial = r;
+			c->partial_ok = true;
+			c->link = LINK_COPY_IN;
+			finish_query(c, out);
+			return true;
+		}
+		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
+		{
+			/* keep the last result, unless an error came first */
+			if (c->partial == NULL || c->partial_ok)
+			{
+				if (c->partial)
+					PQclear(c->partial);
+				c->partial = r;
+				c->partial_ok = true;
+			}
+			else
+				PQclear(r);
+			continue;
+		}
+		/* an error: the rest of the string did not run */
+		if (c->partial == NULL || c->partial_ok)
+		{
+			if (c->partial)
+				PQclear(c->partial);
+			c->partial = r;
+			c->partial_ok = false;
+			set_last_error(c, PQresultErrorMessage(r));
+			if (c->xact == RXACT_OPEN)
+				c->xact = RXACT_FAILED;
+		}
+		else
+			PQclear(r);
+	}
+	if (PQstatus(c->conn) == CONNECTION_BAD)
+	{
+		lose_query(c, out, PQerrorMessage(c->conn));
+		return true;
+	}
+	return false;
+}
+
+int
+remote_receive(RemoteConnection **conns, int n, RemoteResult *out, int need, int timeout_ms)
+{
+	return remote_receive_owned(conns, NULL, n, out, need, timeout_ms);
+}
+
+/* Take an owner's parked result, if there is one. */
+static bool
+take_parked(RemoteConnection *c, const void *owner, RemoteResult *out)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->parked)
+	{
+		ParkedResult *p = lfirst(lc);
+
+		if (p->owner == owner)
+		{
+			out->result = p->result;
+			out->ok = p->ok;
+			c->parked = foreach_delete_current(c->parked, lc);
+			pfree(p);
+			return true;
+		}
+	}
+	return false;
+}
+
+int
+remote_receive_owned(RemoteConnection **conns, const void **owners, int n, RemoteResult *out,
+					 int need, int timeout_ms)
+{
+	bool	   *done = palloc0(sizeof(bool) * Max(n, 1));
+	PGconn	  **sockets = palloc0(sizeof(PGconn *) * Max(n, 1));
+	uint32	   *events = palloc0(sizeof(uint32) * Max(n, 1));
+	int			nfinished = 0;
+	int			npending = 0;
+	instr_time	start;
+
+	INSTR_TIME_SET_CURRENT(start);
+	for (int i = 0; i < n; i++)
+	{
+		RemoteConnection *c = conns[i];
+
+		memset(&out[i], 0, sizeof(RemoteResult));
+		if (owners && take_parked(c, owners[i], &out[i]))
+		{
+			/* drained earlier by another user of the connection */
+			done[i] = true;
+			nfinished++;
+		}
+		else if (c->link == LINK_BUSY && (owners == NULL || c->owner == owners[i]))
+		{
+			out[i].pending = true;
+			npending++;
+		}
+		else
+		{
+			out[i].lost = c->link != LINK_COPY_IN;
+			out[i].ok = c->link == LINK_COPY_IN;
+			done[i] = true;
+			nfinished++;
+		}
+	}
+	if (need <= 0 || need > n)
+		need = n;
+
+	while (npending > 0)
+	{
+		double		left = timeout_ms > 0 ? timeout_ms - elapsed_ms(start) : 1000;
+
+		for (int i = 0; i < n; i++)
+		{
+			RemoteConnection *c = conns[i];
+
+			events[i] = 0;
+			sockets[i] = NULL;
+			if (done[i])
+				continue;
+			if (absorb_input(c, &out[i]))
+			{
+				done[i] = true;
+				npending--;
+				nfinished++;
+				continue;
+			}
+			if (timeout_ms > 0 && left <= 0)
+			{
+				(void) remote_cancel(c);
+				lose_query(c, &out[i], psprintf("no answer within ringshard.node_timeout (%d ms)", timeout_ms));
+				done[i] = true;
+				npending--;
+				nfinished++;
+				continue;
+			}
+			sockets[i] = c->conn;
+			events[i] = WL_SOCKET_READABLE | (PQisnonblocking(c->conn) && PQflush(c->conn) == 1 ? WL_SOCKET_WRITEABLE : 0);
+		}
+		if (npending == 0 || nfinished >= need || timeout_ms < 0)
+			break;
+		wait_sockets(sockets, events, n, (long) Max(1, Min(left, 1000)));
+	}
+	pfree(done);
+	pfree(sockets);
+	pfree(events);
+	return nfinished;
+}
+
+void
+remote_report_error(int elevel, RemoteConnection *c, PGresult *res, const char *sql)
+{
+	char	   *sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char	   *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	char	   *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+	char	   *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+	char	   *context = res ? PQresultErrorField(res, PG_DIAG_CONTEXT) : NULL;
+	int			code = ERRCODE_CONNECTION_FAILURE;
+
+	if (sqlstate && strlen(sqlstate) == 5)
+		code = MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4]);
+	if (primary == NULL)
+		primary = c->last_error ? c->last_error : (c->conn ? PQerrorMessage(c->conn) : "connection lost");
+	ereport(elevel,
+			(errcode(code),
+			 errmsg_internal("node \"%s\": %s", c->node, primary),
+			 detail ? errdetail_internal("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0,
+			 context ? errcontext("%s", context) : 0,
+			 sql ? errcontext("SQL sent to node \"%s\": %s", c->node, sql) : 0));
+}
+
+PGresult *
+remote_exec(RemoteConnection *c, const char *sql, bool in_transaction)
+{
+	RemoteResult out;
+
+	remote_send(c, sql, in_transaction, c);
+	remote_receive_all(&c, 1, &out, 0);
+	if (!out.ok)
+	{
+		if (out.result && !out.lost)
+		{
+			PG_TRY();
+			{
+				remote_report_error(ERROR, c, out.result, NULL);
+			}
+			PG_FINALLY();
+			{
+				PQclear(out.result);
+			}
+			PG_END_TRY();
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to node \"%s\"", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	}
+	return out.result;
+}
+
+void
+remote_copy_data(RemoteConnection *c, const char *data, int len)
+{
+	int			rc;
+
+	if (c->link != LINK_COPY_IN)
+		elog(ERROR, "ringshard: node \"%s\" is not receiving COPY data", c->node);
+	while ((rc = PQputCopyData(c->conn, data, len)) == 0)
+	{
+		/* libpq's buffer is full: wait until the node takes some */
+		PGconn	   *sock = c->conn;
+		uint32		ev = WL_SOCKET_WRITEABLE;
+
+		wait_sockets(&sock, &ev, 1, 1000);
+		if (flush_some(c) < 0)
+			break;
+	}
+	if (rc < 0 || c->link == LINK_BROKEN)
+	{
+		if (c->link != LINK_BROKEN)
+			remote_mark_broken(c, PQerrorMessage(c->conn));
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to node \"%s\" while sending rows", c->node),
+				 errdetail_internal("%s", c->last_error)));
+	}
+}
+
+void
+remote_copy_end_all(RemoteConnection **conns, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		RemoteConnection *c = conns[i];
+
+		if (c->link != LINK_COPY_IN)
+			continue;
+		if (PQputCopyEnd(c->conn, NULL) < 0)
+		{
+			remote_mark_broken(c, PQerrorMessage(c->conn));
+			continue;
+		}
+		c->link = LINK_BUSY;
+		/* remote_receive_all flushes the rest while it waits */
+	}
+}
+
+bool
+remote_cancel(RemoteConnection *c)
+{
+	PGcancel   *cancel;
+	char		errbuf[256];
+	bool		sent = false;
+
+	if (c->conn == NULL)
+		return false;
+	if (c->link == LINK_COPY_IN)
+		(void) PQputCopyEnd(c->conn, "canceled by the coordinator");
+	cancel = PQgetCancel(c->conn);
+	if (cancel)
+	{
+		sent = PQcancel(cancel, errbuf, sizeof(errbuf)) == 1;
+		PQfreeCancel(cancel);
+	}
+	return sent;
+}

@@ -1,0 +1,177 @@
+/*
+ * connection.h
+ *		Connections from the coordinator to its nodes (docs/design.md).
+ *
+ * A node is a foreign server of the foreign-data wrapper ringshard; a
+ * connection logs in with the user mapping of the role it works for.  The
+ * cache holds one connection per server and role, for the session, so a role
+ * never runs anything on another role's connection.  Every query is sent
+ * asynchronously (several nodes work at once) as one simple-protocol string,
+ * with the remote transaction's START TRANSACTION and savepoints prefixed to
+ * it, so that most remote steps cost one round trip.
+ */
+#ifndef RINGSHARD_REMOTE_CONNECTION_H
+#define RINGSHARD_REMOTE_CONNECTION_H
+
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "libpq-fe.h"
+
+/* ringshard.node_timeout: milliseconds a node may take to connect or answer a control command. */
+extern int	ringshard_node_timeout_ms;
+
+/* The state of the link itself. */
+typedef enum RemoteLinkState
+{
+	LINK_CLOSED,				/* no connection */
+	LINK_IDLE,					/* connected, nothing in flight */
+	LINK_BUSY,					/* a query was sent; its results are pending */
+	LINK_COPY_IN,				/* the node waits for COPY data */
+	LINK_BROKEN					/* lost or unusable; closed at transaction end */
+} RemoteLinkState;
+
+/* The state of the remote transaction, within the local one. */
+typedef enum RemoteXactState
+{
+	RXACT_NONE,					/* none open */
+	RXACT_OPEN,					/* START TRANSACTION sent */
+	RXACT_FAILED,				/* a statement failed in it: only a rollback helps */
+	RXACT_PREPARED				/* PREPARE TRANSACTION succeeded (gid) */
+} RemoteXactState;
+
+typedef struct RemoteConnection
+{
+	/* hash key: the server and the local role the connection works for */
+	Oid			serverid;
+	Oid			userid;
+
+	char	   *node;			/* the node's name (for messages) */
+	Oid			umid;			/* its user mapping, or InvalidOid (superuser as itself) */
+	PGconn	   *conn;
+	RemoteLinkState link;
+	RemoteXactState xact;
+	int			xact_depth;		/* 1 after START TRANSACTION, +1 per savepoint */
+	bool		wrote;			/* took a write: a two-phase participant */
+	bool		unreachable;	/* failed before taking a write: its writes are queued */
+	bool		invalidated;	/* its server or mapping changed: reconnect when idle */
+	uint32		server_hash;
+	uint32		mapping_hash;
+	const void *owner;			/* who sent the query in flight */
+	List	   *parked;			/* ParkedResults: queries of other owners drained for them */
+	PGresult   *partial;		/* the result kept so far of the query in flight */
+	bool		partial_ok;		/* ... and whether it is not an error */
+	char		gid[200];		/* the prepared transaction's name, once prepared */
+	char	   *last_error;		/* the last failure, for node_health() */
+} RemoteConnection;
+
+/* Register settings and cache invalidation; called from _PG_init. */
+extern void remote_connection_init(void);
+
+/* The server of a node; ERROR if the node does not exist or has no address. */
+extern Oid	remote_node_server(const char *node);
+
+/*
+ * A node's libpq connection string without credentials (for PL/Proxy):
+ * the server's options, single-quoted, and dbname (this database unless
+ * the server names one).
+ */
+extern char *remote_node_conninfo(const char *node);
+
+/* The session's connection entry for a node and role (not connected yet). */
+extern RemoteConnection *remote_connection(const char *node, Oid userid);
+
+/*
+ * Connect every entry that is not connected, all at once, bounded by
+ * ringshard.node_timeout.  A node that cannot be reached ends up
+ * LINK_BROKEN with last_error set; with missing_ok false that is an ERROR.
+ * Credential rules (a role below superuser must authenticate with a
+ * password from its user mapping) are always an ERROR.
+ */
+extern void remote_connect_all(RemoteConnection **conns, int n, bool missing_ok);
+
+/*
+ * Send one simple-protocol query string (it may hold several statements).
+ * With in_transaction, the remote transaction is opened first as deep as the
+ * local one (START TRANSACTION, savepoints), in the same string.  A query in
+ * flight for another owner is drained and parked for it first.
+ */
+extern void remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const void *owner);
+
+/*
+ * The same for one statement with text parameters $1..$n (extended protocol):
+ * the remote transaction, if it must be opened, is opened first, with its
+ * own round trip.
+ */
+extern void remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
+							   bool in_transaction, const void *owner);
+
+/* The outcome of a query. */
+typedef struct RemoteResult
+{
+	PGresult   *result;			/* the last result, or the error result */
+	bool		ok;				/* a result that is not an error */
+	bool		lost;			/* the connection failed (no SQL error) */
+	bool		pending;		/* not finished yet (only when not waiting for all) */
+} RemoteResult;
+
+/*
+ * Wait for the queries in flight on several connections, in parallel, until
+ * `need` of them have finished (0: all of them).  With timeout_ms > 0 a node
+ * that does not answer in time is cancelled and counted lost; with -1 the
+ * call does not wait at all.  Results go to out[i] (the caller PQclear()s
+ * them); a query not finished yet is marked pending and stays in flight.
+ * Returns how many finished.
+ */
+extern int	remote_receive(RemoteConnection **conns, int n, RemoteResult *out, int need, int timeout_ms);
+
+/*
+ * The same, for queries sent by the given owners (one per connection): a
+ * query whose result another user of the connection drained is handed over
+ * from where it was parked.
+ */
+extern int	remote_receive_owned(RemoteConnection **conns, const void **owners, int n, RemoteResult *out,
+								 int need, int timeout_ms);
+
+/* Drop an owner's results: finish its query in flight and discard it, drop what was parked for it. */
+extern void remote_forget_owner(RemoteConnection *c, const void *owner);
+
+/* Drop every parked result (at transaction end). */
+extern void remote_clear_parked(RemoteConnection *c);
+
+/* Whether an owner has a query in flight or a parked result on the connection. */
+extern bool remote_owner_pending(RemoteConnection *c, const void *owner);
+
+/* The same, for all of them. */
+#define remote_receive_all(conns, n, out, timeout_ms) \
+	((void) remote_receive((conns), (n), (out), 0, (timeout_ms)))
+
+/* Send and receive on one connection; an SQL error or a lost node is an ERROR. */
+extern PGresult *remote_exec(RemoteConnection *c, const char *sql, bool in_transaction);
+
+/* Re-raise a node's error with its SQLSTATE, detail, hint and context, naming the node. */
+extern void remote_report_error(int elevel, RemoteConnection *c, PGresult *res, const char *sql);
+
+/* COPY data to a node in LINK_COPY_IN; ERROR if the link fails. */
+extern void remote_copy_data(RemoteConnection *c, const char *data, int len);
+
+/* End COPY data on several connections and flush them, in parallel; the results follow. */
+extern void remote_copy_end_all(RemoteConnection **conns, int n);
+
+/* Record a failure: the link is unusable until the transaction ends. */
+extern void remote_mark_broken(RemoteConnection *c, const char *why);
+
+/* Every connection entry of the session, for the transaction callbacks. */
+typedef bool (*RemoteConnectionVisitor) (RemoteConnection *c, void *arg);
+extern void remote_foreach(RemoteConnectionVisitor visit, void *arg);
+
+/* Close a connection (after its transaction ended, or when it is broken). */
+extern void remote_disconnect(RemoteConnection *c);
+
+/* Cancel the query in flight and discard its results, within a short time; false if that failed. */
+extern bool remote_cancel(RemoteConnection *c);
+
+/* Whether the role may see node addresses and error texts that may hold them. */
+extern bool remote_may_see_addresses(void);
+
+#endif							/* RINGSHARD_REMOTE_CONNECTION_H */

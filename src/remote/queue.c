@@ -1,0 +1,247 @@
+/*
+ * queue.c
+ *		Queued writes and their replay (see queue.h).
+ *
+ * A replay runs in the caller's transaction (the watchdog's round): each
+ * write is inserted on the node inside a remote savepoint and deleted from
+ * the queue here, and the node's part commits with ours in two phases, so
+ * a write is delivered exactly once without any record on the node.  A
+ * write the node refuses for an SQL reason stays queued with its error;
+ * after ringshard.replay_max_attempts refusals it moves to
+ * ringshard.dead_letters, and the other writes go on.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
+
+#include "fdw/deparse.h"
+#include "remote/catalog.h"
+#include "remote/connection.h"
+#include "remote/queue.h"
+#include "remote/transaction.h"
+
+int			ringshard_replay_max_attempts = 10;
+
+void
+queue_init(void)
+{
+	DefineCustomIntVariable("ringshard.replay_max_attempts",
+							"Times a node may refuse a queued write before it is set aside in ringshard.dead_letters.",
+							"Only refusals count (an SQL error on the node), not a node that cannot be reached.",
+							&ringshard_replay_max_attempts, 10, 1, 1000000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+}
+
+void
+queue_write(const char *node, Oid relid, Oid writer, Datum row)
+{
+	Oid			argtypes[4] = {TEXTOID, OIDOID, OIDOID, TEXTOID};
+	Datum		values[4];
+	int			nrows;
+	char	  **up;
+
+	values[0] = CStringGetTextDatum(node);
+	values[1] = ObjectIdGetDatum(relid);
+	values[2] = ObjectIdGetDatum(writer);
+	values[3] = DirectFunctionCall1(row_to_json, row);
+	(void) owner_catalog_query("INSERT INTO ringshard.write_queue (write_id, node_name, table_name, writer, payload) "
+							   "VALUES (pg_catalog.gen_random_uuid(), $1, $2, $3, $4::pg_catalog.json)",
+							   4, argtypes, values, false, &nrows);
+
+	/* The node misses rows now: nobody reads from it until its queue is delivered. */
+	up = owner_catalog_query("SELECT is_up FROM ringshard.nodes WHERE node_name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, false, &nrows);
+	if (nrows == 1 && up[0] && strcmp(up[0], "t") == 0)
+		(void) owner_catalog_query("UPDATE ringshard.nodes SET is_up = false "
+								   "WHERE node_name OPERATOR(pg_catalog.=) $1 AND is_up",
+								   1, argtypes, values, false, &nrows);
+}
+
+void
+queue_forget_table(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	int			nrows;
+
+	(void) owner_catalog_query("DELETE FROM ringshard.write_queue WHERE table_name OPERATOR(pg_catalog.=) $1",
+							   1, argtypes, values, false, &nrows);
+}
+
+/* One queued write, as read from the queue. */
+typedef struct QueuedWrite
+{
+	char	   *write_id;
+	Oid			relid;
+	Oid			writer;
+	char	   *payload;
+	int			attempts;
+} QueuedWrite;
+
+/* Run a catalog statement about one queued write (its id is $1). */
+static void
+queue_update(const char *sql, const char *write_id, const char *node, const char *text)
+{
+	Oid			argtypes[3] = {UUIDOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	int			nrows;
+
+	values[0] = DirectFunctionCall1(uuid_in, CStringGetDatum(write_id));
+	values[1] = CStringGetTextDatum(node);
+	values[2] = CStringGetTextDatum(text ? text : "");
+	(void) owner_catalog_query(sql, 3, argtypes, values, false, &nrows);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_replay_queue);
+
+/*
+ * replay_queue(node, batch): deliver up to batch queued writes to a node,
+ * oldest first, each as the role that made it.  Returns how many were
+ * delivered.
+ */
+Datum
+ringshard_replay_queue(PG_FUNCTION_ARGS)
+{
+	char	   *node = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		batch = PG_GETARG_INT32(1);
+	Oid			argtypes[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+	int			nrows;
+	char	  **rows;
+	QueuedWrite *writes;
+	int			delivered = 0;
+
+	if (batch < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch must be at least 1")));
+	(void) remote_node_server(node);	/* the node exists and has an address */
+
+	/* oldest first; a write another session is replaying is skipped */
+	values[0] = CStringGetTextDatum(node);
+	values[1] = Int32GetDatum(batch);
+	rows = owner_catalog_query("SELECT pg_catalog.concat_ws(E'\\x1f', q.write_id, q.table_name::pg_catalog.oid, "
+							   "q.writer::pg_catalog.oid, q.attempts, q.payload) "
+							   "FROM ringshard.write_queue q WHERE q.node_name OPERATOR(pg_catalog.=) $1 "
+							   "ORDER BY q.ordinal LIMIT $2 FOR UPDATE SKIP LOCKED",
+							   2, argtypes, values, false, &nrows);
+	writes = palloc(sizeof(QueuedWrite) * Max(nrows, 1));
+	for (int i = 0; i < nrows; i++)
+	{
+		char	   *fields[5];
+		char	   *p = rows[i];
+
+		for (int f = 0; f < 5; f++)
+		{
+			fields[f] = p;
+			p = f < 4 ? strchr(p, '\x1f') : NULL;
+			if (f < 4)
+			{
+				if (p == NULL)
+					elog(ERROR, "ringshard: malformed write queue row");
+				*p++ = '\0';
+			}
+		}
+		writes[i].write_id = fields[0];
+		writes[i].relid = (Oid) strtoul(fields[1], NULL, 10);
+		writes[i].writer = (Oid) strtoul(fields[2], NULL, 10);
+		writes[i].attempts = atoi(fields[3]);
+		writes[i].payload = fields[4];
+	}
+
+	for (int i = 0; i < nrows; i++)
+	{
+		QueuedWrite *w = &writes[i];
+		MemoryContext old = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		RemoteConnection *c = NULL;
+		bool		lost = false;
+		char	   *error = NULL;
+
+		if (get_rel_name(w->relid) == NULL)
+		{
+			ereport(WARNING,
+					(errmsg("dropping queued write %s for node \"%s\": its table (oid %u) no longer exists",
+							w->write_id, node, w->relid)));
+			queue_update("DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
+						 "AND node_name OPERATOR(pg_catalog.=) $2", w->write_id, node, NULL);
+			continue;
+		}
+		if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(w->writer)))
+			error = pstrdup("the role that made the write no longer exists");
+		else
+		{
+			/* each write in a subtransaction: a refusal rolls back only its own remote savepoint */
+			BeginInternalSubTransaction(NULL);
+			MemoryContextSwitchTo(old);
+			PG_TRY();
+			{
+				char	   *table = rsfdw_relation_name(w->relid);
+				char	   *sql = psprintf("INSERT INTO %1$s SELECT * FROM pg_catalog.json_populate_record(NULL::%1$s, %2$s::pg_catalog.json)",
+										   table, quote_literal_cstr(w->payload));
+
+				c = remote_connection(node, w->writer);
+				remote_connect_all(&c, 1, false);
+				remote_note_write(c);
+				PQclear(remote_exec(c, sql, true));
+				queue_update("DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
+							 "AND node_name OPERATOR(pg_catalog.=) $2", w->write_id, node, NULL);
+				ReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(old);
+				CurrentResourceOwner = owner;
+				delivered++;
+			}
+			PG_CATCH();
+			{
+				ErrorData  *edata;
+
+				MemoryContextSwitchTo(old);
+				edata = CopyErrorData();
+				FlushErrorState();
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(old);
+				CurrentResourceOwner = owner;
+				error = edata->message;
+				lost = edata->sqlerrcode == ERRCODE_CONNECTION_FAILURE ||
+					edata->sqlerrcode == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
+					(c != NULL && c->link == LINK_BROKEN);
+			}
+			PG_END_TRY();
+		}
+		if (error == NULL)
+			continue;
+		if (lost)
+			break;				/* the node is down: its writes wait, in order */
+		/* refused: count it; set it aside once it has been refused often enough */
+		if (w->attempts + 1 >= ringshard_replay_max_attempts)
+		{
+			queue_update("WITH gone AS (DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
+						 "AND node_name OPERATOR(pg_catalog.=) $2 RETURNING *) "
+						 "INSERT INTO ringshard.dead_letters (write_id, node_name, table_name, writer, payload, "
+						 "queued_at, attempts, reason) "
+						 "SELECT write_id, node_name, table_name, writer, payload, queued_at, attempts + 1, $3 FROM gone",
+						 w->write_id, node, error);
+			ereport(WARNING,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("queued write %s for node \"%s\" was refused %d times and is set aside in ringshard.dead_letters",
+							w->write_id, node, w->attempts + 1),
+					 errdetail("Last refusal: %s", error)));
+		}
+		else
+			queue_update("UPDATE ringshard.write_queue SET attempts = attempts + 1, last_error = $3 "
+						 "WHERE write_id OPERATOR(pg_catalog.=) $1 AND node_name OPERATOR(pg_catalog.=) $2",
+						 w->write_id, node, error);
+	}
+	PG_RETURN_INT32(delivered);
+}

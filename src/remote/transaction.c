@@ -1,0 +1,739 @@
+/*
+ * transaction.c
+ *		Remote transactions follow the local one (see transaction.h).
+ *
+ * Pre-commit: every node that took a write gets PREPARE TRANSACTION, all at
+ * once; then one row per node goes into ringshard.transaction_records, in the
+ * local transaction.  The local commit makes those rows, and so the decision,
+ * durable.  After it, COMMIT PREPARED goes to every node.  If anything fails
+ * before the local commit (a node, a serialization failure at commit), the
+ * abort path sends ROLLBACK PREPARED.  A crash anywhere leaves prepared
+ * transactions that recover_prepared_transactions() resolves from the
+ * records: committed where a record exists, rolled back where none does and
+ * the local transaction is over.  Nodes that were only read are committed
+ * with a plain COMMIT.
+ */
+#include "postgres.h"
+
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
+
+#include "remote/catalog.h"
+#include "remote/transaction.h"
+
+bool		ringshard_two_phase_commit = true;
+static char *fault_injection = NULL;
+
+void
+remote_note_write(RemoteConnection *c)
+{
+	c->wrote = true;
+}
+
+void
+remote_fault_point(const char *point)
+{
+	const char *eq;
+
+	if (fault_injection == NULL || fault_injection[0] == '\0')
+		return;
+	eq = strchr(fault_injection, '=');
+	if (eq == NULL || strlen(point) != (size_t) (eq - fault_injection) ||
+		strncmp(fault_injection, point, eq - fault_injection) != 0)
+		return;
+	if (strcmp(eq + 1, "crash") == 0)
+		elog(PANIC, "ringshard fault injection: crash at %s", point);
+	if (strncmp(eq + 1, "sleep:", 6) == 0)
+	{
+		long		ms = strtol(eq + 7, NULL, 10);
+
+		elog(LOG, "ringshard fault injection: sleeping %ld ms at %s", ms, point);
+		pg_usleep(ms * 1000L);
+	}
+}
+
+/* The connections in a given state, collected for one step of the protocol. */
+typedef struct Collected
+{
+	RemoteConnection **conns;
+	int			n;
+	int			capacity;
+	int			what;
+} Collected;
+
+enum
+{
+	COLLECT_IN_TRANSACTION,		/* any remote transaction or query in flight */
+	COLLECT_WRITERS,			/* open transaction with writes */
+	COLLECT_READERS,			/* open transaction without writes */
+	COLLECT_PREPARED,			/* prepared */
+	COLLECT_AT_LEVEL			/* savepoints at or below the current level */
+};
+
+static bool
+collect_visitor(RemoteConnection *c, void *arg)
+{
+	Collected  *col = arg;
+	bool		take = false;
+
+	switch (col->what)
+	{
+		case COLLECT_IN_TRANSACTION:
+			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN;
+			break;
+		case COLLECT_WRITERS:
+			take = (c->xact == RXACT_OPEN || c->xact == RXACT_FAILED) && c->wrote;
+			break;
+		case COLLECT_READERS:
+			take = (c->xact == RXACT_OPEN || c->xact == RXACT_FAILED) && !c->wrote;
+			break;
+		case COLLECT_PREPARED:
+			take = c->xact == RXACT_PREPARED;
+			break;
+		case COLLECT_AT_LEVEL:
+			take = c->xact != RXACT_NONE && c->xact != RXACT_PREPARED &&
+				c->xact_depth >= GetCurrentTransactionNestLevel();
+			break;
+	}
+	if (take)
+	{
+		if (col->n == col->capacity)
+		{
+			col->capacity = col->capacity ? col->capacity * 2 : 8;
+			col->conns = col->conns ? repalloc(col->conns, sizeof(RemoteConnection *) * col->capacity)
+				: palloc(sizeof(RemoteConnection *) * col->capacity);
+		}
+		col->conns[col->n++] = c;
+	}
+	return true;
+}
+
+static Collected
+collect(int what)
+{
+	Collected	col = {NULL, 0, 0, what};
+
+	remote_foreach(collect_visitor, &col);
+	return col;
+}
+
+/* Finish queries still in flight (a scan stopped early): wait for them and drop the rows. */
+static void
+drain_in_flight(Collected *col)
+{
+	for (int i = 0; i < col->n; i++)
+	{
+		RemoteConnection *c = col->conns[i];
+
+		if (c->link == LINK_BUSY)
+		{
+			RemoteResult out;
+
+			remote_receive_all(&c, 1, &out, 0);
+			if (out.result)
+				PQclear(out.result);
+		}
+		if (c->link == LINK_COPY_IN)
+			remote_mark_broken(c, "a COPY was left unfinished");
+	}
+}
+
+/* Send one command to several connections and wait, within the node timeout; true where it worked. */
+static void
+command_all(RemoteConnection **conns, int n, char **sql, bool *worked, int timeout_ms)
+{
+	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(n, 1));
+	RemoteConnection **sent = palloc(sizeof(RemoteConnection *) * Max(n, 1));
+	int		   *index = palloc(sizeof(int) * Max(n, 1));
+	int			nsent = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		worked[i] = false;
+		if (conns[i]->link != LINK_IDLE)
+			continue;
+		remote_send(conns[i], sql[i], false, conns[i]);
+		if (conns[i]->link == LINK_BUSY)
+		{
+			sent[nsent] = conns[i];
+			index[nsent++] = i;
+		}
+	}
+	remote_receive_all(sent, nsent, out, timeout_ms);
+	for (int j = 0; j < nsent; j++)
+	{
+		worked[index[j]] = out[j].ok;
+		if (out[j].result)
+			PQclear(out[j].result);
+	}
+	pfree(out);
+	pfree(sent);
+	pfree(index);
+}
+
+/* The prepared-transaction name of a node's part of this transaction (docs/design.md). */
+static void
+make_gid(RemoteConnection *c, FullTransactionId fxid)
+{
+	snprintf(c->gid, sizeof(c->gid), "rs_%s_" UINT64_FORMAT "_%u_" UINT64_FORMAT "_%u_%u",
+			 catalog_coordinator_id(), GetSystemIdentifier(), GetWALInsertionTimeLine(),
+			 U64FromFullTransactionId(fxid), c->userid, c->serverid);
+}
+
+/* One record per prepared node, in the local transaction: the commit decision. */
+static void
+record_prepared(Collected *writers)
+{
+	Oid			argtypes[2] = {TEXTARRAYOID, TEXTARRAYOID};
+	Datum		values[2];
+	Datum	   *gids = palloc(sizeof(Datum) * writers->n);
+	Datum	   *nodes = palloc(sizeof(Datum) * writers->n);
+	int			nrows;
+
+	for (int i = 0; i < writers->n; i++)
+	{
+		gids[i] = CStringGetTextDatum(writers->conns[i]->gid);
+		nodes[i] = CStringGetTextDatum(writers->conns[i]->node);
+	}
+	values[0] = PointerGetDatum(construct_array(gids, writers->n, TEXTOID, -1, false, TYPALIGN_INT));
+	values[1] = PointerGetDatum(construct_array(nodes, writers->n, TEXTOID, -1, false, TYPALIGN_INT));
+	(void) owner_catalog_query("INSERT INTO ringshard.transaction_records (gid, node_name) "
+							   "SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2))",
+							   2, argtypes, values, false, &nrows);
+}
+
+static void
+pre_commit(bool preparing)
+{
+	Collected	all = collect(COLLECT_IN_TRANSACTION);
+	Collected	writers;
+	Collected	readers;
+	bool	   *worked;
+	char	  **sql;
+
+	if (all.n == 0)
+		return;
+	drain_in_flight(&all);
+	writers = collect(COLLECT_WRITERS);
+	readers = collect(COLLECT_READERS);
+
+	if (writers.n > 0 && preparing)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot prepare a transaction that wrote to ringshard node \"%s\"", writers.conns[0]->node),
+				 errdetail("ringshard commits the nodes' part of a transaction itself, in two phases.")));
+
+	/* A node that lost its part cannot commit it: the whole transaction rolls back. */
+	for (int i = 0; i < writers.n; i++)
+	{
+		RemoteConnection *c = writers.conns[i];
+
+		if (c->xact == RXACT_FAILED || c->link != LINK_IDLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("node \"%s\" lost its part of the transaction, so nothing was committed anywhere", c->node),
+					 c->last_error ? errdetail_internal("%s", c->last_error) : 0,
+					 errhint("Retry the transaction; a node that is down then gets its writes queued.")));
+	}
+
+	worked = palloc(sizeof(bool) * Max(writers.n, Max(readers.n, 1)));
+	sql = palloc(sizeof(char *) * Max(writers.n, Max(readers.n, 1)));
+	if (writers.n > 0 && ringshard_two_phase_commit)
+	{
+		FullTransactionId fxid = GetTopFullTransactionId();
+
+		for (int i = 0; i < writers.n; i++)
+		{
+			make_gid(writers.conns[i], fxid);
+			sql[i] = psprintf("PREPARE TRANSACTION '%s'", writers.conns[i]->gid);
+		}
+		remote_fault_point("before_prepare");
+		command_all(writers.conns, writers.n, sql, worked, 0);
+		for (int i = 0; i < writers.n; i++)
+			if (worked[i])
+				writers.conns[i]->xact = RXACT_PREPARED;
+		for (int i = 0; i < writers.n; i++)
+			if (!worked[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+						 errmsg("node \"%s\" could not prepare its part of the transaction, so nothing was committed anywhere",
+								writers.conns[i]->node),
+						 writers.conns[i]->last_error ? errdetail_internal("%s", writers.conns[i]->last_error) : 0,
+						 errhint("Nodes need max_prepared_transactions > 0.")));
+		remote_fault_point("after_prepare");
+		record_prepared(&writers);
+		remote_fault_point("after_records");
+	}
+	else if (writers.n > 0)
+	{
+		/* one-phase commit: only when asked, to measure what two phases cost */
+		for (int i = 0; i < writers.n; i++)
+			sql[i] = "COMMIT";
+		command_all(writers.conns, writers.n, sql, worked, 0);
+		for (int i = 0; i < writers.n; i++)
+		{
+			writers.conns[i]->xact = RXACT_NONE;
+			writers.conns[i]->xact_depth = 0;
+		}
+		for (int i = 0; i < writers.n; i++)
+			if (!worked[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not commit on node \"%s\"", writers.conns[i]->node),
+						 writers.conns[i]->last_error ? errdetail_internal("%s", writers.conns[i]->last_error) : 0,
+						 errhint("With ringshard.two_phase_commit off, nodes committed before this one keep their changes.")));
+	}
+
+	/* Nodes only read from: their transactions just end. */
+	for (int i = 0; i < readers.n; i++)
+		sql[i] = readers.conns[i]->xact == RXACT_OPEN ? "COMMIT" : "ROLLBACK";
+	command_all(readers.conns, readers.n, sql, worked, ringshard_node_timeout_ms);
+	for (int i = 0; i < readers.n; i++)
+	{
+		readers.conns[i]->xact = RXACT_NONE;
+		readers.conns[i]->xact_depth = 0;
+		if (!worked[i])
+			remote_mark_broken(readers.conns[i], NULL);
+	}
+}
+
+/* After the local commit: commit the prepared parts.  Nothing here may throw. */
+static void
+post_commit(void)
+{
+	Collected	prepared = collect(COLLECT_PREPARED);
+	bool	   *worked;
+	char	  **sql;
+
+	if (prepared.n == 0)
+		return;
+	remote_fault_point("after_local_commit");
+	worked = palloc(sizeof(bool) * prepared.n);
+	sql = palloc(sizeof(char *) * prepared.n);
+	for (int i = 0; i < prepared.n; i++)
+		sql[i] = psprintf("COMMIT PREPARED '%s'", prepared.conns[i]->gid);
+	command_all(prepared.conns, prepared.n, sql, worked, ringshard_node_timeout_ms);
+	for (int i = 0; i < prepared.n; i++)
+		if (!worked[i])
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("node \"%s\" did not confirm the commit of its part of the transaction", prepared.conns[i]->node),
+					 errdetail("The transaction is committed; the node's part stays prepared until "
+							   "ringshard.recover_prepared_transactions() commits it (the watchdog does)."),
+					 prepared.conns[i]->last_error ? errdetail_internal("%s", prepared.conns[i]->last_error) : 0));
+}
+
+/* After a local abort: roll back every remote part.  Nothing here may throw. */
+static void
+post_abort(void)
+{
+	Collected	all = collect(COLLECT_IN_TRANSACTION);
+
+	for (int i = 0; i < all.n; i++)
+	{
+		RemoteConnection *c = all.conns[i];
+
+		/* A query in flight is cancelled; a link that stays busy is closed. */
+		if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
+		{
+			RemoteResult out;
+
+			(void) remote_cancel(c);
+			if (c->link == LINK_COPY_IN)
+				c->link = LINK_BUSY;
+			remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
+			if (out.result)
+				PQclear(out.result);
+		}
+	}
+	for (int i = 0; i < all.n; i++)
+	{
+		RemoteConnection *c = all.conns[i];
+		bool		worked = false;
+		char	   *sql;
+
+		if (c->link != LINK_IDLE)
+			continue;
+		if (c->xact == RXACT_PREPARED)
+			sql = psprintf("ROLLBACK PREPARED '%s'", c->gid);
+		else if (c->xact != RXACT_NONE)
+			sql = "ROLLBACK";
+		else
+			continue;
+		command_all(&c, 1, &sql, &worked, ringshard_node_timeout_ms);
+		if (!worked && c->xact == RXACT_PREPARED)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("node \"%s\" did not confirm the rollback of its part of the transaction", c->node),
+					 errdetail("Its part stays prepared until ringshard.recover_prepared_transactions() rolls it back.")));
+		if (!worked)
+			remote_mark_broken(c, NULL);
+	}
+}
+
+/* Every connection leaves the transaction; broken or changed links are closed. */
+static bool
+reset_visitor(RemoteConnection *c, void *arg)
+{
+	c->xact = RXACT_NONE;
+	c->xact_depth = 0;
+	c->wrote = false;
+	c->unreachable = false;
+	c->gid[0] = '\0';
+	remote_clear_parked(c);
+	if (c->link == LINK_BROKEN || c->invalidated ||
+		(c->conn && PQtransactionStatus(c->conn) != PQTRANS_IDLE))
+	{
+		remote_disconnect(c);
+		c->invalidated = false;
+	}
+	return true;
+}
+
+static void
+remote_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			pre_commit(false);
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			pre_commit(true);
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			post_commit();
+			remote_foreach(reset_visitor, NULL);
+			break;
+		case XACT_EVENT_PREPARE:
+			remote_foreach(reset_visitor, NULL);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			post_abort();
+			remote_foreach(reset_visitor, NULL);
+			break;
+	}
+}
+
+/* Savepoints follow the local subtransactions. */
+static void
+remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
+						SubTransactionId parent_subid, void *arg)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	Collected	at_level;
+	bool	   *worked;
+	char	  **sql;
+
+	if (event != SUBXACT_EVENT_PRE_COMMIT_SUB && event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	at_level = collect(COLLECT_AT_LEVEL);
+	if (at_level.n == 0)
+		return;
+	worked = palloc(sizeof(bool) * at_level.n);
+	sql = palloc(sizeof(char *) * at_level.n);
+
+	if (event == SUBXACT_EVENT_PRE_COMMIT_SUB)
+	{
+		drain_in_flight(&at_level);
+		for (int i = 0; i < at_level.n; i++)
+			sql[i] = psprintf("RELEASE SAVEPOINT s%d", level);
+		command_all(at_level.conns, at_level.n, sql, worked, 0);
+		for (int i = 0; i < at_level.n; i++)
+		{
+			at_level.conns[i]->xact_depth = level - 1;
+			if (!worked[i])
+			{
+				if (at_level.conns[i]->xact == RXACT_OPEN)
+					at_level.conns[i]->xact = RXACT_FAILED;
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("could not release a savepoint on node \"%s\"", at_level.conns[i]->node),
+						 at_level.conns[i]->last_error ? errdetail_internal("%s", at_level.conns[i]->last_error) : 0));
+			}
+		}
+		return;
+	}
+
+	/* Abort: cancel what runs, then roll back to the savepoint. */
+	for (int i = 0; i < at_level.n; i++)
+	{
+		RemoteConnection *c = at_level.conns[i];
+
+		if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
+		{
+			RemoteResult out;
+
+			(void) remote_cancel(c);
+			if (c->link == LINK_COPY_IN)
+				c->link = LINK_BUSY;
+			remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
+			if (out.result)
+				PQclear(out.result);
+		}
+		sql[i] = psprintf("ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d", level, level);
+	}
+	command_all(at_level.conns, at_level.n, sql, worked, ringshard_node_timeout_ms);
+	for (int i = 0; i < at_level.n; i++)
+	{
+		RemoteConnection *c = at_level.conns[i];
+
+		c->xact_depth = level - 1;
+		if (worked[i])
+			c->xact = RXACT_OPEN;
+		else
+		{
+			c->xact = RXACT_FAILED;
+			if (c->link != LINK_IDLE)
+				remote_mark_broken(c, NULL);
+		}
+	}
+}
+
+void
+remote_transaction_init(void)
+{
+	DefineCustomBoolVariable("ringshard.two_phase_commit",
+							 "Commits the nodes' parts of a transaction in two phases.",
+							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
+							 "in between leaves some nodes committed. For measurements only.",
+							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("ringshard.fault_injection",
+							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
+							   NULL, &fault_injection, "", PGC_SUSET,
+							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
+	RegisterXactCallback(remote_xact_callback, NULL);
+	RegisterSubXactCallback(remote_subxact_callback, NULL);
+}
+
+/*
+ * recover_prepared_transactions(): resolve this coordinator's prepared
+ * transactions on every node (docs/design.md).  Per node: how many were
+ * committed, rolled back, left alone (still running here), and the error.
+ */
+typedef struct PreparedPart
+{
+	char	   *gid;
+	TimeLineID	timeline;
+	FullTransactionId fxid;
+	Oid			role;
+	bool		in_progress;
+} PreparedPart;
+
+/* Parse the tail of a gid after the instance prefix: "<timeline>_<fxid>_<role>_<server>". */
+static bool
+parse_gid_tail(const char *tail, PreparedPart *part)
+{
+	unsigned long timeline;
+	unsigned long long fxid;
+	unsigned long role;
+	unsigned long server;
+	char		extra;
+
+	if (sscanf(tail, "%lu_%llu_%lu_%lu%c", &timeline, &fxid, &role, &server, &extra) != 4)
+		return false;
+	part->timeline = (TimeLineID) timeline;
+	part->fxid = FullTransactionIdFromU64((uint64) fxid);
+	part->role = (Oid) role;
+	return true;
+}
+
+/* Whether a gid has a record; with fresh rows when asked. */
+static bool
+has_record(const char *gid)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(gid)};
+	int			nrows;
+
+	(void) owner_catalog_query("SELECT 1 FROM ringshard.transaction_records WHERE gid OPERATOR(pg_catalog.=) $1",
+							   1, argtypes, values, false, &nrows);
+	return nrows > 0;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_recover_prepared_transactions);
+
+Datum
+ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			nnodes;
+	char	  **nodes;
+	char	   *prefix;
+	TimeLineID	current_timeline = GetWALInsertionTimeLine();
+
+	/* The decision reads records committed after this statement began. */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("ringshard.recover_prepared_transactions() must run at isolation level READ COMMITTED"),
+				 errdetail("It must see the transaction records committed while it runs.")));
+	InitMaterializedSRF(fcinfo, 0);
+	prefix = psprintf("rs_%s_" UINT64_FORMAT "_", catalog_coordinator_id(), GetSystemIdentifier());
+	nodes = catalog_addressed_nodes(&nnodes);
+
+	for (int n = 0; n < nnodes; n++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, true};
+		int			committed = 0;
+		int			rolled_back = 0;
+		int			left = 0;
+		MemoryContext node_context = AllocSetContextCreate(CurrentMemoryContext, "ringshard recovery",
+														   ALLOCSET_DEFAULT_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(node_context);
+		ResourceOwner owner = CurrentResourceOwner;
+		volatile bool failed = false;
+		char	   *error = NULL;
+
+		/* Each node in a subtransaction: one node's trouble must not stop the others. */
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(node_context);
+		PG_TRY();
+		{
+			Oid			argtypes[1] = {TEXTOID};
+			Datum		args[1] = {CStringGetTextDatum(nodes[n])};
+			int			nrecords;
+			char	  **records;
+			RemoteConnection *c = remote_connection(nodes[n], GetUserId());
+			PGresult   *res;
+			PreparedPart *parts;
+			int			nparts;
+			char	   *list_sql;
+
+			/* Records first: one seen here was written after its PREPARE (see design). */
+			records = owner_catalog_query("SELECT gid FROM ringshard.transaction_records "
+										  "WHERE node_name OPERATOR(pg_catalog.=) $1",
+										  1, argtypes, args, false, &nrecords);
+			remote_connect_all(&c, 1, false);
+			list_sql = psprintf("SELECT gid FROM pg_catalog.pg_prepared_xacts "
+								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
+								"AND pg_catalog.starts_with(gid, %s)", quote_literal_cstr(prefix));
+			res = remote_exec(c, list_sql, false);
+			nparts = PQntuples(res);
+			parts = palloc0(sizeof(PreparedPart) * Max(nparts, 1));
+			for (int i = 0; i < nparts; i++)
+				parts[i].gid = pstrdup(PQgetvalue(res, i, 0));
+			PQclear(res);
+
+			/* A record whose part is no longer prepared has done its work. */
+			for (int r = 0; r < nrecords; r++)
+			{
+				bool		still_prepared = false;
+
+				for (int i = 0; i < nparts && !still_prepared; i++)
+					still_prepared = strcmp(parts[i].gid, records[r]) == 0;
+				if (!still_prepared)
+				{
+					Datum		gid_arg[1] = {CStringGetTextDatum(records[r])};
+					int			ignored;
+
+					(void) owner_catalog_query("DELETE FROM ringshard.transaction_records "
+											   "WHERE gid OPERATOR(pg_catalog.=) $1",
+											   1, argtypes, gid_arg, false, &ignored);
+				}
+			}
+
+			/* Which parts belong to transactions still running here? (before reading records again) */
+			for (int i = 0; i < nparts; i++)
+			{
+				if (!parse_gid_tail(parts[i].gid + strlen(prefix), &parts[i]))
+				{
+					parts[i].in_progress = true;	/* not one of ours after all: leave it */
+					continue;
+				}
+				parts[i].in_progress = parts[i].timeline == current_timeline &&
+					TransactionIdIsInProgress(XidFromFullTransactionId(parts[i].fxid));
+			}
+
+			for (int i = 0; i < nparts; i++)
+			{
+				bool		commit;
+				RemoteConnection *owner_conn;
+				char	   *sql;
+
+				if (parts[i].in_progress)
+				{
+					left++;
+					continue;
+				}
+				commit = false;
+				for (int r = 0; r < nrecords && !commit; r++)
+					commit = strcmp(records[r], parts[i].gid) == 0;
+				if (!commit)
+				{
+					/* a fresh look (a new snapshot): it may have committed since the first read */
+					commit = has_record(parts[i].gid);
+				}
+				/* Finish it as the role that prepared it, with that role's mapping. */
+				owner_conn = c;
+				if (OidIsValid(parts[i].role) && parts[i].role != GetUserId() &&
+					SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(parts[i].role)))
+				{
+					owner_conn = remote_connection(nodes[n], parts[i].role);
+					remote_connect_all(&owner_conn, 1, false);
+				}
+				sql = psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(parts[i].gid));
+				PQclear(remote_exec(owner_conn, sql, false));
+				if (commit)
+				{
+					Datum		gid_arg[1] = {CStringGetTextDatum(parts[i].gid)};
+					int			ignored;
+
+					(void) owner_catalog_query("DELETE FROM ringshard.transaction_records "
+											   "WHERE gid OPERATOR(pg_catalog.=) $1",
+											   1, argtypes, gid_arg, false, &ignored);
+					committed++;
+				}
+				else
+					rolled_back++;
+			}
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(node_context);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(node_context);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(node_context);
+			CurrentResourceOwner = owner;
+			error = edata->message;
+			failed = true;
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(old);
+
+		values[0] = CStringGetTextDatum(nodes[n]);
+		values[1] = Int32GetDatum(committed);
+		values[2] = Int32GetDatum(rolled_back);
+		values[3] = Int32GetDatum(left);
+		if (failed)
+		{
+			values[4] = CStringGetTextDatum(error);
+			nulls[4] = false;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		MemoryContextDelete(node_context);
+	}
+	PG_RETURN_VOID();
+}

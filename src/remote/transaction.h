@@ -1,0 +1,26 @@
+/*
+ * transaction.h
+ *		Remote transactions that follow the local one, with two-phase commit
+ *		of every node that took a write, and the recovery of prepared
+ *		transactions that a crash left in doubt (docs/design.md, invariant 3).
+ */
+#ifndef RINGSHARD_REMOTE_TRANSACTION_H
+#define RINGSHARD_REMOTE_TRANSACTION_H
+
+#include "remote/connection.h"
+
+/* ringshard.two_phase_commit: off only to measure what two-phase commit costs. */
+extern bool ringshard_two_phase_commit;
+
+extern void remote_transaction_init(void);
+
+/* The connection took a write in this transaction: it commits in two phases. */
+extern void remote_note_write(RemoteConnection *c);
+
+/*
+ * Tests only (ringshard.fault_injection, superuser): crash the server with a
+ * PANIC, or sleep, at a named point of the commit protocol.
+ */
+extern void remote_fault_point(const char *point);
+
+#endif							/* RINGSHARD_REMOTE_TRANSACTION_H */
