@@ -93,6 +93,19 @@ extern void rsReScanForeignScan(ForeignScanState *node);
 extern void rsEndForeignScan(ForeignScanState *node);
 extern void rsExplainForeignScan(ForeignScanState *node, struct ExplainState *es);
 
+/*
+ * Connect to the nodes of a fan-out read of a table: per node index its
+ * connection, or NULL when the node is left out (down or unreachable).
+ * *filter is the condition (on alias t) that makes each node return each
+ * row only if it is the row's first remaining replica ("" when every row has
+ * one copy and no node is left out).  A range without a reachable replica
+ * is an ERROR, or a WARNING with ringshard.allow_partial_reads.
+ */
+struct TablePlacement;
+struct RemoteConnection;
+extern struct RemoteConnection **rsfdw_fanout_connect(struct TablePlacement *placement, Oid userid,
+													  const char *table, char **filter);
+
 /* modify.c */
 extern void rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *target_rte,
 									  Relation target_relation);

@@ -94,11 +94,9 @@ typedef struct RsScanState
 	MemoryContext row_cxt;		/* the row being returned */
 	MemoryContext scan_cxt;		/* everything of one run of the scan */
 	bool		explain_only;
-	char	   *excluded_literal;	/* fan-out: nodes left out, as a text[] literal */
 	char	   *sql_select;		/* this run's SQL parts, parameters filled in */
 	char	   *sql_from_where;
 	char	   *sql_tail;
-	int64		topology_version;
 } RsScanState;
 
 static unsigned int cursor_number = 0;
@@ -449,6 +447,70 @@ route_keys(RsScanState *state, List *routes, const char *select, const char *fro
 	}
 }
 
+/*
+ * Connect to the nodes of a fan-out read (see fdw.h): nodes marked down or
+ * unreachable are left out, an uncovered range is an error (a warning with
+ * ringshard.allow_partial_reads), and the filter makes each node return
+ * only the rows it is the first remaining replica of.
+ */
+RemoteConnection **
+rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, char **filter)
+{
+	int			nnodes = placement_node_count(placement);
+	bool	   *excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
+	RemoteConnection **all = palloc0(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	int			nconns = 0;
+	bool		any_excluded = false;
+
+	if (nnodes == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table %s has no nodes", table)));
+	for (int i = 0; i < nnodes; i++)
+	{
+		excluded[i] = !placement_node_up(placement, i);
+		if (!excluded[i])
+		{
+			all[i] = remote_connection(placement_node_name(placement, i), userid);
+			conns[nconns++] = all[i];
+		}
+	}
+	remote_connect_all(conns, nconns, true);
+	for (int i = 0; i < nnodes; i++)
+	{
+		if (!excluded[i] && all[i]->link != LINK_IDLE)
+			excluded[i] = true;
+		if (excluded[i])
+			all[i] = NULL;
+		any_excluded |= excluded[i];
+	}
+	remember_missing(placement, excluded, nnodes);
+	if (!placement_covered(placement, excluded))
+	{
+		StringInfoData missing;
+
+		initStringInfo(&missing);
+		for (int i = 0; i < nnodes; i++)
+			if (excluded[i])
+				appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", placement_node_name(placement, i));
+		ereport(ringshard_allow_partial_reads ? WARNING : ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("some rows of table %s are on no reachable node", table),
+				 errdetail("Nodes down or unreachable: %s.", missing.data),
+				 ringshard_allow_partial_reads
+				 ? errhint("The rows of those ranges are missing from this answer.")
+				 : errhint("Set ringshard.allow_partial_reads to read the other rows.")));
+	}
+	/* Each row once: on its first replica that is not left out (none needed with one copy). */
+	*filter = "";
+	if (any_excluded || !placement_single_copy(placement))
+		*filter = psprintf(" AND ringshard.reads_here(t, %s::pg_catalog.text[], %lld::pg_catalog.int8)",
+						   quote_literal_cstr(names_literal(placement, excluded, nnodes)),
+						   (long long) coordinator_topology_version());
+	return all;
+}
+
 /* Start the scan: evaluate parameters and keys, send the queries. */
 static void
 start_scan(ForeignScanState *node)
@@ -471,55 +533,16 @@ start_scan(ForeignScanState *node)
 
 	if (state->kind == RS_SCAN_FANOUT)
 	{
+		RemoteConnection **conns;
+		char	   *filter;
 		bool	   *excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
-		RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
-		int			nconns = 0;
-		bool		any_excluded = false;
-		char	   *filter = "";
 
-		if (placement_node_count(&state->placement) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table %s has no nodes", RelationGetRelationName(state->rel))));
+		conns = rsfdw_fanout_connect(&state->placement, state->userid, RelationGetRelationName(state->rel),
+									 &filter);
 		for (int i = 0; i < nnodes; i++)
 		{
-			NodeStream *stream = stream_for(state, i);
-
-			excluded[i] = !placement_node_up(&state->placement, i);
-			if (!excluded[i])
-				conns[nconns++] = stream->conn;
-		}
-		remote_connect_all(conns, nconns, true);
-		for (int i = 0; i < nnodes; i++)
-		{
-			if (!excluded[i] && state->streams[i]->conn->link != LINK_IDLE)
-				excluded[i] = true;
-			any_excluded |= excluded[i];
-		}
-		remember_missing(&state->placement, excluded, nnodes);
-		if (!placement_covered(&state->placement, excluded))
-		{
-			StringInfoData missing;
-
-			initStringInfo(&missing);
-			for (int i = 0; i < nnodes; i++)
-				if (excluded[i])
-					appendStringInfo(&missing, "%s%s", missing.len ? ", " : "", placement_node_name(&state->placement, i));
-			ereport(ringshard_allow_partial_reads ? WARNING : ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("some rows of table %s are on no reachable node", RelationGetRelationName(state->rel)),
-					 errdetail("Nodes down or unreachable: %s.", missing.data),
-					 ringshard_allow_partial_reads
-					 ? errhint("The rows of those ranges are missing from this answer.")
-					 : errhint("Set ringshard.allow_partial_reads to read the other rows.")));
-		}
-		/* Each row once: on its first replica that is not left out (none needed with one copy). */
-		if (any_excluded || !placement_single_copy(&state->placement))
-		{
-			state->excluded_literal = names_literal(&state->placement, excluded, nnodes);
-			state->topology_version = coordinator_topology_version();
-			filter = psprintf(" AND ringshard.reads_here(t, %s::pg_catalog.text[], %lld::pg_catalog.int8)",
-							  quote_literal_cstr(state->excluded_literal), (long long) state->topology_version);
+			(void) stream_for(state, i);	/* stream i reads node i */
+			excluded[i] = conns[i] == NULL;
 		}
 		for (int i = 0; i < nnodes; i++)
 		{
