@@ -42,17 +42,27 @@ remote_note_write(RemoteConnection *c)
 	c->wrote = true;
 }
 
+/* Whether a fault is injected at this point (tests only). */
+static bool
+fault_point_armed(const char *point)
+{
+	const char *eq;
+
+	if (fault_injection == NULL || fault_injection[0] == '\0')
+		return false;
+	eq = strchr(fault_injection, '=');
+	return eq != NULL && strlen(point) == (size_t) (eq - fault_injection) &&
+		strncmp(fault_injection, point, eq - fault_injection) == 0;
+}
+
 void
 remote_fault_point(const char *point)
 {
 	const char *eq;
 
-	if (fault_injection == NULL || fault_injection[0] == '\0')
+	if (!fault_point_armed(point))
 		return;
 	eq = strchr(fault_injection, '=');
-	if (eq == NULL || strlen(point) != (size_t) (eq - fault_injection) ||
-		strncmp(fault_injection, point, eq - fault_injection) != 0)
-		return;
 	if (strcmp(eq + 1, "crash") == 0)
 		elog(PANIC, "ringshard fault injection: crash at %s", point);
 	if (strncmp(eq + 1, "sleep:", 6) == 0)
@@ -260,7 +270,17 @@ pre_commit(bool preparing)
 			sql[i] = psprintf("PREPARE TRANSACTION '%s'", writers.conns[i]->gid);
 		}
 		remote_fault_point("before_prepare");
-		command_all(writers.conns, writers.n, sql, worked, 0);
+		if (fault_point_armed("after_first_prepare") && writers.n > 1)
+		{
+			/* tests: one node prepared, the others not yet */
+			command_all(writers.conns, 1, sql, worked, 0);
+			if (worked[0])
+				writers.conns[0]->xact = RXACT_PREPARED;
+			remote_fault_point("after_first_prepare");
+			command_all(writers.conns + 1, writers.n - 1, sql + 1, worked + 1, 0);
+		}
+		else
+			command_all(writers.conns, writers.n, sql, worked, 0);
 		for (int i = 0; i < writers.n; i++)
 			if (worked[i])
 				writers.conns[i]->xact = RXACT_PREPARED;
@@ -324,7 +344,15 @@ post_commit(void)
 	sql = palloc(sizeof(char *) * prepared.n);
 	for (int i = 0; i < prepared.n; i++)
 		sql[i] = psprintf("COMMIT PREPARED '%s'", prepared.conns[i]->gid);
-	command_all(prepared.conns, prepared.n, sql, worked, ringshard_node_timeout_ms);
+	if (fault_point_armed("after_first_commit_prepared") && prepared.n > 1)
+	{
+		/* tests: one node committed, the others not yet */
+		command_all(prepared.conns, 1, sql, worked, ringshard_node_timeout_ms);
+		remote_fault_point("after_first_commit_prepared");
+		command_all(prepared.conns + 1, prepared.n - 1, sql + 1, worked + 1, ringshard_node_timeout_ms);
+	}
+	else
+		command_all(prepared.conns, prepared.n, sql, worked, ringshard_node_timeout_ms);
 	for (int i = 0; i < prepared.n; i++)
 		if (!worked[i])
 			ereport(WARNING,
@@ -515,7 +543,8 @@ remote_transaction_init(void)
 							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("ringshard.fault_injection",
 							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
-							   NULL, &fault_injection, "", PGC_SUSET,
+							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
+							   "after_local_commit, after_first_commit_prepared.", &fault_injection, "", PGC_SUSET,
 							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	RegisterXactCallback(remote_xact_callback, NULL);
 	RegisterSubXactCallback(remote_subxact_callback, NULL);
