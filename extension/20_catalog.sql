@@ -52,6 +52,33 @@ CREATE TABLE ringshard.nodes (
 COMMENT ON TABLE ringshard.nodes IS
 	'nodes with their health; a node with an address has a foreign server (server_name) whose options are its address';
 
+-- The node an address names (as the FREMIS-N config names nodes): the one
+-- whose server has exactly the address's options, else the node without an
+-- address that is named like it.  NULL if none (or the address is invalid).
+CREATE FUNCTION ringshard.node_for_address(address text) RETURNS text
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	wanted text[];
+	found text;
+BEGIN
+	BEGIN
+		SELECT array_agg(o.option || '=' || o.value ORDER BY o.option || '=' || o.value) INTO wanted
+		  FROM ringshard.address_options(address) o;
+	EXCEPTION WHEN invalid_parameter_value THEN
+		wanted := NULL;
+	END;
+	SELECT n.node_name INTO found FROM ringshard.nodes n JOIN pg_catalog.pg_foreign_server s ON s.srvname = n.server_name
+	 WHERE (SELECT array_agg(x ORDER BY x) FROM unnest(s.srvoptions) x) = wanted
+	 ORDER BY n.node_name = address DESC, n.node_name LIMIT 1;
+	IF found IS NULL THEN
+		SELECT n.node_name INTO found FROM ringshard.nodes n WHERE n.server_name IS NULL AND n.node_name = address;
+	END IF;
+	RETURN found;
+END
+$$;
+COMMENT ON FUNCTION ringshard.node_for_address(text) IS
+	'the node an address names: the one whose server has the address''s options, else the node without an address of that name';
+
 CREATE TABLE ringshard.ring_members (
 	ring_name text NOT NULL REFERENCES ringshard.rings ON DELETE CASCADE,
 	node_name text NOT NULL REFERENCES ringshard.nodes,

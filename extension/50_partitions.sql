@@ -177,9 +177,7 @@ BEGIN
 	DELETE FROM ringshard.partition_assignments a WHERE a.map_name = map;
 	FOR entry IN SELECT * FROM pg_temp.ringshard_config_entries ORDER BY line LOOP
 		-- An entry names a node by address; a node with that address is reused.
-		SELECT n.node_name INTO node FROM ringshard.nodes n
-		 WHERE n.address = entry.address OR (n.address IS NULL AND n.node_name = entry.address)
-		 ORDER BY n.node_name = entry.address DESC, n.node_name LIMIT 1;
+		node := ringshard.node_for_address(entry.address);
 		IF node IS NULL THEN
 			node := entry.address;
 			BEGIN
@@ -212,7 +210,7 @@ BEGIN
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	SELECT ringshard.format_partition_config(
-			   coalesce(array_agg(coalesce(n.address, n.node_name) ORDER BY a.partition_start, a.node_name COLLATE "C"), '{}'),
+			   coalesce(array_agg(coalesce(ringshard.server_address(n.server_name), n.node_name) ORDER BY a.partition_start, a.node_name COLLATE "C"), '{}'),
 			   coalesce(array_agg(a.partition_start ORDER BY a.partition_start, a.node_name COLLATE "C"), '{}'),
 			   coalesce(array_agg(a.partition_end ORDER BY a.partition_start, a.node_name COLLATE "C"), '{}'))
 	  INTO result

@@ -194,10 +194,7 @@ DECLARE
 	ends integer[];
 BEGIN
 	-- Entries name nodes by address, as load_partition_config resolves them.
-	SELECT coalesce(array_agg(coalesce(
-	           (SELECT n.node_name FROM ringshard.nodes n
-	             WHERE n.address = c.address OR (n.address IS NULL AND n.node_name = c.address)
-	             ORDER BY n.node_name = c.address DESC, n.node_name LIMIT 1), c.address) ORDER BY c.line), '{}'),
+	SELECT coalesce(array_agg(coalesce(ringshard.node_for_address(c.address), c.address) ORDER BY c.line), '{}'),
 	       coalesce(array_agg(c.partition_start ORDER BY c.line), '{}'),
 	       coalesce(array_agg(c.partition_end ORDER BY c.line), '{}')
 	  INTO names, starts, ends

@@ -17,6 +17,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.address_is_safe(text),
 	ringshard.address_options(text),
 	ringshard.server_address(name),
+	ringshard.node_for_address(text),
 	ringshard.validate_ring(text),
 	ringshard.ring_points(text),
 	ringshard.ring_balance(text),

@@ -18,7 +18,7 @@ LANGUAGE sql AS $$
 SELECT md5(concat_ws(' | ',
 	(SELECT string_agg(format('%s/%s/%s/%s', ring_name, algorithm, vnodes, replication_factor), ','
 	                   ORDER BY ring_name COLLATE "C") FROM ringshard.rings),
-	(SELECT string_agg(format('%s/%s/%s', node_name, address, is_up), ','
+	(SELECT string_agg(format('%s/%s/%s', node_name, ringshard.server_address(server_name), is_up), ','
 	                   ORDER BY node_name COLLATE "C") FROM ringshard.nodes),
 	(SELECT string_agg(format('%s/%s/%s', ring_name, node_name, weight), ','
 	                   ORDER BY ring_name COLLATE "C", node_name COLLATE "C") FROM ringshard.ring_members),

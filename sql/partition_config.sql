@@ -15,7 +15,7 @@ nodes:
   partition_end: 255
 $$) AS entries;
 SELECT * FROM ringshard.check_partition_map();
-SELECT node_name, address FROM ringshard.nodes ORDER BY node_name;
+SELECT node_name, ringshard.server_address(server_name) AS address FROM ringshard.nodes ORDER BY node_name;
 SELECT nodes_for('faces', 'face-001') AS faces_001, nodes_for('users', '1') AS users_1;
 SELECT ringshard.partition_config();
 
