@@ -220,6 +220,9 @@ DECLARE
 	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
 	annotation ringshard.distributed_tables;
 BEGIN
+	IF key IS NULL THEN
+		RAISE EXCEPTION 'a key must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
 	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = relid;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'table % is not a distributed table', relid USING ERRCODE = 'undefined_object';
@@ -253,7 +256,7 @@ CREATE FUNCTION ringshard.cluster_fanout(row_type anyelement, where_clause text 
 	LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
-	previous text := pg_catalog.current_setting('ringshard.allow_partial_reads');
+	previous text := coalesce(pg_catalog.current_setting('ringshard.allow_partial_reads', true), 'off');
 BEGIN
 	IF k IS NOT NULL AND k < 1 THEN
 		RAISE EXCEPTION 'k must be positive, got %', k USING ERRCODE = 'invalid_parameter_value';

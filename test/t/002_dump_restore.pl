@@ -50,7 +50,7 @@ my $routing_sql = q{
 		UNION ALL SELECT 'map ' || g || ' ' || nodes_for('ks', 'k' || g)::text FROM generate_series(1, 100) g
 		UNION ALL SELECT 'citizen ' || c.nik || ' ' || shard_of(c) || ' ' || replicas_of(c)::text FROM app."Citizens" c
 		UNION ALL SELECT 'face ' || f.fid || ' ' || replicas_of(f)::text FROM faces f
-		UNION ALL SELECT 'node ' || node_name || ' up=' || is_up || ' ' || coalesce(address, '-') FROM ringshard.nodes
+		UNION ALL SELECT 'node ' || node_name || ' up=' || is_up || ' ' || coalesce(ringshard.server_address(server_name), '-') FROM ringshard.nodes
 		UNION ALL SELECT 'reads avoid down nodes ' || bool_and(n.is_up)
 		  FROM generate_series(1, 200) g JOIN ringshard.nodes n ON n.node_name = read_node_for('k' || g)
 		UNION ALL SELECT 'config ' || ringshard.partition_config()

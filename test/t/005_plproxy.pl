@@ -12,6 +12,7 @@ my @workers = map { PostgreSQL::Test::Cluster->new("p$_") } 1 .. 2;
 for my $node ($proxy, @workers)
 {
 	$node->init;
+	$node->append_conf('postgresql.conf', 'max_prepared_transactions = 20');
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 }

@@ -11,6 +11,7 @@ use Test::More;
 my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
 my @workers = map { PostgreSQL::Test::Cluster->new("q$_") } 1 .. 3;
 $coordinator->init;
+$coordinator->append_conf('postgresql.conf', 'max_prepared_transactions = 20');
 $coordinator->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'ringshard'
 ringshard.watchdog_database = 'postgres'
@@ -21,6 +22,7 @@ $coordinator->start;
 for my $node (@workers)
 {
 	$node->init;
+	$node->append_conf('postgresql.conf', 'max_prepared_transactions = 20');
 	$node->start;
 }
 $_->safe_psql('postgres', 'CREATE EXTENSION ringshard') for ($coordinator, @workers);

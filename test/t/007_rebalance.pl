@@ -13,6 +13,7 @@ my @workers = map { PostgreSQL::Test::Cluster->new("r$_") } 1 .. 4;
 for my $node ($coordinator, @workers)
 {
 	$node->init;
+	$node->append_conf('postgresql.conf', 'max_prepared_transactions = 20');
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 }
