@@ -71,8 +71,9 @@ COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
 	'delivers up to batch queued writes to a node, oldest first, each as the role that made it, exactly once (it commits with this transaction); a refused write stays queued with its error, and moves to dead_letters after ringshard.replay_max_attempts refusals; returns how many were delivered';
 
 -- One round of the health watchdog: probe every node, mark it up or down,
--- replay the queue of each node that answers, mark up a node whose queue is
--- delivered, and resolve prepared transactions a crash left in doubt.
+-- replay the queue of each node that answers, and mark up a node whose queue
+-- is delivered.  (The watchdog then resolves prepared transactions a crash
+-- left in doubt, in a transaction of its own.)
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
 	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -93,18 +94,15 @@ BEGIN
 		END IF;
 		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
 		IF mark_health THEN
-			-- up: it answers and misses no write; down: it does not answer
-			UPDATE ringshard.nodes n SET is_up = (probe.reachable AND still_queued = 0)
-			 WHERE n.node_name = probe.node AND n.is_up IS DISTINCT FROM (probe.reachable AND still_queued = 0);
+			-- up: it answers and misses no write (none queued, none set aside as a dead letter)
+			UPDATE ringshard.nodes n SET is_up = x.up
+			  FROM (SELECT probe.reachable AND still_queued = 0
+			               AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = probe.node) AS up) x
+			 WHERE n.node_name = probe.node AND n.is_up IS DISTINCT FROM x.up;
 		END IF;
 		RETURN NEXT;
 	END LOOP;
-	BEGIN
-		PERFORM ringshard.recover_prepared_transactions();
-	EXCEPTION WHEN OTHERS THEN
-		RAISE WARNING 'recovering prepared transactions failed: %', SQLERRM;
-	END;
 END
 $$;
 COMMENT ON FUNCTION ringshard.watchdog_tick(boolean, integer) IS
-	'one round of the health watchdog: probes nodes, replays queues, marks nodes up (reachable, nothing queued) or down, resolves prepared transactions';
+	'one round of the health watchdog: probes nodes, replays queues, marks nodes up (reachable, nothing queued, no dead letter) or down';

@@ -107,6 +107,8 @@ ringshard_watchdog_main(Datum arg)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		(void) watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()");
+		if (watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()"))
+			(void) watchdog_round("ringshard watchdog recovery",
+								  "SELECT * FROM ringshard.recover_prepared_transactions()");
 	}
 }

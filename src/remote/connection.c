@@ -542,6 +542,14 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 	{
 		RemoteConnection *c = conns[i];
 
+		/*
+		 * A cached link outside any remote transaction may have died while
+		 * idle (the node restarted): reading what is there without waiting
+		 * shows a closed socket, and a fresh connection replaces it.
+		 */
+		if (c->link == LINK_IDLE && c->xact == RXACT_NONE &&
+			(!PQconsumeInput(c->conn) || PQstatus(c->conn) == CONNECTION_BAD))
+			remote_disconnect(c);
 		if (c->link != LINK_CLOSED)
 			continue;
 		c->umid = find_user_mapping(c->userid, c->serverid);

@@ -649,6 +649,12 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			records = owner_catalog_query("SELECT gid FROM ringshard.transaction_records "
 										  "WHERE node_name OPERATOR(pg_catalog.=) $1",
 										  1, argtypes, args, false, &nrecords);
+			/* COMMIT PREPARED runs outside a transaction block: not where this transaction works */
+			if (c->xact != RXACT_NONE)
+				ereport(ERROR,
+						(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+						 errmsg("this transaction has work in progress on node \"%s\"", nodes[n]),
+						 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
 			remote_connect_all(&c, 1, false);
 			list_sql = psprintf("SELECT gid FROM pg_catalog.pg_prepared_xacts "
 								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
@@ -715,6 +721,11 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 					SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(parts[i].role)))
 				{
 					owner_conn = remote_connection(nodes[n], parts[i].role);
+					if (owner_conn->xact != RXACT_NONE)
+						ereport(ERROR,
+								(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+								 errmsg("this transaction has work in progress on node \"%s\"", nodes[n]),
+								 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
 					remote_connect_all(&owner_conn, 1, false);
 				}
 				sql = psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(parts[i].gid));

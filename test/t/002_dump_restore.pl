@@ -74,8 +74,14 @@ is($node->safe_psql('restored', q{SELECT count(*) FROM ringshard.partition_maps}
 is($node->safe_psql('restored', q{SELECT key_column || ' ' || key_attnum FROM ringshard.distributed_tables WHERE table_name = 'faces'::regclass}),
 	'fid 2', 'the renamed key column is restored with its attribute number');
 
-# DROP EXTENSION leaves nothing behind in the database that created it.
-$node->safe_psql('source', q{DROP EXTENSION ringshard});
+# Nodes with an address are foreign servers of the extension's wrapper:
+# like postgres_fdw's, they (and their user mappings) go only with CASCADE.
+my ($drop_rc, $drop_out, $drop_err) = $node->psql('source', q{DROP EXTENSION ringshard});
+like($drop_err, qr/server 0\.0\.0\.0:4003 depends on foreign-data wrapper ringshard/,
+	'DROP EXTENSION names the node servers that depend on it');
+# DROP EXTENSION ... CASCADE leaves nothing behind in the database that created it.
+$node->safe_psql('source', q{DROP EXTENSION ringshard CASCADE});
+is($node->safe_psql('source', q{SELECT count(*) FROM pg_foreign_server}), '0', 'the node servers are gone');
 is($node->safe_psql('source', q{
 	SELECT count(*) FROM pg_proc WHERE proname IN ('shard_for', 'replicas_for', 'ring_token', 'partition_for', 'shard_of', 'ringtoken_in')}),
 	'0', 'no ringshard functions remain');
