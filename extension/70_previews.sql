@@ -55,11 +55,6 @@ CREATE FUNCTION ringshard.proposed_replicas(key text, ring text, change text, no
 CREATE FUNCTION ringshard.proposed_replicas(key anyelement, ring text, change text, node text, weight float8 DEFAULT 1)
 	RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION ringshard.proposed_replicas(key character, ring text, change text, node text, weight float8 DEFAULT 1)
-	RETURNS text[]
-	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.proposed_replicas(character, text, text, text, float8) IS
-	'the char(n) key''s replica set (padding included) on the ring as it would be after the change';
 COMMENT ON FUNCTION ringshard.proposed_replicas(text, text, text, text, float8) IS
 	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight)';
 COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, float8) IS
