@@ -78,6 +78,13 @@ BEGIN
 			USING ERRCODE = 'wrong_object_type',
 			      HINT = 'Preview partition maps with ringshard.preview_partition_config().';
 	END IF;
+	-- Checked before the query (proposed_replicas checks it too, but only
+	-- per row): a mistyped change must fail on an empty table as well.
+	IF change NOT IN ('add', 'remove', 'set_weight') THEN
+		RAISE EXCEPTION 'unknown topology change "%"', change
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Use ''add'', ''remove'' or ''set_weight''.';
+	END IF;
 	RETURN QUERY EXECUTE format(
 		'SELECT s.k::text, s.before[1], s.after[1], s.before, s.after
 		   FROM (SELECT t.%1$I AS k, pg_catalog.replicas_of(t) AS before,
