@@ -180,7 +180,10 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("partition %d of map \"%s\" has no node", partition, state->map->name),
 					 errdetail("A row of table \"%s\" in keyspace \"%.*s\" hashes to partition %d, which is a gap in the map.",
-							   state->table_name, (int) keyspace_len, keyspace, partition),
+							   state->table_name,
+							   /* a constant keyspace as written, not as its UTF-8 bytes */
+							   state->keyspace_attnum > 0 ? (int) keyspace_len : (int) strlen(state->keyspace),
+							   state->keyspace_attnum > 0 ? keyspace : state->keyspace, partition),
 					 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
 							 partition, partition, state->map->name)));
 		if (owner_only)
