@@ -223,8 +223,12 @@ BEGIN
 			USING ERRCODE = 'wrong_object_type',
 			      HINT = 'Annotate it with ringshard.distribute_table_by_partition().';
 	END IF;
+	-- A keyspace column's value as the text of its canonical bytes, which is
+	-- what placing the row hashes (a plain ::text would differ for numeric,
+	-- dates, timestamps and bytea).
 	keyspace_expr := CASE WHEN annotation.keyspace_column IS NOT NULL
-		THEN format('t.%I::text', annotation.keyspace_column) ELSE quote_literal(annotation.keyspace) END;
+		THEN format('pg_catalog.convert_from(ringshard.key_bytes(t.%I), ''UTF8'')', annotation.keyspace_column)
+		ELSE quote_literal(annotation.keyspace) END;
 	-- Rows per partition, then contiguous cuts that give each node (the
 	-- map's current nodes, in name order) as close to total/N rows as the
 	-- cumulative counts allow.
