@@ -15,6 +15,21 @@ CREATE FUNCTION ringshard.check_name(kind text, name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'ringshard_check_name' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';
 
+-- The first ten ring or map names in bytewise order, for a hint that names
+-- what a mistyped name could have meant ("and N more" past ten); NULL if none.
+CREATE FUNCTION ringshard.first_names(kind text) RETURNS text
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	SELECT string_agg(s.name, ', ' ORDER BY s.name)
+	       || CASE WHEN max(s.total) > 10 THEN ' and ' || (max(s.total) - 10) || ' more' ELSE '' END
+	  FROM (SELECT n.name, count(*) OVER () AS total
+	          FROM (SELECT r.ring_name COLLATE "C" AS name FROM ringshard.rings r WHERE kind = 'ring'
+	                UNION ALL
+	                SELECT p.map_name COLLATE "C" FROM ringshard.partition_maps p WHERE kind = 'partition map') n
+	         ORDER BY 1 LIMIT 10) s
+$$;
+COMMENT ON FUNCTION ringshard.first_names(text) IS
+	'the first ten names of rings (kind ''ring'') or partition maps (''partition map''), for error hints';
+
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard.lock_ring(ring text) RETURNS ringshard.rings
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
@@ -26,8 +41,7 @@ BEGIN
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'ring "%" does not exist', ring
 			USING ERRCODE = 'undefined_object',
-			      HINT = coalesce('Existing rings: ' || (SELECT string_agg(r.ring_name, ', ' ORDER BY r.ring_name COLLATE "C")
-			                                              FROM ringshard.rings r) || '. ', '')
+			      HINT = coalesce('Existing rings: ' || ringshard.first_names('ring') || '. ', '')
 			             || 'Create a ring with ringshard.create_ring().';
 	END IF;
 	RETURN locked;

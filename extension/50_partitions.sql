@@ -10,8 +10,7 @@ BEGIN
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'partition map "%" does not exist', map
 			USING ERRCODE = 'undefined_object',
-			      HINT = coalesce('Existing maps: ' || (SELECT string_agg(p.map_name, ', ' ORDER BY p.map_name COLLATE "C")
-			                                             FROM ringshard.partition_maps p) || '. ', '')
+			      HINT = coalesce('Existing maps: ' || ringshard.first_names('partition map') || '. ', '')
 			             || 'Create a map with ringshard.create_partition_map().';
 	END IF;
 END

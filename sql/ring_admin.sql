@@ -472,6 +472,11 @@ SELECT shard_for('key-1', 'no-nodes');
 SELECT replicas_for(42, 'no-nodes');
 SELECT shard_for('key-1', 'no-such-ring');
 SELECT ringshard.drop_ring('no-nodes');
+-- a hint, not a listing: ten names at most
+SELECT count(*) AS rings FROM (SELECT ringshard.create_ring('many-' || lpad(g::text, 2, '0')) FROM generate_series(1, 12) g) s;
+SELECT shard_for('key-1', 'no-such-ring');
+SELECT ringshard.drop_ring('no-such-ring');
+SELECT count(*) AS dropped FROM (SELECT ringshard.drop_ring('many-' || lpad(g::text, 2, '0')) FROM generate_series(1, 12) g) s;
 \set SHOW_CONTEXT never
 
 --

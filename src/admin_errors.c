@@ -92,12 +92,18 @@ reraise_without_internal_context(Oid fn_oid)
 	ErrorData  *error;
 	char	   *dropped;
 
+	/* Most errors passing here are not ours: decide before copying anything. */
+	if (!is_user_error(geterrcode()))
+		return;
 	MemoryContextReset(reraise_context);
 	MemoryContextSwitchTo(reraise_context);
+	if (!is_ringshard_function(fn_oid))
+	{
+		MemoryContextSwitchTo(caller);
+		return;
+	}
 	error = CopyErrorData();
-	if (error->elevel != ERROR || !is_user_error(error->sqlerrcode) ||
-		(error->context == NULL && error->internalquery == NULL) ||
-		!is_ringshard_function(fn_oid))
+	if (error->elevel != ERROR || (error->context == NULL && error->internalquery == NULL))
 	{
 		MemoryContextSwitchTo(caller);
 		return;

@@ -235,15 +235,22 @@ ring_names_in_catalog(const char *exclude, bool with_nodes)
 	char	   *value;
 	char	   *names = NULL;
 
+	/* The first ten: a hint, not a listing. */
 	run_catalog_query(with_nodes ?
 					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-					  "FROM (SELECT DISTINCT m.ring_name COLLATE pg_catalog.\"C\" AS name "
-					  "FROM ringshard.ring_members m "
-					  "WHERE m.ring_name OPERATOR(pg_catalog.<>) $1) s" :
+					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+					  "FROM (SELECT m.ring_name COLLATE pg_catalog.\"C\" AS name, "
+					  "pg_catalog.count(*) OVER () AS total "
+					  "FROM (SELECT DISTINCT ring_name FROM ringshard.ring_members) m "
+					  "WHERE m.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s" :
 					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-					  "FROM (SELECT r.ring_name COLLATE pg_catalog.\"C\" AS name "
+					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+					  "FROM (SELECT r.ring_name COLLATE pg_catalog.\"C\" AS name, "
+					  "pg_catalog.count(*) OVER () AS total "
 					  "FROM ringshard.rings r "
-					  "WHERE r.ring_name OPERATOR(pg_catalog.<>) $1) s", exclude);
+					  "WHERE r.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", exclude);
 	value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (value)
 	{
@@ -471,9 +478,12 @@ retry:
 		char	   *existing;
 
 		run_catalog_query("SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-						  "FROM (SELECT p.map_name COLLATE pg_catalog.\"C\" AS name "
+						  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+						  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+						  "FROM (SELECT p.map_name COLLATE pg_catalog.\"C\" AS name, "
+						  "pg_catalog.count(*) OVER () AS total "
 						  "FROM ringshard.partition_maps p "
-						  "WHERE p.map_name OPERATOR(pg_catalog.<>) $1) s", map_name);
+						  "WHERE p.map_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", map_name);
 		existing = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		if (existing)
 			ereport(ERROR,
