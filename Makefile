@@ -9,6 +9,7 @@ CORE_OBJS = \
 	src/core/rs_status.o \
 	src/core/rs_hash.o \
 	src/core/rs_token_text.o \
+	src/core/rs_keybytes.o \
 	src/core/rs_ring.o \
 	src/core/rs_ring_diff.o \
 	src/core/rs_schemes.o \
@@ -17,6 +18,7 @@ CORE_OBJS = \
 
 GLUE_OBJS = \
 	src/ringshard.o \
+	src/admin_errors.o \
 	src/ringtoken.o \
 	src/key_bytes.o \
 	src/topology_cache.o \
@@ -55,7 +57,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
 	partitions partition_config annotated_tables privileges \
-	previews
+	previews keys
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 TAP_TESTS = 1

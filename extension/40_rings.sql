@@ -7,41 +7,47 @@ CREATE FUNCTION ringshard.validate_ring(ring text) RETURNS integer
 COMMENT ON FUNCTION ringshard.validate_ring(text) IS
 	'builds the ring as the catalog now describes it; returns its number of points or raises the reason it cannot be built';
 
+-- Names of rings, maps and nodes: non-empty, at most 1024 bytes.  In C: every
+-- administration function calls it before it can raise, which loads the
+-- library and with it the hook that reports administration errors without
+-- CONTEXT lines from these helpers (src/admin_errors.c).
+CREATE FUNCTION ringshard.check_name(kind text, name text) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_check_name' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';
+
+-- The first ten ring or map names in bytewise order, for a hint that names
+-- what a mistyped name could have meant ("and N more" past ten); NULL if none.
+CREATE FUNCTION ringshard.first_names(kind text) RETURNS text
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	SELECT string_agg(s.name, ', ' ORDER BY s.name)
+	       || CASE WHEN max(s.total) > 10 THEN ' and ' || (max(s.total) - 10) || ' more' ELSE '' END
+	  FROM (SELECT n.name, count(*) OVER () AS total
+	          FROM (SELECT r.ring_name COLLATE "C" AS name FROM ringshard.rings r WHERE kind = 'ring'
+	                UNION ALL
+	                SELECT p.map_name COLLATE "C" FROM ringshard.partition_maps p WHERE kind = 'partition map') n
+	         ORDER BY 1 LIMIT 10) s
+$$;
+COMMENT ON FUNCTION ringshard.first_names(text) IS
+	'the first ten names of rings (kind ''ring'') or partition maps (''partition map''), for error hints';
+
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard.lock_ring(ring text) RETURNS ringshard.rings
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
-	IF ring IS NULL THEN
-		RAISE EXCEPTION 'ring name must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
+	PERFORM ringshard.check_name('ring', ring);
 	SELECT * INTO locked FROM ringshard.rings r WHERE r.ring_name = ring FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'ring "%" does not exist', ring
 			USING ERRCODE = 'undefined_object',
-			      HINT = 'Create it with ringshard.create_ring(), or list rings in ringshard.rings.';
+			      HINT = coalesce('Existing rings: ' || ringshard.first_names('ring') || '. ', '')
+			             || 'Create a ring with ringshard.create_ring().';
 	END IF;
 	RETURN locked;
 END
 $$;
 COMMENT ON FUNCTION ringshard.lock_ring(text) IS 'locks a ring''s catalog row for a change; raises if the ring does not exist';
-
--- Names of rings, maps and nodes: non-empty, at most 1024 bytes.
-CREATE FUNCTION ringshard.check_name(kind text, name text) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
-BEGIN
-	IF name IS NULL THEN
-		RAISE EXCEPTION '% name must not be null', kind USING ERRCODE = 'null_value_not_allowed';
-	END IF;
-	IF name = '' OR octet_length(name) > 1024 THEN
-		RAISE EXCEPTION 'invalid % name "%"', kind, coalesce(left(name, 64), 'NULL')
-			USING ERRCODE = 'invalid_parameter_value',
-			      DETAIL = format('A %s name must be non-empty and at most 1024 bytes.', kind);
-	END IF;
-END
-$$;
-COMMENT ON FUNCTION ringshard.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';
 
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
@@ -162,6 +168,8 @@ COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its membershi
 
 CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	members integer;
 BEGIN
 	PERFORM ringshard.lock_ring(ring);
 	IF replication_factor IS NULL OR replication_factor NOT BETWEEN 1 AND 64 THEN
@@ -170,9 +178,20 @@ BEGIN
 	END IF;
 	UPDATE ringshard.rings r SET replication_factor = set_replication_factor.replication_factor
 	 WHERE r.ring_name = ring;
+	-- Allowed (nodes may join later), but a replica set cannot hold more
+	-- distinct nodes than the ring has: say so.  An empty ring routes nothing.
+	SELECT count(*) INTO members FROM ringshard.ring_members m WHERE m.ring_name = ring;
+	IF members > 0 AND members < replication_factor THEN
+		RAISE WARNING 'ring "%" has % node%, fewer than its replication factor %', ring, members,
+			CASE WHEN members = 1 THEN '' ELSE 's' END, replication_factor
+			USING DETAIL = format('replicas_for() returns %s node%s per key until more nodes join.', members,
+			                      CASE WHEN members = 1 THEN '' ELSE 's' END),
+			      HINT = 'Add nodes with ringshard.add_node(node, address, ring).';
+	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS 'changes how many distinct nodes hold each key of a ring';
+COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
+	'changes how many distinct nodes hold each key of a ring; warns when the ring has fewer nodes than that (replica sets then hold every node)';
 
 -- Weights: finite and > 0 (NaN sorts above infinity in PostgreSQL).
 CREATE FUNCTION ringshard.check_weight(weight float8) RETURNS void
@@ -283,9 +302,7 @@ COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a 
 CREATE FUNCTION ringshard.lock_node(node text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	IF node IS NULL THEN
-		RAISE EXCEPTION 'node name must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
+	PERFORM ringshard.check_name('node', node);
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'node "%" does not exist', node

@@ -5,14 +5,13 @@
 CREATE FUNCTION ringshard.lock_partition_map(map text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	IF map IS NULL THEN
-		RAISE EXCEPTION 'partition map name must not be null' USING ERRCODE = 'null_value_not_allowed';
-	END IF;
+	PERFORM ringshard.check_name('partition map', map);
 	PERFORM FROM ringshard.partition_maps p WHERE p.map_name = map FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'partition map "%" does not exist', map
 			USING ERRCODE = 'undefined_object',
-			      HINT = 'Create it with ringshard.create_partition_map(), or list maps in ringshard.partition_maps.';
+			      HINT = coalesce('Existing maps: ' || ringshard.first_names('partition map') || '. ', '')
+			             || 'Create a map with ringshard.create_partition_map().';
 	END IF;
 END
 $$;
@@ -159,11 +158,14 @@ DECLARE
 	entry record;
 	node text;
 	entries integer := 0;
+	gaps integer;
+	gap_partitions integer;
+	gap_list text;
 BEGIN
+	PERFORM ringshard.check_name('partition map', map);
 	IF config IS NULL THEN
 		RAISE EXCEPTION 'a partition config must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	PERFORM ringshard.check_name('partition map', map);
 	IF NOT EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map) THEN
 		INSERT INTO ringshard.partition_maps (map_name) VALUES (map);
 	END IF;
@@ -194,11 +196,28 @@ BEGIN
 	END LOOP;
 	DROP TABLE pg_temp.ringshard_config_entries;
 	PERFORM ringshard.forget_unused_nodes();
+	-- A config that leaves partitions to no node loads (a map may be filled
+	-- in steps), but not silently: keys in a gap cannot be routed.  The gaps
+	-- are check_partition_map's, in its words.
+	SELECT count(*), sum(c.partition_end - c.partition_start + 1),
+	       string_agg(CASE WHEN c.partition_start = c.partition_end THEN c.partition_start::text
+	                       ELSE c.partition_start || '..' || c.partition_end END,
+	                  ', ' ORDER BY c.partition_start)
+	  INTO gaps, gap_partitions, gap_list
+	  FROM ringshard.check_partition_map(map) c WHERE c.kind = 'gap';
+	IF gaps > 0 THEN
+		RAISE WARNING 'partition map "%" has %: no node holds %', map,
+			CASE WHEN gaps = 1 THEN 'a gap' ELSE gaps || ' gaps' END,
+			CASE WHEN gap_partitions = 1 THEN 'partition ' ELSE 'partitions ' END || gap_list
+			USING DETAIL = 'Routing a key that hashes into a gap is an error.',
+			      HINT = format('Assign them with ringshard.assign_partitions(node, start, end, %L); ringshard.check_partition_map(%L) lists every gap.',
+			                    map, map);
+	END IF;
 	RETURN entries;
 END
 $$;
 COMMENT ON FUNCTION ringshard.load_partition_config(text, text) IS
-	'replaces a map''s assignments with a YAML coordinator config, all or nothing; nodes are found or created by address; returns the number of entries';
+	'replaces a map''s assignments with a YAML coordinator config, all or nothing; nodes are found or created by address; returns the number of entries; a config that leaves partitions to no node is loaded with a WARNING naming the gaps (see check_partition_map)';
 
 CREATE FUNCTION ringshard.partition_config(map text DEFAULT 'default') RETURNS text
 	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$

@@ -55,11 +55,6 @@ CREATE FUNCTION ringshard.proposed_replicas(key text, ring text, change text, no
 CREATE FUNCTION ringshard.proposed_replicas(key anyelement, ring text, change text, node text, weight float8 DEFAULT 1)
 	RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION ringshard.proposed_replicas(key character, ring text, change text, node text, weight float8 DEFAULT 1)
-	RETURNS text[]
-	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.proposed_replicas(character, text, text, text, float8) IS
-	'the char(n) key''s replica set (padding included) on the ring as it would be after the change';
 COMMENT ON FUNCTION ringshard.proposed_replicas(text, text, text, text, float8) IS
 	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight)';
 COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, float8) IS
@@ -82,6 +77,13 @@ BEGIN
 		RAISE EXCEPTION 'table % is placed by a partition map, not a ring', table_name
 			USING ERRCODE = 'wrong_object_type',
 			      HINT = 'Preview partition maps with ringshard.preview_partition_config().';
+	END IF;
+	-- Checked before the query (proposed_replicas checks it too, but only
+	-- per row): a mistyped change must fail on an empty table as well.
+	IF change NOT IN ('add', 'remove', 'set_weight') THEN
+		RAISE EXCEPTION 'unknown topology change "%"', change
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'Use ''add'', ''remove'' or ''set_weight''.';
 	END IF;
 	RETURN QUERY EXECUTE format(
 		'SELECT s.k::text, s.before[1], s.after[1], s.before, s.after
@@ -218,8 +220,12 @@ BEGIN
 			USING ERRCODE = 'wrong_object_type',
 			      HINT = 'Annotate it with ringshard.distribute_table_by_partition().';
 	END IF;
+	-- A keyspace column's value as the text of its canonical bytes, which is
+	-- what placing the row hashes (a plain ::text would differ for numeric,
+	-- dates, timestamps and bytea).
 	keyspace_expr := CASE WHEN annotation.keyspace_column IS NOT NULL
-		THEN format('t.%I::text', annotation.keyspace_column) ELSE quote_literal(annotation.keyspace) END;
+		THEN format('pg_catalog.convert_from(ringshard.key_bytes(t.%I), ''UTF8'')', annotation.keyspace_column)
+		ELSE quote_literal(annotation.keyspace) END;
 	-- Rows per partition, then contiguous cuts that give each node (the
 	-- map's current nodes, in name order) as close to total/N rows as the
 	-- cumulative counts allow.

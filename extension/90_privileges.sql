@@ -29,7 +29,9 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.rows_per_node(regclass),
 	ringshard.invalidate_topology_cache(),
 	ringshard.merge_builtin_ring(),
-	ringshard.resolve_annotation_columns()
+	ringshard.resolve_annotation_columns(),
+	ringshard.key_bytes(text),
+	ringshard.key_bytes(anyelement)
 TO PUBLIC;
 
 -- Previews change nothing: anyone may look.
@@ -43,7 +45,6 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.preview_set_weight_copies(text, float8, text),
 	ringshard.proposed_replicas(text, text, text, text, float8),
 	ringshard.proposed_replicas(anyelement, text, text, text, float8),
-	ringshard.proposed_replicas(character, text, text, text, float8),
 	ringshard.plan_table_moves(regclass, text, text, float8),
 	ringshard.plan_table_summary(regclass, text, text, float8),
 	ringshard.compare_schemes(integer, integer, integer, integer),

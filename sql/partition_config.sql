@@ -119,3 +119,35 @@ $$, 'three');
 SELECT ringshard.load_partition_config('version: "v1"' || chr(10) || '# ' || repeat('x', 1100000), 'three');
 SELECT ringshard.partition_config('three') = :'before_errors' AS unchanged;
 SELECT ringshard.partition_config('no-such-map');
+
+-- A config that leaves partitions to no node loads, with a WARNING naming
+-- the gaps as check_partition_map reports them (the seed's invalid example:
+-- node1 0..100, node2 150..255)
+SELECT ringshard.load_partition_config($$version: "v1"
+nodes:
+- address: "0.0.0.0:4003"
+  partition_start: 0
+  partition_end: 100
+- address: "0.0.0.0:4004"
+  partition_start: 150
+  partition_end: 255
+$$, 'gappy') AS entries;
+SELECT * FROM ringshard.check_partition_map('gappy');
+-- several gaps, one of a single partition
+SELECT ringshard.load_partition_config($$version: "v1"
+nodes:
+- address: "0.0.0.0:4003"
+  partition_start: 0
+  partition_end: 6
+- address: "0.0.0.0:4004"
+  partition_start: 8
+  partition_end: 200
+$$, 'gappy') AS entries;
+-- a config without gaps loads without a warning
+SELECT ringshard.load_partition_config($$version: "v1"
+nodes:
+- address: "0.0.0.0:4003"
+  partition_start: 0
+  partition_end: 255
+$$, 'gappy') AS entries;
+SELECT ringshard.drop_partition_map('gappy');

@@ -82,6 +82,19 @@ SELECT count(*) AS disagreements
  WHERE replicas_of(c) IS DISTINCT FROM coalesce(plan.to_replicas, p.before);
 SELECT * FROM ringshard.plan_table_moves('citizens', 'frobnicate', 'x');
 SELECT * FROM ringshard.plan_table_moves('citizens', 'remove', 'no-such-node');
+-- a mistyped change is one clean error: no CONTEXT, no internal query, and
+-- on an empty table too (it used to return no rows there)
+\set SHOW_CONTEXT errors
+SELECT * FROM ringshard.plan_table_summary('citizens', 'ad', 'shard-bandung-04');
+CREATE TABLE no_citizens (nik bigint PRIMARY KEY);
+SELECT ringshard.distribute_table('no_citizens', 'nik');
+SELECT * FROM ringshard.plan_table_summary('no_citizens', 'ad', 'shard-bandung-04');
+SELECT * FROM ringshard.plan_table_moves('no_citizens', 'ad', 'shard-bandung-04');
+-- called from the user's own code, the error keeps the user's context, not ringshard's
+DO $$ BEGIN PERFORM * FROM ringshard.plan_table_summary('citizens', 'ad', 'x'); END $$;
+\set SHOW_CONTEXT never
+SELECT ringshard.undistribute_table('no_citizens');
+DROP TABLE no_citizens;
 SELECT ringshard.proposed_replicas('key-1'::text, 'default', 'add', 'shard-bandung-04') AS proposed,
        replicas_for('key-1') AS current;
 -- a change that changes nothing proposes the current replicas, for every key type

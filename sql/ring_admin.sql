@@ -258,6 +258,18 @@ SELECT count(*) FILTER (WHERE replicas_for(k, 'default', 1) <> ARRAY[shard_for(k
        count(*) FILTER (WHERE replicas_for(k, 'default', 2) <> (replicas_for(k))[1:2]) AS n2_not_prefix,
        count(*) FILTER (WHERE replicas_for(k, 'default', 1000) <> replicas_for(k)) AS n1000_not_all
 FROM keys;
+-- n above the factor gives n nodes (the COMMENT says n overrides it)
+SELECT ringshard.set_replication_factor('default', 2);
+SELECT count(*) FILTER (WHERE cardinality(replicas_for(k, 'default', 3)) <> 3) AS n3_not_3_nodes,
+       count(*) FILTER (WHERE (replicas_for(k, 'default', 3))[1:2] <> replicas_for(k)) AS n3_not_extending_r
+FROM keys;
+SELECT obj_description('pg_catalog.replicas_for(text, text, integer)'::regprocedure) AS n_documented;
+-- a factor above the node count is kept (nodes may join later), with a
+-- warning that the replica sets hold every node until then
+SELECT count(*) AS nodes FROM ringshard.ring_members WHERE ring_name = 'default';
+SELECT ringshard.set_replication_factor('default', 5);
+SELECT replication_factor FROM ringshard.rings WHERE ring_name = 'default';
+SELECT cardinality(replicas_for('key-1')) AS replicas;
 SELECT pg_temp.err($$SELECT replicas_for('k', 'default', 0)$$) AS n_zero;
 SELECT label, pg_temp.err(stmt) AS error
 FROM (VALUES
@@ -433,6 +445,42 @@ SELECT to_regclass('victim') AS victim_still_there;
 SELECT count(*) AS leftover_nodes FROM ringshard.nodes
 WHERE node_name NOT IN ('shard-a', 'shard-b', 'shard-c', 'shard-d');
 DROP TABLE victim;
+
+--
+-- An administration error is one clean error: no CONTEXT lines from the
+-- helpers it was raised in (lock_ring, check_weight, ensure_node,
+-- check_name, ...), however deep; a caller's own context is kept.
+--
+\set SHOW_CONTEXT errors
+SELECT ringshard.add_node('shard-x', NULL, 'no-such-ring');
+SELECT ringshard.add_node('shard-x', NULL, 'default', -1);
+SELECT ringshard.add_node('', NULL);
+SELECT ringshard.add_node('shard-a', 'elsewhere.example:5432', 'orders');
+SELECT ringshard.set_node_weight('shard-a', 0, 'orders');
+SELECT ringshard.set_replication_factor('no-such-ring', 2);
+SELECT ringshard.remove_node('shard-a', 'no-such-ring');
+SELECT ringshard.drop_ring('no-such-ring');
+SELECT ringshard.mark_node_down('no-such-node');
+SELECT ringshard.create_ring('');
+SELECT ringshard.assign_partitions('shard-a', 0, 300);
+SELECT ringshard.unassign_partitions('shard-a', 0, 10, 'no-such-map');
+CREATE TEMP TABLE unplaced (id bigint);
+SELECT ringshard.distribute_table('unplaced', 'id', 'no-such-ring');
+DROP TABLE unplaced;
+DO $$ BEGIN PERFORM ringshard.add_node('shard-x', NULL, 'no-such-ring'); END $$;
+-- routing on a wrong ring, or on a ring without nodes (as 'default' is when
+-- the ring argument is forgotten), names the rings there are
+SELECT ringshard.create_ring('no-nodes');
+SELECT shard_for('key-1', 'no-nodes');
+SELECT replicas_for(42, 'no-nodes');
+SELECT shard_for('key-1', 'no-such-ring');
+SELECT ringshard.drop_ring('no-nodes');
+-- a hint, not a listing: ten names at most
+SELECT count(*) AS rings FROM (SELECT ringshard.create_ring('many-' || lpad(g::text, 2, '0')) FROM generate_series(1, 12) g) s;
+SELECT shard_for('key-1', 'no-such-ring');
+SELECT ringshard.drop_ring('no-such-ring');
+SELECT count(*) AS dropped FROM (SELECT ringshard.drop_ring('many-' || lpad(g::text, 2, '0')) FROM generate_series(1, 12) g) s;
+\set SHOW_CONTEXT never
 
 --
 -- The seed: three shards, 256 vnodes each, replication 2 (ROUTING.md §6 "Ring")

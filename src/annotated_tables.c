@@ -85,6 +85,16 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 
 	state->key_attnum = row_column(desc, key_column, state->table_name, &type_oid);
 	key_encoder_init(&state->key, type_oid, mcxt);
+	state->keyspace_bytes = NULL;
+	state->keyspace_bytes_len = 0;
+	if (state->keyspace)
+	{
+		MemoryContext old = MemoryContextSwitchTo(mcxt);
+
+		state->keyspace_bytes = key_text_as_utf8(state->keyspace, strlen(state->keyspace),
+												 &state->keyspace_bytes_len);
+		MemoryContextSwitchTo(old);
+	}
 	state->keyspace_attnum = 0;
 	if (keyspace_column)
 	{
@@ -145,8 +155,8 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 	}
 	else
 	{
-		const char *keyspace = state->keyspace;
-		size_t		keyspace_len = keyspace ? strlen(keyspace) : 0;
+		const char *keyspace = state->keyspace_bytes;
+		size_t		keyspace_len = state->keyspace_bytes_len;
 		char		keyspace_buf[KEY_BYTES_BUFSIZE];
 		int			partition = 0;
 		rs_status	status;
@@ -170,7 +180,10 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("partition %d of map \"%s\" has no node", partition, state->map->name),
 					 errdetail("A row of table \"%s\" in keyspace \"%.*s\" hashes to partition %d, which is a gap in the map.",
-							   state->table_name, (int) keyspace_len, keyspace, partition),
+							   state->table_name,
+							   /* a constant keyspace as written, not as its UTF-8 bytes */
+							   state->keyspace_attnum > 0 ? (int) keyspace_len : (int) strlen(state->keyspace),
+							   state->keyspace_attnum > 0 ? keyspace : state->keyspace, partition),
 					 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
 							 partition, partition, state->map->name)));
 		if (owner_only)

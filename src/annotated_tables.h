@@ -27,6 +27,8 @@ typedef struct TablePlacement
 	AttrNumber	keyspace_attnum;	/* 0 when the keyspace is a constant */
 	KeyEncoder	keyspace_key;
 	char	   *keyspace;		/* the constant keyspace */
+	const char *keyspace_bytes; /* its canonical (UTF-8) bytes */
+	size_t		keyspace_bytes_len;
 	char	   *table_name;
 	char	   *key_column;
 	char	   *keyspace_column;

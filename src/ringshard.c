@@ -6,8 +6,10 @@
 
 #include "fmgr.h"
 #include "libpq-fe.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 
+#include "admin_errors.h"
 #include "fdw/ddl.h"
 #include "fdw/fdw.h"
 #include "remote/connection.h"
@@ -20,11 +22,15 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Load-time set-up: cache invalidation hooks, cluster settings, the watchdog. */
+/*
+ * Load-time set-up: cache invalidation hooks, clean administration errors,
+ * cluster settings, the watchdog.
+ */
 void
 _PG_init(void)
 {
 	topology_cache_init();
+	admin_errors_init();
 	remote_connection_init();
 	remote_transaction_init();
 	queue_init();
@@ -87,4 +93,35 @@ ringshard_address_is_safe(PG_FUNCTION_ARGS)
 			safe = false;
 	PQconninfoFree(options);
 	PG_RETURN_BOOL(safe);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_check_name);
+
+/*
+ * check_name(kind, name): raises unless a ring, map or node name is non-empty
+ * and at most 1024 bytes (the catalog's CHECK constraints, checked first for
+ * a better message).  In C rather than PL/pgSQL so that the administration
+ * functions, which all call it before they can raise, load the library and
+ * with it the hook that keeps their errors clean (admin_errors.c).
+ */
+Datum
+ringshard_check_name(PG_FUNCTION_ARGS)
+{
+	char	   *kind = PG_ARGISNULL(0) ? "object" : text_to_cstring(PG_GETARG_TEXT_PP(0));
+	text	   *name;
+	int			len;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s name must not be null", kind)));
+	name = PG_GETARG_TEXT_PP(1);
+	len = VARSIZE_ANY_EXHDR(name);
+	if (len == 0 || len > 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid %s name \"%.*s\"", kind,
+						pg_mbcharcliplen(VARDATA_ANY(name), len, 64), VARDATA_ANY(name)),
+				 errdetail("A %s name must be non-empty and at most 1024 bytes.", kind)));
+	PG_RETURN_VOID();
 }

@@ -1,7 +1,8 @@
 /*
  * routing.c
  *		The SQL-callable routing functions: ring_token, shard_for, replicas_for,
- *		read_node_for, partition_for, nodes_for, partition_nodes.
+ *		read_node_for, partition_for, nodes_for, partition_nodes, and
+ *		ringshard.key_bytes.
  *
  * One C function serves every overload of a SQL name: the key's type is read
  * from the call expression once and kept, with the ring or map, in fn_extra.
@@ -153,10 +154,21 @@ fetch_ring(FunctionCallInfo fcinfo, RouteCallState *state, text *name)
 
 	/* Not remembered: a caught error must not leave it for the next row. */
 	if (ring->ring == NULL)
+	{
+		/* Often "default" because the ring argument was left out: name the others. */
+		char	   *others = topology_other_rings_with_nodes(ring->name);
+
+		if (others)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("ring \"%s\" has no nodes", ring->name),
+					 errhint("Rings with nodes: %s. Name the ring as the argument after the key, or add a node with ringshard.add_node(node, address, ring).",
+							 others)));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ring \"%s\" has no nodes", ring->name),
 				 errhint("Add one with ringshard.add_node(node, address, ring).")));
+	}
 	state->ring = ring;
 	remember_target(fcinfo, state, name);
 	pfree(cname);
@@ -350,9 +362,29 @@ ringshard_ring_token(PG_FUNCTION_ARGS)
 	PG_RETURN_RINGTOKEN(rs_murmur3_token(bytes, len));
 }
 
+PG_FUNCTION_INFO_V1(ringshard_key_bytes);
+
+/* key_bytes(key): the canonical bytes ring_token and partition_for hash (§1). */
+Datum
+ringshard_key_bytes(PG_FUNCTION_ARGS)
+{
+	RouteCallState *state = route_state(fcinfo, 0, PG_NARGS());
+	char		buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(0), buf, &len);
+	bytea	   *result = (bytea *) palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(result, VARHDRSZ + len);
+	memcpy(VARDATA(result), bytes, len);
+	PG_RETURN_BYTEA_P(result);
+}
+
 PG_FUNCTION_INFO_V1(ringshard_shard_for);
 
-/* shard_for(key [, ring]): the owning node's name. */
+/*
+ * shard_for(key [, ring]): the owning node's name.  STABLE in SQL, as every
+ * function that reads the topology: its answer changes with the ring.
+ */
 Datum
 ringshard_shard_for(PG_FUNCTION_ARGS)
 {
@@ -422,17 +454,19 @@ ringshard_read_node_for(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(ring->node_texts[healthy[pg_prng_uint64_range(&pg_global_prng_state, 0, nhealthy - 1)]]);
 }
 
-/* partition(keyspace, key) of the current row (§5). */
+/* partition(keyspace, key) of the current row (§5): both as UTF-8 canonical bytes. */
 static int
 row_partition(FunctionCallInfo fcinfo, RouteCallState *state)
 {
 	text	   *keyspace = PG_GETARG_TEXT_PP(0);
+	size_t		keyspace_len;
+	const char *keyspace_bytes = key_text_as_utf8(VARDATA_ANY(keyspace), VARSIZE_ANY_EXHDR(keyspace),
+												  &keyspace_len);
 	char		buf[KEY_BYTES_BUFSIZE];
 	size_t		len;
 	const char *bytes = key_encoder_bytes(&state->key, PG_GETARG_DATUM(1), buf, &len);
 	int			partition = 0;
-	rs_status	status = rs_partition(VARDATA_ANY(keyspace), VARSIZE_ANY_EXHDR(keyspace),
-									  bytes, len, &partition);
+	rs_status	status = rs_partition(keyspace_bytes, keyspace_len, bytes, len, &partition);
 
 	if (status != RS_OK)
 		ringshard_report_core_error(status, "cannot compute partition");

@@ -223,6 +223,55 @@ run_catalog_query(const char *sql, const char *param)
 		elog(ERROR, "ringshard catalog query failed: %s", sql);
 }
 
+/*
+ * Names of rings other than exclude, ", "-separated in bytewise order, read
+ * in the current SPI connection: those with nodes when with_nodes, else all.
+ * NULL when there are none.  For hints that name the rings a mistyped or
+ * forgotten ring argument could have meant.
+ */
+static char *
+ring_names_in_catalog(const char *exclude, bool with_nodes)
+{
+	char	   *value;
+	char	   *names = NULL;
+
+	/* The first ten: a hint, not a listing. */
+	run_catalog_query(with_nodes ?
+					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
+					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+					  "FROM (SELECT m.ring_name COLLATE pg_catalog.\"C\" AS name, "
+					  "pg_catalog.count(*) OVER () AS total "
+					  "FROM (SELECT DISTINCT ring_name FROM ringshard.ring_members) m "
+					  "WHERE m.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s" :
+					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
+					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+					  "FROM (SELECT r.ring_name COLLATE pg_catalog.\"C\" AS name, "
+					  "pg_catalog.count(*) OVER () AS total "
+					  "FROM ringshard.rings r "
+					  "WHERE r.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", exclude);
+	value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (value)
+	{
+		/* in the caller's context: SPI's goes away with the connection */
+		names = SPI_palloc(strlen(value) + 1);
+		strcpy(names, value);
+	}
+	return names;
+}
+
+/* Names of the other rings that have nodes (see topology_cache.h). */
+char *
+topology_other_rings_with_nodes(const char *ring_name)
+{
+	bool		pushed = connect_for_catalog();
+	char	   *names = ring_names_in_catalog(ring_name, true);
+
+	finish_catalog(pushed);
+	return names;
+}
+
 /* Read a ring's definition and members from the catalog (see topology_cache.h). */
 RingSpec *
 topology_read_ring_spec(const char *ring_name)
@@ -236,10 +285,19 @@ topology_read_ring_spec(const char *ring_name)
 	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
 					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
 	if (SPI_processed != 1)
+	{
+		char	   *existing = ring_names_in_catalog(ring_name, false);
+
+		if (existing)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("ring \"%s\" does not exist", ring_name),
+					 errhint("Existing rings: %s. Create a ring with ringshard.create_ring().", existing)));
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("ring \"%s\" does not exist", ring_name),
-				 errhint("Create it with ringshard.create_ring(), or list rings in ringshard.rings.")));
+				 errhint("Create a ring with ringshard.create_ring().")));
+	}
 	{
 		bool		isnull;
 		HeapTuple	tuple = SPI_tuptable->vals[0];
@@ -416,10 +474,27 @@ retry:
 	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
 					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
 	if (SPI_processed != 1)
+	{
+		char	   *existing;
+
+		run_catalog_query("SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
+						  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+						  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+						  "FROM (SELECT p.map_name COLLATE pg_catalog.\"C\" AS name, "
+						  "pg_catalog.count(*) OVER () AS total "
+						  "FROM ringshard.partition_maps p "
+						  "WHERE p.map_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", map_name);
+		existing = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		if (existing)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("partition map \"%s\" does not exist", map_name),
+					 errhint("Existing maps: %s. Create a map with ringshard.create_partition_map().", existing)));
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("partition map \"%s\" does not exist", map_name),
-				 errhint("Create it with ringshard.create_partition_map(), or list maps in ringshard.partition_maps.")));
+				 errhint("Create a map with ringshard.create_partition_map().")));
+	}
 
 	/* Node indexes: dense ranks in bytewise name order. */
 	run_catalog_query("SELECT (pg_catalog.dense_rank() OVER (ORDER BY a.node_name COLLATE pg_catalog.\"C\") - 1)::int4, "

@@ -60,6 +60,14 @@ extern CachedRing *topology_cache_ring(const char *ring_name);
 /* The cached map of this name; ERROR if no such map. */
 extern CachedMap *topology_cache_map(const char *map_name);
 
+/*
+ * The names of the rings other than ring_name that have nodes, ", "-separated
+ * in bytewise order, or NULL when there are none: for the hint of an error
+ * about a ring without nodes (often "default", when the ring argument was
+ * forgotten).
+ */
+extern char *topology_other_rings_with_nodes(const char *ring_name);
+
 /* A ring's definition and members as the catalog has them now. */
 typedef struct RingSpec
 {
