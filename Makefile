@@ -41,7 +41,7 @@ SHLIB_LINK = -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
-	partitions partition_config annotated_tables privileges \
+	partitions partition_config annotated_tables privileges definer_hijack \
 	previews
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 

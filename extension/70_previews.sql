@@ -9,42 +9,42 @@ COMMENT ON FUNCTION ringshard.preview_change(text, text, text, float8, boolean) 
 
 CREATE FUNCTION ringshard.preview_add_node(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, false) $$;
 COMMENT ON FUNCTION ringshard.preview_add_node(text, text, float8) IS
 	'each contiguous token range (range_start, range_end] whose owner changes if the node joins, with its exact share of the ring; nothing changes';
 
 CREATE FUNCTION ringshard.preview_remove_node(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, false) $$;
 COMMENT ON FUNCTION ringshard.preview_remove_node(text, text) IS
 	'each token range whose owner changes if the node leaves; nothing changes';
 
 CREATE FUNCTION ringshard.preview_set_weight(node text, weight float8, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, false) $$;
 COMMENT ON FUNCTION ringshard.preview_set_weight(text, float8, text) IS
 	'each token range whose owner changes if the node''s weight changes; nothing changes';
 
 CREATE FUNCTION ringshard.preview_add_node_copies(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, true) $$;
 COMMENT ON FUNCTION ringshard.preview_add_node_copies(text, text, float8) IS
 	'with replication: each range in which a node gains or loses a copy if the node joins (what data movement really is)';
 
 CREATE FUNCTION ringshard.preview_remove_node_copies(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, true) $$;
 COMMENT ON FUNCTION ringshard.preview_remove_node_copies(text, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node leaves';
 
 CREATE FUNCTION ringshard.preview_set_weight_copies(node text, weight float8, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, true) $$;
 COMMENT ON FUNCTION ringshard.preview_set_weight_copies(text, float8, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node''s weight changes';
@@ -69,7 +69,7 @@ COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, fl
 -- table; RETURN QUERY spills to disk past work_mem rather than growing.
 CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, node text, weight float8 DEFAULT 1)
 	RETURNS TABLE (key text, from_node text, to_node text, from_replicas text[], to_replicas text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN
@@ -97,7 +97,7 @@ COMMENT ON FUNCTION ringshard.plan_table_moves(regclass, text, text, float8) IS
 
 CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, node text, weight float8 DEFAULT 1)
 	RETURNS TABLE (from_node text, to_node text, rows bigint)
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT m.from_node, m.to_node, count(*)
 	  FROM ringshard.plan_table_moves(table_name, change, node, weight) m
 	 WHERE m.from_node IS DISTINCT FROM m.to_node
@@ -116,7 +116,7 @@ COMMENT ON FUNCTION ringshard.compare_schemes(integer, integer, integer, integer
 -- Balance and skew.
 CREATE FUNCTION ringshard.ring_skew(ring text DEFAULT 'default', threshold float8 DEFAULT 1.25)
 	RETURNS TABLE (node text, share float8, ideal_share float8, ratio float8, hotspot boolean)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT b.node, b.share, b.ideal_share, b.ratio, b.ratio > threshold
 	  FROM ringshard.ring_balance(ring) b ORDER BY b.ratio DESC, b.node COLLATE "C";
 $$;
@@ -125,7 +125,7 @@ COMMENT ON FUNCTION ringshard.ring_skew(text, float8) IS
 
 CREATE FUNCTION ringshard.ring_balance_summary(ring text DEFAULT 'default')
 	RETURNS TABLE (nodes integer, points bigint, max_over_mean float8, stddev_ratio float8, expected_stddev_ratio float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT count(*)::integer, sum(b.points), max(b.ratio), stddev_pop(b.ratio),
 	       1 / sqrt((SELECT r.vnodes FROM ringshard.rings r WHERE r.ring_name = ring))
 	  FROM ringshard.ring_balance(ring) b;
@@ -135,7 +135,7 @@ COMMENT ON FUNCTION ringshard.ring_balance_summary(text) IS
 
 CREATE FUNCTION ringshard.table_skew(table_name regclass, threshold float8 DEFAULT 1.25)
 	RETURNS TABLE (node text, rows_owned bigint, share float8, ratio float8, hotspot boolean)
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	WITH per_node AS (SELECT * FROM ringshard.rows_per_node(table_name)),
 	     n AS (SELECT count(*) AS nodes FROM per_node)
 	SELECT p.node, p.rows_owned, p.share_owned, p.share_owned * n.nodes, p.share_owned * n.nodes > threshold
@@ -148,7 +148,7 @@ COMMENT ON FUNCTION ringshard.table_skew(regclass, float8) IS
 CREATE FUNCTION ringshard.preview_partition_assignments(nodes text[], partition_starts integer[],
 														 partition_ends integer[], map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF nodes IS NULL OR partition_starts IS NULL OR partition_ends IS NULL OR map IS NULL THEN
 		RAISE EXCEPTION 'arguments must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -187,7 +187,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_assignments(text[], integer[], i
 
 CREATE FUNCTION ringshard.preview_partition_config(config text, map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	names text[];
 	starts integer[];
@@ -210,7 +210,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_config(text, text) IS
 
 CREATE FUNCTION ringshard.suggest_partition_boundaries(table_name regclass)
 	RETURNS TABLE (node text, partition_start integer, partition_end integer, rows bigint, current_rows bigint)
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	keyspace_expr text;

@@ -52,7 +52,7 @@ COMMENT ON FUNCTION ringshard.ring_move_plan(text[], float8[], integer, integer,
 
 -- The topology a table's rows would be laid out under now.
 CREATE FUNCTION ringshard.placement_snapshot(table_name regclass) RETURNS json
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN d.ring_name IS NOT NULL THEN
 		json_build_object('ring', d.ring_name, 'algorithm', r.algorithm, 'vnodes', r.vnodes,
 		                  'replication_factor', r.replication_factor,
@@ -73,7 +73,7 @@ COMMENT ON FUNCTION ringshard.placement_snapshot(regclass) IS 'the ring or map a
 -- Holders of each partition under a map snapshot, and now.
 CREATE FUNCTION ringshard.partition_holders_of(snapshot json, map text)
 	RETURNS TABLE (partition integer, old_nodes text[], new_nodes text[])
-	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT p,
 	       coalesce((SELECT array_agg(DISTINCT a->>'node' ORDER BY a->>'node')
 	                   FROM json_array_elements(snapshot->'assignments') a
@@ -89,7 +89,7 @@ COMMENT ON FUNCTION ringshard.partition_holders_of(json, text) IS 'per partition
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 	RETURNS TABLE (step integer, predicate text, fraction float8, old_nodes text[], new_nodes text[],
 				   source text, targets text[], deletes text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	placed json;
@@ -156,7 +156,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan(regclass) IS
 -- Run one statement on one node; raise if it fails.
 CREATE FUNCTION ringshard.node_value(node text, sql text, params text[] DEFAULT '{}', in_transaction boolean DEFAULT true)
 	RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	outcome record;
 BEGIN
@@ -230,7 +230,7 @@ BEGIN
 	END IF;
 
 	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
-	  FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
+	  FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
 
 	FOR item IN SELECT * FROM ringshard.rebalance_progress p
 	             WHERE p.table_name = rebalance.table_name AND p.state <> 'done' ORDER BY p.step LOOP
@@ -248,7 +248,7 @@ BEGIN
 					format('SELECT json_build_object(''rows'', coalesce(json_agg(row_to_json(s) ORDER BY s.row_ctid), ''[]''), ''last'', max(s.row_ctid)::text)
 					          FROM (SELECT t.ctid AS row_ctid, %s FROM %s t WHERE %s AND t.ctid > $1::tid ORDER BY t.ctid LIMIT %s) s',
 					       (SELECT string_agg('t.' || quote_ident(a.attname), ', ' ORDER BY a.attnum)
-					          FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
+					          FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
 					       table_name, item.predicate, batch),
 					ARRAY[last_ctid], false)::json;
 				page_rows := json_array_length(page->'rows');
