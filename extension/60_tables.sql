@@ -12,6 +12,29 @@ CREATE FUNCTION pg_catalog.replicas_of(row_value record) RETURNS text[]
 COMMENT ON FUNCTION pg_catalog.replicas_of(record) IS
 	'every node that holds a row of an annotated table (ring replica set, or all holders of its partition)';
 
+-- A table's name for SQL text: schema and name, each quoted as needed.
+-- regclass output depends on the search_path of whoever prints it (a table
+-- on that path prints unqualified), and a node resolves a bare name on its
+-- own search_path: every name formatted into SQL, above all SQL sent to a
+-- node, comes from here.
+CREATE FUNCTION ringshard.qualified_name(table_name regclass) RETURNS text
+	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	qualified text;
+BEGIN
+	SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) INTO qualified
+	  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	 WHERE c.oid = table_name;
+	IF qualified IS NULL THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', table_name::pg_catalog.oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
+	RETURN qualified;
+END
+$$;
+COMMENT ON FUNCTION ringshard.qualified_name(regclass) IS
+	'the table''s schema-qualified, quoted name, the same on any search_path (for SQL text, above all SQL sent to nodes)';
+
 -- The live attribute number of a column, or an error naming it.
 CREATE FUNCTION ringshard.column_attnum(table_name regclass, column_name name) RETURNS smallint
 	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -133,14 +156,13 @@ BEGIN
 			USING ERRCODE = 'undefined_object',
 			      HINT = 'Annotate it with ringshard.distribute_table().';
 	END IF;
-	-- regclass output is a correctly quoted, qualified name: no injection.
 	RETURN QUERY EXECUTE format(
 		'WITH placed AS (SELECT pg_catalog.replicas_of(t) AS holders FROM %s t),
 		      held AS (SELECT h.node, h.ord FROM placed, unnest(placed.holders) WITH ORDINALITY AS h(node, ord)),
 		      total AS (SELECT count(*) AS n FROM placed WHERE holders IS NOT NULL)
 		 SELECT held.node, count(*) FILTER (WHERE held.ord = 1), count(*),
 		        (count(*) FILTER (WHERE held.ord = 1))::float8 / nullif((SELECT n FROM total), 0)
-		   FROM held GROUP BY held.node ORDER BY held.node COLLATE "C"', table_name);
+		   FROM held GROUP BY held.node ORDER BY held.node COLLATE "C"', ringshard.qualified_name(table_name));
 END
 $$;
 COMMENT ON FUNCTION ringshard.rows_per_node(regclass) IS

@@ -88,7 +88,7 @@ BEGIN
 		   FROM (SELECT t.%1$I AS k, pg_catalog.replicas_of(t) AS before,
 		                ringshard.proposed_replicas(t.%1$I, $1, $2, $3, $4) AS after
 		           FROM %2$s t WHERE t.%1$I IS NOT NULL) s
-		  WHERE s.before IS DISTINCT FROM s.after', annotation.key_column, table_name)
+		  WHERE s.before IS DISTINCT FROM s.after', annotation.key_column, ringshard.qualified_name(table_name))
 	USING annotation.ring_name, change, node, weight;
 END
 $$;
@@ -252,7 +252,7 @@ BEGIN
 		SELECT nodes.n, min(assigned.p)::integer, max(assigned.p)::integer, sum(assigned.cnt)::bigint,
 		       coalesce((SELECT cr.cnt FROM current_rows cr WHERE cr.n = nodes.n), 0)::bigint
 		  FROM assigned JOIN nodes ON nodes.idx = assigned.idx
-		 GROUP BY nodes.n ORDER BY 2$q$, keyspace_expr, annotation.key_column, table_name)
+		 GROUP BY nodes.n ORDER BY 2$q$, keyspace_expr, annotation.key_column, ringshard.qualified_name(table_name))
 	USING annotation.map_name;
 END
 $$;

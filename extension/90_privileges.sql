@@ -23,6 +23,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.parse_partition_config(text),
 	ringshard.format_partition_config(text[], integer[], integer[]),
 	ringshard.column_attnum(regclass, name),
+	ringshard.qualified_name(regclass),
 	ringshard.rows_per_node(regclass),
 	ringshard.invalidate_topology_cache(),
 	ringshard.merge_builtin_ring(),
