@@ -180,11 +180,18 @@ CREATE FUNCTION ringshard.forget_dropped_tables() RETURNS event_trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	dropped record;
+	forgotten boolean := false;
 BEGIN
 	FOR dropped IN SELECT o.objid, o.objsubid FROM pg_catalog.pg_event_trigger_dropped_objects() o
 				   WHERE o.object_type IN ('table', 'table column', 'foreign table', 'foreign table column') LOOP
 		IF dropped.objsubid = 0 THEN
 			DELETE FROM ringshard.distributed_tables d WHERE d.table_name::pg_catalog.oid = dropped.objid;
+			forgotten := forgotten OR FOUND;
+			-- A later table may get the same OID: it must not inherit the
+			-- dropped one's placement or unfinished rebalance.
+			DELETE FROM ringshard.placements p WHERE p.table_name::pg_catalog.oid = dropped.objid;
+			forgotten := forgotten OR FOUND;
+			DELETE FROM ringshard.rebalance_progress p WHERE p.table_name::pg_catalog.oid = dropped.objid;
 		ELSE
 			DELETE FROM ringshard.distributed_tables d
 			 WHERE d.table_name::pg_catalog.oid = dropped.objid
@@ -195,9 +202,14 @@ BEGIN
 			END IF;
 		END IF;
 	END LOOP;
+	-- Nodes kept only for the dropped table's rows are not needed any more.
+	IF forgotten THEN
+		PERFORM ringshard.forget_unused_nodes();
+	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.forget_dropped_tables() IS 'event trigger: drops the annotation of a dropped table or key column';
+COMMENT ON FUNCTION ringshard.forget_dropped_tables() IS
+	'event trigger: drops the annotation, placement and unfinished rebalance of a dropped table, and the annotation of a table whose key column was dropped';
 CREATE EVENT TRIGGER ringshard_forget_dropped_tables ON sql_drop
 	EXECUTE FUNCTION ringshard.forget_dropped_tables();
 

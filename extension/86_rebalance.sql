@@ -182,6 +182,36 @@ END
 $$;
 COMMENT ON FUNCTION ringshard.node_value(text, text, text[], boolean) IS 'runs one statement on a node and returns its first value, or raises the node''s error';
 
+-- Every node a plan names must still be known, with an address: its rows are
+-- copied from it, to it, or deleted there.  A node that leaves its last ring
+-- or map is kept until the rebalance that drains it (forget_unused_nodes);
+-- this catches a catalog where one was deleted anyway, before anything moves.
+CREATE FUNCTION ringshard.check_rebalance_nodes(table_name regclass, nodes text[]) RETURNS void
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	missing text;
+	unaddressed text;
+BEGIN
+	SELECT min(x.node) FILTER (WHERE n.node_name IS NULL), min(x.node) FILTER (WHERE n.node_name IS NOT NULL AND n.address IS NULL)
+	  INTO missing, unaddressed
+	  FROM (SELECT DISTINCT u.node FROM unnest(nodes) u(node)) x
+	  LEFT JOIN ringshard.nodes n ON n.node_name = x.node;
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % needs node "%", which is not in ringshard.nodes', ringshard.qualified_name(table_name), missing
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The table''s rows are laid out on it: the plan copies rows from it or deletes rows there.',
+			      HINT = 'Give the node back its address (INSERT INTO ringshard.nodes (node_name, address) VALUES (...)), then rebalance; a node leaving a ring is kept until the rebalance that moves its rows.';
+	END IF;
+	IF unaddressed IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % needs node "%", which has no address', ringshard.qualified_name(table_name), unaddressed
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Give it one with ringshard.set_node_address().';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard.check_rebalance_nodes(regclass, text[]) IS
+	'raises unless every node a rebalance plan names is in ringshard.nodes with an address';
+
 -- The rows each step will copy, counted on the step's source: one scan of
 -- the source per 100 steps (one count per step, each with its predicate),
 -- rather than one scan per step.
@@ -216,7 +246,7 @@ COMMENT ON FUNCTION ringshard.count_plan_rows(regclass, integer[], text[], text[
 -- A table's plan with every step's rows to copy: for a table with an
 -- unfinished rebalance, the recorded steps and their counts; otherwise the
 -- steps from its placement to the current topology, counted on their
--- sources now.
+-- sources now (after checking that every node they name can be reached).
 -- A JSON array of {step, source, targets, deletes, rows}.
 CREATE FUNCTION ringshard.rebalance_counted_plan(table_name regclass) RETURNS json
 	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -235,6 +265,10 @@ BEGIN
 	  INTO planned
 	  FROM ringshard.rebalance_plan(table_name) p;
 	planned := coalesce(planned, '[]');
+	PERFORM ringshard.check_rebalance_nodes(table_name,
+		ARRAY(SELECT x.node FROM json_array_elements(planned) s,
+		             LATERAL (SELECT s->>'source' UNION ALL SELECT json_array_elements_text(s->'targets')
+		                      UNION ALL SELECT json_array_elements_text(s->'deletes')) x(node)));
 	SELECT coalesce(json_agg(json_build_object('step', (s->>'step')::integer, 'source', s->'source', 'targets', s->'targets',
 	                                           'deletes', s->'deletes', 'rows', c.rows) ORDER BY c.step), '[]')
 	  INTO planned
@@ -356,7 +390,9 @@ BEGIN
 		RETURN true;
 	END IF;
 
-	-- A new move.
+	-- A new move: check the plan can run before anything changes.
+	PERFORM ringshard.check_rebalance_nodes(table_name,
+		ARRAY(SELECT x.node FROM ringshard.rebalance_plan(table_name) p, unnest(ARRAY[p.source] || p.targets || p.deletes) x(node)));
 	PERFORM ringshard.sync_topology();
 	PERFORM ringshard.push_table_definition(table_name);
 	INSERT INTO ringshard.rebalance_progress (table_name, step, predicate, source, targets, deletes, fraction)
@@ -505,23 +541,31 @@ COMMENT ON FUNCTION ringshard.rebalance_report_progress(regclass, integer, times
 	'rebalance(): a NOTICE "step k of N, rows x of y" if ringshard.rebalance_notice_interval has passed since the last; returns the time of the last';
 
 -- The last transaction of rebalance(): the table is laid out under the
--- current topology now.
+-- current topology now.  Nodes kept only for its rows are forgotten.
 CREATE FUNCTION ringshard.rebalance_finish(table_name regclass) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	totals record;
+	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);
+	forgotten text;
 BEGIN
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
 	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard.placement_snapshot(table_name))
 	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
 	DELETE FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
-	RAISE NOTICE 'rebalance of % complete: % steps, % rows copied, % deleted', ringshard.qualified_name(table_name),
-		totals.steps, totals.copied, totals.deleted;
+	PERFORM ringshard.forget_unused_nodes();
+	SELECT string_agg(format('"%s"', k.node_name), ', ' ORDER BY k.node_name COLLATE "C") INTO forgotten
+	  FROM unnest(known) k(node_name)
+	 WHERE NOT EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = k.node_name);
+	RAISE NOTICE 'rebalance of % complete: % steps, % rows copied, % deleted%', ringshard.qualified_name(table_name),
+		totals.steps, totals.copied, totals.deleted,
+		CASE WHEN forgotten IS NOT NULL
+		     THEN format('; forgotten, in no ring or map and holding no table''s rows any more: %s', forgotten) ELSE '' END;
 END
 $$;
 COMMENT ON FUNCTION ringshard.rebalance_finish(regclass) IS
-	'rebalance(): records the table''s new placement and clears its progress';
+	'rebalance(): records the table''s new placement, clears its progress and forgets the nodes nothing needs any more';
 
 -- The move.  A procedure that commits cannot carry a SET clause (a COMMIT
 -- would have to undo it), so this body looks nothing up on the caller's
