@@ -9,6 +9,8 @@
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "libpq-fe.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -17,6 +19,72 @@
 #include "topology_cache.h"
 
 PG_FUNCTION_INFO_V1(ringshard_plproxy_partitions);
+
+/*
+ * Append " key=value" the way libpq reads it: a value that is empty or holds
+ * white space, a quote or a backslash goes in single quotes, with a backslash
+ * before each quote and backslash.  (Double quotes mean nothing to libpq: a
+ * database called my db came out as dbname="my db", which it rejects.)
+ */
+static void
+append_conninfo_pair(StringInfo buf, const char *keyword, const char *value)
+{
+	if (buf->len > 0)
+		appendStringInfoChar(buf, ' ');
+	appendStringInfo(buf, "%s=", keyword);
+	if (value[0] != '\0' && strpbrk(value, " \t\n\r\f\v'\\") == NULL)
+	{
+		appendStringInfoString(buf, value);
+		return;
+	}
+	appendStringInfoChar(buf, '\'');
+	for (const char *c = value; *c; c++)
+	{
+		if (*c == '\'' || *c == '\\')
+			appendStringInfoChar(buf, '\\');
+		appendStringInfoChar(buf, *c);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * A node's connection string for PL/Proxy, always in key=value form:
+ * PL/Proxy appends " user=..." to it, which a URI (postgresql://...) cannot
+ * take, so every address (host:port, key=value or URI) is parsed and written
+ * back pair by pair.  The database defaults to this one, as for the
+ * coordinator's own connections.
+ */
+static char *
+plproxy_conninfo(const char *node, const char *conninfo, const char *default_dbname)
+{
+	char	   *parse_error = NULL;
+	PQconninfoOption *options = PQconninfoParse(conninfo, &parse_error);
+	StringInfoData buf;
+	bool		has_dbname = false;
+
+	if (options == NULL)
+	{
+		/* The message would quote the address: say only which node. */
+		if (parse_error)
+			PQfreemem(parse_error);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the address of node \"%s\" is not a valid connection string", node),
+				 errhint("Set it with ringshard.set_node_address().")));
+	}
+	initStringInfo(&buf);
+	for (PQconninfoOption *o = options; o->keyword; o++)
+		if (o->val != NULL && o->val[0] != '\0')
+		{
+			if (strcmp(o->keyword, "dbname") == 0)
+				has_dbname = true;
+			append_conninfo_pair(&buf, o->keyword, o->val);
+		}
+	if (!has_dbname)
+		append_conninfo_pair(&buf, "dbname", default_dbname);
+	PQconninfoFree(options);
+	return buf.data;
+}
 
 /*
  * plproxy_partitions(map): 256 libpq connection strings, one per partition
@@ -66,13 +134,11 @@ ringshard_plproxy_partitions(PG_FUNCTION_ARGS)
 			}
 		if (connstrs[chosen] == NULL)
 		{
-			char	   *conninfo = cluster_node_conninfo(TextDatumGetCString(map->node_texts[chosen]));
+			char	   *node = TextDatumGetCString(map->node_texts[chosen]);
 
 			/* PL/Proxy adds the user; the database defaults to this one. */
-			if (strstr(conninfo, "dbname=") == NULL)
-				conninfo = psprintf("%s dbname=%s", conninfo,
-									quote_identifier(get_database_name(MyDatabaseId)));
-			connstrs[chosen] = conninfo;
+			connstrs[chosen] = plproxy_conninfo(node, cluster_node_conninfo(node),
+												get_database_name(MyDatabaseId));
 		}
 		value = CStringGetTextDatum(connstrs[chosen]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &value, &isnull);
