@@ -147,27 +147,6 @@ SELECT d.table_name, d.key_column,
   FROM ringshard.distributed_tables d;
 COMMENT ON VIEW ringshard.annotated_tables IS 'tables annotated with a sharding key, and the ring or map that places them';
 
-CREATE FUNCTION ringshard.rows_per_node(table_name regclass)
-	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share_owned float8)
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-BEGIN
-	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = rows_per_node.table_name) THEN
-		RAISE EXCEPTION 'table % is not annotated', table_name
-			USING ERRCODE = 'undefined_object',
-			      HINT = 'Annotate it with ringshard.distribute_table().';
-	END IF;
-	RETURN QUERY EXECUTE format(
-		'WITH placed AS (SELECT pg_catalog.replicas_of(t) AS holders FROM %s t),
-		      held AS (SELECT h.node, h.ord FROM placed, unnest(placed.holders) WITH ORDINALITY AS h(node, ord)),
-		      total AS (SELECT count(*) AS n FROM placed WHERE holders IS NOT NULL)
-		 SELECT held.node, count(*) FILTER (WHERE held.ord = 1), count(*),
-		        (count(*) FILTER (WHERE held.ord = 1))::float8 / nullif((SELECT n FROM total), 0)
-		   FROM held GROUP BY held.node ORDER BY held.node COLLATE "C"', ringshard.qualified_name(table_name));
-END
-$$;
-COMMENT ON FUNCTION ringshard.rows_per_node(regclass) IS
-	'per node, the rows of an annotated table it owns and holds (with replicas), and its share of owned rows: the data''s real skew';
-
 -- Event triggers: no dangling annotation after DROP or ALTER.
 -- Event triggers fire for every user's DDL, while the catalog is writable
 -- only by administrators: these run with the extension owner's rights.  The

@@ -24,7 +24,6 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.format_partition_config(text[], integer[], integer[]),
 	ringshard.column_attnum(regclass, name),
 	ringshard.qualified_name(regclass),
-	ringshard.rows_per_node(regclass),
 	ringshard.invalidate_topology_cache(),
 	ringshard.merge_builtin_ring(),
 	ringshard.resolve_annotation_columns()
@@ -45,9 +44,9 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.plan_table_moves(regclass, text, text, float8),
 	ringshard.plan_table_summary(regclass, text, text, float8),
 	ringshard.compare_schemes(integer, integer, integer, integer),
-	ringshard.ring_skew(text, float8),
-	ringshard.ring_balance_summary(text),
-	ringshard.table_skew(regclass, float8),
+	ringshard.share_bar(float8, float8, integer),
+	ringshard.ring_balance_report(text),
+	ringshard.table_balance_report(regclass),
 	ringshard.preview_partition_assignments(text[], integer[], integer[], text),
 	ringshard.preview_partition_config(text, text),
 	ringshard.suggest_partition_boundaries(regclass)
