@@ -5,7 +5,7 @@ CREATE EXTENSION ringshard;
 RESET client_min_messages;
 --
 -- annotated_tables: tables annotated with a sharding key, shard_of(row),
--- replicas_of(row), the annotated_tables view and rows_per_node
+-- replicas_of(row), the annotated_tables view and table_balance_report
 --
 \set SHOW_CONTEXT never
 
