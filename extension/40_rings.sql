@@ -90,7 +90,7 @@ COMMENT ON FUNCTION ringshard.create_ring(text, integer, integer, text) IS
 -- created further on in the install script; PL/pgSQL finds them when it
 -- runs.)
 CREATE FUNCTION ringshard.forget_unused_nodes() RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	DELETE FROM ringshard.nodes n
 	 WHERE NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = n.node_name)
@@ -200,7 +200,7 @@ COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8) IS
 	'adds a node (created if new) to a ring with a weight; its address is host:port or a libpq connection string without a password';
 
 CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	users text;
 	holding text;

@@ -157,11 +157,12 @@ COMMENT ON FUNCTION ringshard.ring_balance_report(text) IS
 	'per node of a ring: points, share of the ring and ideal share (weight / total weight), 4 decimals, deviation from the ideal in per cent, and a bar proportional to the share; exact figures in ring_balance()';
 
 -- Rows are counted where the function runs (the coordinator of a cluster
--- keeps none: gather them, or a sample, into a table annotated the same way).
+-- keeps none: gather them, or a sample, into a table annotated the same way;
+-- that table may be temporary, hence parallel restricted).
 CREATE FUNCTION ringshard.table_balance_report(table_name regclass)
 	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share numeric, ideal numeric, deviation_pct numeric,
 				   bar text)
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN

@@ -187,7 +187,7 @@ COMMENT ON FUNCTION ringshard.node_value(text, text, text[], boolean) IS 'runs o
 -- or map is kept until the rebalance that drains it (forget_unused_nodes);
 -- this catches a catalog where one was deleted anyway, before anything moves.
 CREATE FUNCTION ringshard.check_rebalance_nodes(table_name regclass, nodes text[]) RETURNS void
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	missing text;
 	unaddressed text;
@@ -218,7 +218,7 @@ COMMENT ON FUNCTION ringshard.check_rebalance_nodes(regclass, text[]) IS
 CREATE FUNCTION ringshard.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
 										  plan_predicates text[])
 	RETURNS TABLE (step integer, rows bigint)
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	chunk record;
 	counts bigint[];
@@ -249,7 +249,7 @@ COMMENT ON FUNCTION ringshard.count_plan_rows(regclass, integer[], text[], text[
 -- sources now (after checking that every node they name can be reached).
 -- A JSON array of {step, source, targets, deletes, rows}.
 CREATE FUNCTION ringshard.rebalance_counted_plan(table_name regclass) RETURNS json
-	LANGUAGE plpgsql STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	planned json;
 BEGIN
@@ -299,7 +299,7 @@ COMMENT ON FUNCTION ringshard.summarize_rebalance(json) IS
 -- The plan in a few lines.
 CREATE FUNCTION ringshard.rebalance_plan_summary(table_name regclass)
 	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
-	LANGUAGE sql STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT * FROM ringshard.summarize_rebalance(ringshard.rebalance_counted_plan(table_name));
 $$;
 COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
@@ -309,7 +309,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
 -- table, for a NOTICE: psql prints a notice as its text, so the columns are
 -- aligned here as psql aligns a result (names left, numbers right).
 CREATE FUNCTION ringshard.rebalance_summary_text(table_name regclass, title text) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	planned json := ringshard.rebalance_counted_plan(table_name);
 	heading text;
@@ -344,7 +344,7 @@ COMMENT ON FUNCTION ringshard.rebalance_summary_text(regclass, text) IS
 -- and move.
 CREATE FUNCTION ringshard.rebalance_begin(table_name regclass, dry_run boolean, batch integer, pause_ms integer)
 	RETURNS boolean
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text;
 	status ringshard.rebalance_status;
@@ -413,7 +413,7 @@ COMMENT ON FUNCTION ringshard.rebalance_begin(regclass, boolean, integer, intege
 
 -- The steps still to do, in order.
 CREATE FUNCTION ringshard.rebalance_unfinished_steps(table_name regclass) RETURNS integer[]
-	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT coalesce(array_agg(p.step ORDER BY p.step), '{}') FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = rebalance_unfinished_steps.table_name AND p.state <> 'done';
 $$;
@@ -423,7 +423,7 @@ COMMENT ON FUNCTION ringshard.rebalance_unfinished_steps(regclass) IS 'rebalance
 -- (a copy interrupted half way starts again: identical rows already on a
 -- target are skipped), NULL for a step whose rows are all copied.
 CREATE FUNCTION ringshard.rebalance_copy_start(table_name regclass, step integer) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.rebalance_progress p SET rows_copied = 0, updated_at = now()
 	 WHERE p.table_name = rebalance_copy_start.table_name AND p.step = rebalance_copy_start.step AND p.state = 'pending';
@@ -438,7 +438,7 @@ COMMENT ON FUNCTION ringshard.rebalance_copy_start(regclass, integer) IS 'rebala
 -- step is copied (and marks it so).
 CREATE FUNCTION ringshard.rebalance_copy_page(table_name regclass, step integer, after_ctid text, batch integer)
 	RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	item ringshard.rebalance_progress;
 	key_column name;
@@ -499,7 +499,7 @@ COMMENT ON FUNCTION ringshard.rebalance_copy_page(regclass, integer, text, integ
 -- Delete a copied step's rows from the nodes that left its replica set:
 -- every row of the step is on every target now.
 CREATE FUNCTION ringshard.rebalance_finish_step(table_name regclass, step integer) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	item ringshard.rebalance_progress;
 	target text;
@@ -524,7 +524,7 @@ COMMENT ON FUNCTION ringshard.rebalance_finish_step(regclass, integer) IS
 -- Returns when the last line was printed.
 CREATE FUNCTION ringshard.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz)
 	RETURNS timestamptz
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	status ringshard.rebalance_status;
 BEGIN
@@ -543,7 +543,7 @@ COMMENT ON FUNCTION ringshard.rebalance_report_progress(regclass, integer, times
 -- The last transaction of rebalance(): the table is laid out under the
 -- current topology now.  Nodes kept only for its rows are forgotten.
 CREATE FUNCTION ringshard.rebalance_finish(table_name regclass) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	totals record;
 	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);

@@ -98,8 +98,8 @@ SELECT scheme, round(moved_fraction::numeric, 2) AS moved, ideal_fraction AS ide
 SELECT scheme, round(moved_fraction::numeric, 2) AS moved FROM ringshard.compare_schemes(4, 3, 20000);
 SELECT * FROM ringshard.compare_schemes(0, 4);
 
--- Balance reports.  The seed's ring of four nodes, 256 vnodes each: shares
--- within a few per cent of 1/4 (1/sqrt(256) = 6.25 % is the expected spread).
+-- Balance reports.  The three shards on ring default, 256 vnodes each: shares
+-- within a few per cent of 1/3 (1/sqrt(256) = 6.25 % is the expected spread).
 SELECT * FROM ringshard.ring_balance_report();
 SELECT count(*) FILTER (WHERE abs(deviation_pct) < 12.5) AS within_twice_the_spread FROM ringshard.ring_balance_report();
 -- 2 vnodes per node are far from even
