@@ -56,9 +56,9 @@ SHLIB_LINK = -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
-	partitions partition_config annotated_tables privileges \
+	partitions partition_config annotated_tables privileges definer_hijack \
 	previews keys
-REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8
 
 TAP_TESTS = 1
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))

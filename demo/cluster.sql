@@ -172,14 +172,12 @@ SELECT face_id, nodes_for('faces', face_id) AS nodes_now, camera
 ------------------------------------------------------------------------------
 -- 6. Troubleshooting: balance
 ------------------------------------------------------------------------------
--- table_skew, rows_per_node and suggest_partition_boundaries count the rows
--- of a table in this database, and the coordinator keeps none: gather the
--- rows (or a sample) into a local table with the same annotation first.
+-- table_balance_report and suggest_partition_boundaries count the rows of a
+-- table in this database, and the coordinator keeps none: gather the rows
+-- (or a sample) into a local table with the same annotation first.
 CREATE TEMP TABLE faces_copy AS SELECT * FROM ringshard.cluster_fanout(NULL::faces);
 SELECT ringshard.distribute_table_by_partition('faces_copy', 'face_id', keyspace_column => 'keyspace_id');
-SELECT node, rows_owned, round(share::numeric, 3) AS share,
-       round(ratio::numeric, 3) AS ratio, hotspot
-  FROM ringshard.table_skew('faces_copy');
+SELECT * FROM ringshard.table_balance_report('faces_copy');
 SELECT * FROM ringshard.suggest_partition_boundaries('faces_copy');
 
 -- Nothing is waiting: no queued writes, no unfinished rebalance.

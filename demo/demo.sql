@@ -33,10 +33,9 @@ SELECT nik, ring_token(nik) AS token, shard_for(nik) AS owner, replicas_for(nik)
 SELECT ring_token('3201012345670001') > ring_token('3578021122330002') AS unsigned_order,
        ring_token('3201012345670001')::numeric / 2^64 AS position_on_ring;
 
--- How evenly the ring divides the 2^64 tokens (ideal share: 1/N).
-SELECT node, points, owned_tokens, round(share::numeric, 4) AS share,
-       round(ideal_share::numeric, 4) AS ideal_share, round(ratio::numeric, 4) AS ratio
-  FROM ringshard.ring_balance();
+-- How evenly the ring divides the 2^64 tokens (ideal share: 1/N), with the
+-- deviation from the ideal in per cent (exact figures: ringshard.ring_balance()).
+SELECT * FROM ringshard.ring_balance_report();
 
 ------------------------------------------------------------------------------
 -- 2. A fourth node joins: what moves?
@@ -65,13 +64,12 @@ SELECT count(*) AS keys,
   FROM placement;
 
 -- The moved keys came from all three old nodes, and all went to the new one:
--- the fraction moved is the new node's share of the ring (see ring_balance).
+-- the fraction moved is the new node's share of the ring (see the report below).
 SELECT ring_before AS from_node, count(*) AS keys_to_bandung
   FROM placement WHERE shard_for(key) <> ring_before
  GROUP BY 1 ORDER BY 1;
 
-SELECT node, points, round(share::numeric, 4) AS share, round(ratio::numeric, 4) AS ratio
-  FROM ringshard.ring_balance();
+SELECT * FROM ringshard.ring_balance_report();
 
 -- The same experiment in the core for five placement schemes (keys key-0 ..
 -- key-99999, 3 -> 4 nodes): share of keys moved against the ideal 1/4.
@@ -173,6 +171,6 @@ SELECT f.keyspace_id, f.face_id, partition_for(f.keyspace_id, f.face_id) AS part
   FROM faces f WHERE f.face_id IN ('face-001', 'face-002', 'face-003')
  ORDER BY 1, 2;
 
--- Rows owned (first holder) and held (with replicas) per node.
-SELECT node, rows_owned, rows_held, round(share_owned::numeric, 4) AS share_owned
-  FROM ringshard.rows_per_node('faces');
+-- Rows owned (first holder) and held (with replicas) per node, and each
+-- node's share of the rows held against an equal share of the map's nodes.
+SELECT * FROM ringshard.table_balance_report('faces');

@@ -153,7 +153,7 @@ CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRU
 -- pg_dump keeps the catalog.  The built-in 'default' rows are created by
 -- CREATE EXTENSION, so a restore must update them rather than collide.
 CREATE FUNCTION ringshard.merge_builtin_ring() RETURNS trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF NEW.ring_name = 'default' AND
 	   EXISTS (SELECT FROM ringshard.rings WHERE ring_name = NEW.ring_name) THEN

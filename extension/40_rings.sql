@@ -85,10 +85,19 @@ $$;
 COMMENT ON FUNCTION ringshard.create_ring(text, integer, integer, text) IS
 	'creates an empty ring: vnodes points per unit weight, replication factor, algorithm murmur3 or ketama';
 
--- Delete nodes that no ring and no map uses any more, with their servers
--- (and so the user mappings of those servers).
+-- Delete nodes that nothing uses any more: no ring, no map, and no
+-- distributed table whose rows are laid out on them.  A node that leaves its
+-- last ring or map still holds rows until rebalance() has copied them to
+-- their new replicas and deleted them there, and the rebalance needs its
+-- catalog row and server for that: it is kept while a table's recorded
+-- placement or an unfinished rebalance step names it, and rebalance()
+-- forgets it once done.  A placement of a table no longer annotated cannot
+-- be rebalanced and keeps nothing.  A forgotten node's server goes with it
+-- (and so the user mappings of that server).  (placements and
+-- rebalance_progress are created further on in the install script;
+-- PL/pgSQL finds them when it runs.)
 CREATE FUNCTION ringshard.forget_unused_nodes() RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	gone record;
 BEGIN
@@ -96,6 +105,11 @@ BEGIN
 		DELETE FROM ringshard.nodes n
 		 WHERE NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = n.node_name)
 		   AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = n.node_name)
+		   AND NOT EXISTS (SELECT FROM ringshard.placements p JOIN ringshard.distributed_tables d ON d.table_name = p.table_name,
+		                               json_array_elements(coalesce(p.snapshot->'members', p.snapshot->'assignments')) x
+		                    WHERE x->>'node' = n.node_name)
+		   AND NOT EXISTS (SELECT FROM ringshard.rebalance_progress r
+		                    WHERE r.state <> 'done' AND n.node_name = ANY (ARRAY[r.source] || r.targets || r.deletes))
 		RETURNING n.server_name
 	LOOP
 		IF gone.server_name IS NOT NULL THEN
@@ -104,7 +118,8 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION ringshard.forget_unused_nodes() IS 'deletes nodes that are in no ring and no partition map, and their foreign servers';
+COMMENT ON FUNCTION ringshard.forget_unused_nodes() IS
+	'deletes nodes that are in no ring and no partition map and hold no distributed table''s rows (no placement or unfinished rebalance names them), with their foreign servers';
 
 -- Give a node the address: its foreign server gets the address's options
 -- (created, owned by ringshard_admin so that every administrator may manage
@@ -255,9 +270,10 @@ COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8) IS
 	'adds a node (created if new) to a ring with a weight; its address is host:port or a libpq connection string without a password';
 
 CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	users text;
+	holding text;
 BEGIN
 	PERFORM ringshard.check_name('node', node);
 	PERFORM ringshard.lock_ring(ring);
@@ -277,9 +293,22 @@ BEGIN
 	END IF;
 	DELETE FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
 	PERFORM ringshard.forget_unused_nodes();
+	-- In no ring or map now, yet kept: distributed tables' rows are still on it.
+	IF EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = node)
+	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = node)
+	   AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = node) THEN
+		SELECT string_agg(p.table_name::text, ', ' ORDER BY p.table_name::text) INTO holding
+		  FROM ringshard.placements p JOIN ringshard.distributed_tables d ON d.table_name = p.table_name
+		 WHERE EXISTS (SELECT FROM json_array_elements(coalesce(p.snapshot->'members', p.snapshot->'assignments')) x
+		                WHERE x->>'node' = node);
+		RAISE NOTICE 'node "%" is in no ring or map now; it is kept until its rows have moved', node
+			USING DETAIL = format('Rows of %s are laid out on it.', coalesce(holding, 'an unfinished rebalance')),
+			      HINT = 'CALL ringshard.rebalance(table) for each of them: it copies the rows to their new replicas, deletes them on this node, and then forgets the node.';
+	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.remove_node(text, text) IS 'removes a node from a ring; a node left in no ring and no map is forgotten';
+COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
+	'removes a node from a ring; a node left in no ring and no map is forgotten once no distributed table''s rows are on it (after the rebalance that moves them)';
 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$

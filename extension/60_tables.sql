@@ -12,13 +12,36 @@ CREATE FUNCTION pg_catalog.replicas_of(row_value record) RETURNS text[]
 COMMENT ON FUNCTION pg_catalog.replicas_of(record) IS
 	'every node that holds a row of an annotated table (ring replica set, or all holders of its partition)';
 
+-- A table's name for SQL text: schema and name, each quoted as needed.
+-- regclass output depends on the search_path of whoever prints it (a table
+-- on that path prints unqualified), and a node resolves a bare name on its
+-- own search_path: every name formatted into SQL, above all SQL sent to a
+-- node, comes from here.
+CREATE FUNCTION ringshard.qualified_name(table_name regclass) RETURNS text
+	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	qualified text;
+BEGIN
+	SELECT pg_catalog.quote_ident(n.nspname) || '.' || pg_catalog.quote_ident(c.relname) INTO qualified
+	  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	 WHERE c.oid = table_name;
+	IF qualified IS NULL THEN
+		RAISE EXCEPTION 'relation with OID % does not exist', table_name::pg_catalog.oid
+			USING ERRCODE = 'undefined_table';
+	END IF;
+	RETURN qualified;
+END
+$$;
+COMMENT ON FUNCTION ringshard.qualified_name(regclass) IS
+	'the table''s schema-qualified, quoted name, the same on any search_path (for SQL text, above all SQL sent to nodes)';
+
 -- The live attribute number of a column, or an error naming it.
 CREATE FUNCTION ringshard.column_attnum(table_name regclass, column_name name) RETURNS smallint
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	found smallint;
 BEGIN
-	SELECT a.attnum INTO found FROM pg_attribute a
+	SELECT a.attnum INTO found FROM pg_catalog.pg_attribute a
 	 WHERE a.attrelid = table_name AND a.attname = column_name AND a.attnum > 0 AND NOT a.attisdropped;
 	IF found IS NULL THEN
 		RAISE EXCEPTION 'column "%" of table % does not exist', column_name, table_name
@@ -30,10 +53,13 @@ $$;
 COMMENT ON FUNCTION ringshard.column_attnum(regclass, name) IS 'the attribute number of a live user column, or an error';
 
 -- Keep attribute numbers in step with names (on insert, and on restore).
+-- The event triggers below fire it with the extension owner's rights: every
+-- name is qualified, and pg_temp comes last so that no temporary object of
+-- the user whose DDL fired them can stand in for a catalog or a type.
 CREATE FUNCTION ringshard.resolve_annotation_columns() RETURNS trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
-	IF (SELECT c.relkind FROM pg_class c WHERE c.oid = NEW.table_name) NOT IN ('r', 'p', 'f') THEN
+	IF (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = NEW.table_name) NOT IN ('r', 'p', 'f') THEN
 		RAISE EXCEPTION '% is not a table', NEW.table_name
 			USING ERRCODE = 'wrong_object_type',
 			      HINT = 'Annotate an ordinary, partitioned or foreign table.';
@@ -50,7 +76,7 @@ CREATE TRIGGER resolve_annotation_columns BEFORE INSERT OR UPDATE OF table_name,
 
 CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name, ring text DEFAULT 'default')
 	RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL OR key_column IS NULL THEN
 		RAISE EXCEPTION 'table and key column must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -73,7 +99,7 @@ CREATE FUNCTION ringshard.distribute_table_by_partition(table_name regclass, key
 														map text DEFAULT 'default',
 														keyspace_column name DEFAULT NULL)
 	RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL OR key_column IS NULL OR map IS NULL THEN
 		RAISE EXCEPTION 'table, key column and map must not be null'
@@ -99,7 +125,7 @@ COMMENT ON FUNCTION ringshard.distribute_table_by_partition(regclass, name, text
 	'annotates a table: its rows are placed by partition_for(keyspace, key) in a partition map; the keyspace is a constant or a column';
 
 CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL THEN
 		RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -121,64 +147,61 @@ SELECT d.table_name, d.key_column,
   FROM ringshard.distributed_tables d;
 COMMENT ON VIEW ringshard.annotated_tables IS 'tables annotated with a sharding key, and the ring or map that places them';
 
-CREATE FUNCTION ringshard.rows_per_node(table_name regclass)
-	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share_owned float8)
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
-BEGIN
-	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = rows_per_node.table_name) THEN
-		RAISE EXCEPTION 'table % is not annotated', table_name
-			USING ERRCODE = 'undefined_object',
-			      HINT = 'Annotate it with ringshard.distribute_table().';
-	END IF;
-	-- regclass output is a correctly quoted, qualified name: no injection.
-	RETURN QUERY EXECUTE format(
-		'WITH placed AS (SELECT pg_catalog.replicas_of(t) AS holders FROM %s t),
-		      held AS (SELECT h.node, h.ord FROM placed, unnest(placed.holders) WITH ORDINALITY AS h(node, ord)),
-		      total AS (SELECT count(*) AS n FROM placed WHERE holders IS NOT NULL)
-		 SELECT held.node, count(*) FILTER (WHERE held.ord = 1), count(*),
-		        (count(*) FILTER (WHERE held.ord = 1))::float8 / nullif((SELECT n FROM total), 0)
-		   FROM held GROUP BY held.node ORDER BY held.node COLLATE "C"', table_name);
-END
-$$;
-COMMENT ON FUNCTION ringshard.rows_per_node(regclass) IS
-	'per node, the rows of an annotated table it owns and holds (with replicas), and its share of owned rows: the data''s real skew';
-
 -- Event triggers: no dangling annotation after DROP or ALTER.
 -- Event triggers fire for every user's DDL, while the catalog is writable
--- only by administrators: these run with the extension owner's rights.
+-- only by administrators: these run with the extension owner's rights.  The
+-- user whose DDL fires them owns the session, and with it pg_temp: pg_temp
+-- is pinned last in search_path (else it is searched first for relations
+-- and types), and every relation, type and function is qualified, so that a
+-- temporary view named pg_attribute or a temporary domain named regclass
+-- cannot run that user's code with the owner's rights.
 CREATE FUNCTION ringshard.forget_dropped_tables() RETURNS event_trigger
-	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	dropped record;
+	forgotten boolean := false;
 BEGIN
-	FOR dropped IN SELECT * FROM pg_event_trigger_dropped_objects()
-				   WHERE object_type IN ('table', 'table column', 'foreign table', 'foreign table column') LOOP
+	FOR dropped IN SELECT o.objid, o.objsubid FROM pg_catalog.pg_event_trigger_dropped_objects() o
+				   WHERE o.object_type IN ('table', 'table column', 'foreign table', 'foreign table column') LOOP
 		IF dropped.objsubid = 0 THEN
-			DELETE FROM ringshard.distributed_tables d WHERE d.table_name::oid = dropped.objid;
+			DELETE FROM ringshard.distributed_tables d WHERE d.table_name::pg_catalog.oid = dropped.objid;
+			forgotten := forgotten OR FOUND;
+			-- A later table may get the same OID: it must not inherit the
+			-- dropped one's placement or unfinished rebalance.
+			DELETE FROM ringshard.placements p WHERE p.table_name::pg_catalog.oid = dropped.objid;
+			forgotten := forgotten OR FOUND;
+			DELETE FROM ringshard.rebalance_progress p WHERE p.table_name::pg_catalog.oid = dropped.objid;
 		ELSE
 			DELETE FROM ringshard.distributed_tables d
-			 WHERE d.table_name::oid = dropped.objid
+			 WHERE d.table_name::pg_catalog.oid = dropped.objid
 			   AND dropped.objsubid IN (d.key_attnum, d.keyspace_attnum);
 			IF FOUND THEN
-				RAISE NOTICE 'table % is no longer annotated: its sharding key column was dropped', dropped.objid::regclass;
+				RAISE NOTICE 'table % is no longer annotated: its sharding key column was dropped',
+					dropped.objid::pg_catalog.regclass;
 			END IF;
 		END IF;
 	END LOOP;
+	-- Nodes kept only for the dropped table's rows are not needed any more.
+	IF forgotten THEN
+		PERFORM ringshard.forget_unused_nodes();
+	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.forget_dropped_tables() IS 'event trigger: drops the annotation of a dropped table or key column';
+COMMENT ON FUNCTION ringshard.forget_dropped_tables() IS
+	'event trigger: drops the annotation, placement and unfinished rebalance of a dropped table, and the annotation of a table whose key column was dropped';
 CREATE EVENT TRIGGER ringshard_forget_dropped_tables ON sql_drop
 	EXECUTE FUNCTION ringshard.forget_dropped_tables();
 
 CREATE FUNCTION ringshard.follow_renamed_columns() RETURNS event_trigger
-	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.distributed_tables d
-	   SET key_column = (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum),
-	       keyspace_column = (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum)
-	 WHERE d.table_name::oid IN (SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass)
-	   AND (d.key_column IS DISTINCT FROM (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum)
-	        OR d.keyspace_column IS DISTINCT FROM (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum));
+	   SET key_column = (SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum),
+	       keyspace_column = (SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum)
+	 WHERE d.table_name::pg_catalog.oid IN (SELECT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
+	                                          WHERE c.classid = 'pg_catalog.pg_class'::pg_catalog.regclass)
+	   AND (d.key_column IS DISTINCT FROM (SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum)
+	        OR d.keyspace_column IS DISTINCT FROM (SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum));
 END
 $$;
 COMMENT ON FUNCTION ringshard.follow_renamed_columns() IS 'event trigger: keeps annotation column names in step with ALTER TABLE ... RENAME';

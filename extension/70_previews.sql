@@ -9,42 +9,42 @@ COMMENT ON FUNCTION ringshard.preview_change(text, text, text, float8, boolean) 
 
 CREATE FUNCTION ringshard.preview_add_node(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, false) $$;
 COMMENT ON FUNCTION ringshard.preview_add_node(text, text, float8) IS
 	'each contiguous token range (range_start, range_end] whose owner changes if the node joins, with its exact share of the ring; nothing changes';
 
 CREATE FUNCTION ringshard.preview_remove_node(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, false) $$;
 COMMENT ON FUNCTION ringshard.preview_remove_node(text, text) IS
 	'each token range whose owner changes if the node leaves; nothing changes';
 
 CREATE FUNCTION ringshard.preview_set_weight(node text, weight float8, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, false) $$;
 COMMENT ON FUNCTION ringshard.preview_set_weight(text, float8, text) IS
 	'each token range whose owner changes if the node''s weight changes; nothing changes';
 
 CREATE FUNCTION ringshard.preview_add_node_copies(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, true) $$;
 COMMENT ON FUNCTION ringshard.preview_add_node_copies(text, text, float8) IS
 	'with replication: each range in which a node gains or loses a copy if the node joins (what data movement really is)';
 
 CREATE FUNCTION ringshard.preview_remove_node_copies(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, true) $$;
 COMMENT ON FUNCTION ringshard.preview_remove_node_copies(text, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node leaves';
 
 CREATE FUNCTION ringshard.preview_set_weight_copies(node text, weight float8, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, true) $$;
 COMMENT ON FUNCTION ringshard.preview_set_weight_copies(text, float8, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node''s weight changes';
@@ -64,7 +64,7 @@ COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, fl
 -- table; RETURN QUERY spills to disk past work_mem rather than growing.
 CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, node text, weight float8 DEFAULT 1)
 	RETURNS TABLE (key text, from_node text, to_node text, from_replicas text[], to_replicas text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN
@@ -90,7 +90,7 @@ BEGIN
 		   FROM (SELECT t.%1$I AS k, pg_catalog.replicas_of(t) AS before,
 		                ringshard.proposed_replicas(t.%1$I, $1, $2, $3, $4) AS after
 		           FROM %2$s t WHERE t.%1$I IS NOT NULL) s
-		  WHERE s.before IS DISTINCT FROM s.after', annotation.key_column, table_name)
+		  WHERE s.before IS DISTINCT FROM s.after', annotation.key_column, ringshard.qualified_name(table_name))
 	USING annotation.ring_name, change, node, weight;
 END
 $$;
@@ -99,7 +99,7 @@ COMMENT ON FUNCTION ringshard.plan_table_moves(regclass, text, text, float8) IS
 
 CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, node text, weight float8 DEFAULT 1)
 	RETURNS TABLE (from_node text, to_node text, rows bigint)
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT m.from_node, m.to_node, count(*)
 	  FROM ringshard.plan_table_moves(table_name, change, node, weight) m
 	 WHERE m.from_node IS DISTINCT FROM m.to_node
@@ -115,42 +115,100 @@ CREATE FUNCTION ringshard.compare_schemes(from_nodes integer, to_nodes integer, 
 COMMENT ON FUNCTION ringshard.compare_schemes(integer, integer, integer, integer) IS
 	'keys key-0.. placed with modulo, range, ring, jump and rendezvous on from_nodes then to_nodes nodes: share moved against the ideal, and balance after';
 
--- Balance and skew.
-CREATE FUNCTION ringshard.ring_skew(ring text DEFAULT 'default', threshold float8 DEFAULT 1.25)
-	RETURNS TABLE (node text, share float8, ideal_share float8, ratio float8, hotspot boolean)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
-	SELECT b.node, b.share, b.ideal_share, b.ratio, b.ratio > threshold
-	  FROM ringshard.ring_balance(ring) b ORDER BY b.ratio DESC, b.node COLLATE "C";
-$$;
-COMMENT ON FUNCTION ringshard.ring_skew(text, float8) IS
-	'each node''s share of the ring against its ideal share; hotspot when the ratio exceeds the threshold (default 1.25)';
+-- Balance reports: one per ring, and the same for the real rows of an
+-- annotated table.  Shares are rounded to 4 decimals and deviations to a
+-- tenth of a per cent, with a bar to see them at a glance; the exact figures
+-- stay in ring_balance() (tokens owned, shares and ratios as float8).
 
-CREATE FUNCTION ringshard.ring_balance_summary(ring text DEFAULT 'default')
-	RETURNS TABLE (nodes integer, points bigint, max_over_mean float8, stddev_ratio float8, expected_stddev_ratio float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
-	SELECT count(*)::integer, sum(b.points), max(b.ratio), stddev_pop(b.ratio),
-	       1 / sqrt((SELECT r.vnodes FROM ringshard.rings r WHERE r.ring_name = ring))
-	  FROM ringshard.ring_balance(ring) b;
+-- A bar of Unicode blocks, value / full_scale of width characters long, to
+-- an eighth of a character (U+2588 FULL BLOCK, then U+2589..U+258F for 7/8
+-- down to 1/8).  The characters are made at run time: written into the
+-- install script they would not convert to a database encoding without
+-- them, and CREATE EXTENSION would fail there.  Where the database or the
+-- client encoding cannot hold them, the bar is '#' characters, rounded to a
+-- whole one.  One terminal column per character either way, so psql keeps
+-- the columns aligned.
+CREATE FUNCTION ringshard.share_bar(value float8, full_scale float8, width integer DEFAULT 20) RETURNS text
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	eighths integer;
+BEGIN
+	IF value IS NULL OR full_scale IS NULL OR width IS NULL OR NOT (value > 0 AND full_scale > 0 AND width > 0) THEN
+		RETURN '';
+	END IF;
+	eighths := round(least(value / full_scale, 1) * width * 8);
+	IF getdatabaseencoding() <> 'UTF8' OR pg_client_encoding() <> 'UTF8' THEN
+		RETURN repeat('#', round(eighths / 8.0)::integer);
+	END IF;
+	RETURN repeat(chr(9608), eighths / 8) || CASE WHEN eighths % 8 > 0 THEN chr(9616 - eighths % 8) ELSE '' END;
+END
 $$;
-COMMENT ON FUNCTION ringshard.ring_balance_summary(text) IS
-	'max/mean and standard deviation of share/ideal over nodes, next to what V vnodes predict (about 1/sqrt(V))';
+COMMENT ON FUNCTION ringshard.share_bar(float8, float8, integer) IS
+	'a bar of Unicode block characters value / full_scale of width characters long, to an eighth; ''#'' characters where the encoding has no blocks';
 
-CREATE FUNCTION ringshard.table_skew(table_name regclass, threshold float8 DEFAULT 1.25)
-	RETURNS TABLE (node text, rows_owned bigint, share float8, ratio float8, hotspot boolean)
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
-	WITH per_node AS (SELECT * FROM ringshard.rows_per_node(table_name)),
-	     n AS (SELECT count(*) AS nodes FROM per_node)
-	SELECT p.node, p.rows_owned, p.share_owned, p.share_owned * n.nodes, p.share_owned * n.nodes > threshold
-	  FROM per_node p, n ORDER BY p.share_owned DESC, p.node COLLATE "C";
+CREATE FUNCTION ringshard.ring_balance_report(ring text DEFAULT 'default')
+	RETURNS TABLE (node text, points integer, share numeric, ideal numeric, deviation_pct numeric, bar text)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT b.node, b.points, round(b.share::numeric, 4), round(b.ideal_share::numeric, 4),
+	       round(((b.ratio - 1) * 100)::numeric, 1),
+	       ringshard.share_bar(b.share, max(greatest(b.share, b.ideal_share)) OVER ())
+	  FROM ringshard.ring_balance(ring) b
+	 ORDER BY b.node COLLATE "C";
 $$;
-COMMENT ON FUNCTION ringshard.table_skew(regclass, float8) IS
-	'each node''s share of a table''s rows against 1/N of the nodes holding rows; a bad sharding key shows up as hotspots';
+COMMENT ON FUNCTION ringshard.ring_balance_report(text) IS
+	'per node of a ring: points, share of the ring and ideal share (weight / total weight), 4 decimals, deviation from the ideal in per cent, and a bar proportional to the share; exact figures in ring_balance()';
+
+-- Rows are counted where the function runs (the coordinator of a cluster
+-- keeps none: gather them, or a sample, into a table annotated the same way;
+-- that table may be temporary, hence parallel restricted).
+CREATE FUNCTION ringshard.table_balance_report(table_name regclass)
+	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share numeric, ideal numeric, deviation_pct numeric,
+				   bar text)
+	LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	annotation ringshard.distributed_tables;
+BEGIN
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = table_balance_report.table_name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'table % is not annotated', table_name
+			USING ERRCODE = 'undefined_object',
+			      HINT = 'Annotate it with ringshard.distribute_table().';
+	END IF;
+	-- Every node of the ring or map is listed, with no rows if it has none.
+	-- Its ideal share is its weight over the ring's total weight, or for a
+	-- map an equal share of the map's nodes (what suggest_partition_boundaries
+	-- aims at); its share is of the rows held, replicas included.
+	RETURN QUERY EXECUTE format($q$
+		WITH placed AS (SELECT pg_catalog.replicas_of(t) AS holders FROM %s t),
+		     held AS (SELECT h.node, h.ord FROM placed, pg_catalog.unnest(placed.holders) WITH ORDINALITY AS h(node, ord)),
+		     counted AS (SELECT held.node, pg_catalog.count(*) FILTER (WHERE held.ord = 1) AS owned, pg_catalog.count(*) AS held
+		                   FROM held GROUP BY held.node),
+		     intended AS (
+		        SELECT m.node_name AS node, m.weight / pg_catalog.sum(m.weight) OVER () AS ideal
+		          FROM ringshard.ring_members m WHERE m.ring_name = $1
+		        UNION ALL
+		        SELECT a.node_name, 1 / (pg_catalog.count(*) OVER ())::pg_catalog.float8
+		          FROM (SELECT DISTINCT x.node_name FROM ringshard.partition_assignments x WHERE x.map_name = $2) a),
+		     merged AS (
+		        SELECT coalesce(c.node, i.node) AS node, coalesce(c.owned, 0) AS owned, coalesce(c.held, 0) AS held, i.ideal
+		          FROM counted c FULL JOIN intended i ON i.node = c.node),
+		     shares AS (SELECT m.*, m.held / NULLIF(pg_catalog.sum(m.held) OVER (), 0)::pg_catalog.float8 AS share FROM merged m)
+		SELECT s.node, s.owned, s.held, pg_catalog.round(s.share::pg_catalog.numeric, 4),
+		       pg_catalog.round(s.ideal::pg_catalog.numeric, 4),
+		       pg_catalog.round(((s.share / s.ideal - 1) * 100)::pg_catalog.numeric, 1),
+		       ringshard.share_bar(s.share, pg_catalog.max(GREATEST(s.share, s.ideal)) OVER ())
+		  FROM shares s ORDER BY s.node COLLATE "C"$q$, ringshard.qualified_name(table_name))
+	USING annotation.ring_name, annotation.map_name;
+END
+$$;
+COMMENT ON FUNCTION ringshard.table_balance_report(regclass) IS
+	'per node of an annotated table''s ring or map: rows it owns and holds (with replicas), its share of the held rows and the ideal share, 4 decimals, deviation in per cent, and a bar; from the real rows of the table here';
 
 -- Partition map previews.
 CREATE FUNCTION ringshard.preview_partition_assignments(nodes text[], partition_starts integer[],
 														 partition_ends integer[], map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF nodes IS NULL OR partition_starts IS NULL OR partition_ends IS NULL OR map IS NULL THEN
 		RAISE EXCEPTION 'arguments must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -189,7 +247,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_assignments(text[], integer[], i
 
 CREATE FUNCTION ringshard.preview_partition_config(config text, map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	names text[];
 	starts integer[];
@@ -209,7 +267,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_config(text, text) IS
 
 CREATE FUNCTION ringshard.suggest_partition_boundaries(table_name regclass)
 	RETURNS TABLE (node text, partition_start integer, partition_end integer, rows bigint, current_rows bigint)
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	keyspace_expr text;
@@ -255,7 +313,7 @@ BEGIN
 		SELECT nodes.n, min(assigned.p)::integer, max(assigned.p)::integer, sum(assigned.cnt)::bigint,
 		       coalesce((SELECT cr.cnt FROM current_rows cr WHERE cr.n = nodes.n), 0)::bigint
 		  FROM assigned JOIN nodes ON nodes.idx = assigned.idx
-		 GROUP BY nodes.n ORDER BY 2$q$, keyspace_expr, annotation.key_column, table_name)
+		 GROUP BY nodes.n ORDER BY 2$q$, keyspace_expr, annotation.key_column, ringshard.qualified_name(table_name))
 	USING annotation.map_name;
 END
 $$;

@@ -7,7 +7,7 @@ ALTER TABLE ringshard.cluster_state ADD COLUMN change_counter bigint NOT NULL DE
 
 -- Count every change of maps and nodes: PL/Proxy reloads when it grows.
 CREATE FUNCTION ringshard.count_topology_change() RETURNS trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.cluster_state SET change_counter = change_counter + 1;
 	RETURN NULL;
@@ -25,7 +25,7 @@ COMMENT ON FUNCTION ringshard.plproxy_partitions(text) IS
 	'256 connection strings, partition by partition: the first healthy holder of each (PL/Proxy''s get_cluster_partitions)';
 
 CREATE FUNCTION ringshard.plproxy_version(map text) RETURNS integer
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map)
 	            THEN (SELECT (s.change_counter % 2147483647)::integer + 1 FROM ringshard.cluster_state s) END;
 $$;
@@ -33,11 +33,11 @@ COMMENT ON FUNCTION ringshard.plproxy_version(text) IS
 	'a version that grows with every change of maps or nodes (PL/Proxy''s get_cluster_version); NULL for an unknown map';
 
 CREATE FUNCTION ringshard.install_plproxy_bridge() RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	CREATE SCHEMA IF NOT EXISTS plproxy;
 	CREATE OR REPLACE FUNCTION plproxy.get_cluster_version(cluster_name text) RETURNS integer
-		LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $f$
+		LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $f$
 	DECLARE
 		version integer := ringshard.plproxy_version(cluster_name);
 	BEGIN
@@ -50,11 +50,11 @@ BEGIN
 	END
 	$f$;
 	CREATE OR REPLACE FUNCTION plproxy.get_cluster_partitions(cluster_name text) RETURNS SETOF text
-		LANGUAGE sql STABLE SET search_path = pg_catalog
+		LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
 		AS $f$ SELECT ringshard.plproxy_partitions(cluster_name) $f$;
 	CREATE OR REPLACE FUNCTION plproxy.get_cluster_config(cluster_name text, OUT key text, OUT val text)
 		RETURNS SETOF record
-		LANGUAGE sql STABLE SET search_path = pg_catalog
+		LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
 		AS $f$ SELECT NULL::text, NULL::text WHERE false $f$;
 	COMMENT ON FUNCTION plproxy.get_cluster_version(text) IS 'ringshard bridge: PL/Proxy cluster = ringshard partition map';
 	COMMENT ON FUNCTION plproxy.get_cluster_partitions(text) IS 'ringshard bridge: the first healthy holder of each of the 256 partitions';

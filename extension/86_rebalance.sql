@@ -34,14 +34,26 @@ CREATE TABLE ringshard.rebalance_progress (
 COMMENT ON TABLE ringshard.rebalance_progress IS 'the steps of an unfinished rebalance and how far each got';
 SELECT pg_catalog.pg_extension_config_dump('ringshard.rebalance_progress', '');
 
+-- One row per table with an unfinished rebalance.  Every step's rows are
+-- counted on its source when the rebalance starts, so rows_total is the
+-- whole plan from the first step on, and percent is rows_done against it
+-- (steps, when nothing is left to copy); it reads 100 only once every step,
+-- deletes included, is done.
 CREATE VIEW ringshard.rebalance_status AS
-SELECT p.table_name, t.node, count(*) AS steps,
+SELECT p.table_name,
+       count(*) AS steps,
        count(*) FILTER (WHERE p.state = 'done') AS steps_done,
-       sum(p.rows_total) AS rows_total, sum(p.rows_copied) AS rows_done,
+       coalesce(sum(p.rows_total), 0)::bigint AS rows_total,
+       sum(p.rows_copied)::bigint AS rows_done,
+       least(round(CASE WHEN coalesce(sum(p.rows_total), 0) > 0
+                        THEN 100.0 * sum(p.rows_copied) / sum(p.rows_total)
+                        ELSE 100.0 * count(*) FILTER (WHERE p.state = 'done') / count(*) END, 1),
+             CASE WHEN count(*) FILTER (WHERE p.state <> 'done') > 0 THEN 99.9 END) AS percent,
        max(p.updated_at) AS updated_at
-  FROM ringshard.rebalance_progress p, unnest(p.targets) AS t(node)
- GROUP BY p.table_name, t.node;
-COMMENT ON VIEW ringshard.rebalance_status IS 'per table and receiving node: steps and rows of the running (or interrupted) rebalance, done against total';
+  FROM ringshard.rebalance_progress p
+ GROUP BY p.table_name;
+COMMENT ON VIEW ringshard.rebalance_status IS
+	'per table with a running (or interrupted) rebalance: steps, steps done, rows of the whole plan, rows copied so far, percent done';
 
 CREATE FUNCTION ringshard.ring_move_plan(old_nodes text[], old_weights float8[], old_vnodes integer,
 										 old_replicas integer, ring text)
@@ -52,7 +64,7 @@ COMMENT ON FUNCTION ringshard.ring_move_plan(text[], float8[], integer, integer,
 
 -- The topology a table's rows would be laid out under now.
 CREATE FUNCTION ringshard.placement_snapshot(table_name regclass) RETURNS json
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN d.ring_name IS NOT NULL THEN
 		json_build_object('ring', d.ring_name, 'algorithm', r.algorithm, 'vnodes', r.vnodes,
 		                  'replication_factor', r.replication_factor,
@@ -73,7 +85,7 @@ COMMENT ON FUNCTION ringshard.placement_snapshot(regclass) IS 'the ring or map a
 -- Holders of each partition under a map snapshot, and now.
 CREATE FUNCTION ringshard.partition_holders_of(snapshot json, map text)
 	RETURNS TABLE (partition integer, old_nodes text[], new_nodes text[])
-	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT p,
 	       coalesce((SELECT array_agg(DISTINCT a->>'node' ORDER BY a->>'node')
 	                   FROM json_array_elements(snapshot->'assignments') a
@@ -89,7 +101,7 @@ COMMENT ON FUNCTION ringshard.partition_holders_of(json, text) IS 'per partition
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 	RETURNS TABLE (step integer, predicate text, fraction float8, old_nodes text[], new_nodes text[],
 				   source text, targets text[], deletes text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	placed json;
@@ -156,7 +168,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan(regclass) IS
 -- Run one statement on one node; raise if it fails.
 CREATE FUNCTION ringshard.node_value(node text, sql text, params text[] DEFAULT '{}', in_transaction boolean DEFAULT true)
 	RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	outcome record;
 BEGIN
@@ -170,140 +182,427 @@ END
 $$;
 COMMENT ON FUNCTION ringshard.node_value(text, text, text[], boolean) IS 'runs one statement on a node and returns its first value, or raises the node''s error';
 
--- A procedure that commits cannot carry a SET clause: every name in it is
--- schema-qualified or from pg_catalog, which is searched first.
-CREATE PROCEDURE ringshard.rebalance(table_name regclass, dry_run boolean DEFAULT false,
-									 batch integer DEFAULT 1000, pause_ms integer DEFAULT 0)
-	LANGUAGE plpgsql AS $$
+-- Every node a plan names must still be known, with an address: its rows are
+-- copied from it, to it, or deleted there.  A node that leaves its last ring
+-- or map is kept until the rebalance that drains it (forget_unused_nodes);
+-- this catches a catalog where one was deleted anyway, before anything moves.
+CREATE FUNCTION ringshard.check_rebalance_nodes(table_name regclass, nodes text[]) RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	annotation ringshard.distributed_tables;
-	columns text;
-	item record;
-	target text;
-	page json;
-	page_rows integer;
-	last_ctid text;
 	missing text;
-	total bigint;
-	removed bigint;
-	steps integer;
+	unaddressed text;
+BEGIN
+	SELECT min(x.node) FILTER (WHERE n.node_name IS NULL), min(x.node) FILTER (WHERE n.node_name IS NOT NULL AND n.address IS NULL)
+	  INTO missing, unaddressed
+	  FROM (SELECT DISTINCT u.node FROM unnest(nodes) u(node)) x
+	  LEFT JOIN ringshard.nodes n ON n.node_name = x.node;
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % needs node "%", which is not in ringshard.nodes', ringshard.qualified_name(table_name), missing
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The table''s rows are laid out on it: the plan copies rows from it or deletes rows there.',
+			      HINT = 'Give the node back its address (INSERT INTO ringshard.nodes (node_name, address) VALUES (...)), then rebalance; a node leaving a ring is kept until the rebalance that moves its rows.';
+	END IF;
+	IF unaddressed IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % needs node "%", which has no address', ringshard.qualified_name(table_name), unaddressed
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Give it one with ringshard.set_node_address().';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard.check_rebalance_nodes(regclass, text[]) IS
+	'raises unless every node a rebalance plan names is in ringshard.nodes with an address';
+
+-- The rows each step will copy, counted on the step's source: one scan of
+-- the source per 100 steps (one count per step, each with its predicate),
+-- rather than one scan per step.
+CREATE FUNCTION ringshard.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
+										  plan_predicates text[])
+	RETURNS TABLE (step integer, rows bigint)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	chunk record;
+	counts bigint[];
+BEGIN
+	FOR chunk IN
+		SELECT u.source, array_agg(u.step ORDER BY u.step) AS steps, array_agg(u.predicate ORDER BY u.step) AS predicates
+		  FROM (SELECT x.step, x.source, x.predicate,
+		               (row_number() OVER (PARTITION BY x.source ORDER BY x.step) - 1) / 100 AS part
+		          FROM unnest(plan_steps, plan_sources, plan_predicates) x(step, source, predicate)) u
+		 GROUP BY u.source, u.part ORDER BY u.source, u.part
+	LOOP
+		counts := ringshard.node_value(chunk.source,
+			format('SELECT ARRAY[%s] FROM %s t',
+			       (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s)', p.predicate), ', ' ORDER BY p.i)
+			          FROM unnest(chunk.predicates) WITH ORDINALITY p(predicate, i)),
+			       ringshard.qualified_name(table_name)),
+			'{}', false)::bigint[];
+		RETURN QUERY SELECT c.step, c.rows FROM unnest(chunk.steps, counts) c(step, rows);
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard.count_plan_rows(regclass, integer[], text[], text[]) IS
+	'for each step of a plan (step numbers, sources, predicates), the rows it will copy, counted on its source';
+
+-- A table's plan with every step's rows to copy: for a table with an
+-- unfinished rebalance, the recorded steps and their counts; otherwise the
+-- steps from its placement to the current topology, counted on their
+-- sources now (after checking that every node they name can be reached).
+-- A JSON array of {step, source, targets, deletes, rows}.
+CREATE FUNCTION ringshard.rebalance_counted_plan(table_name regclass) RETURNS json
+	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	planned json;
+BEGIN
+	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_counted_plan.table_name) THEN
+		SELECT json_agg(json_build_object('step', p.step, 'source', p.source, 'targets', p.targets,
+		                                  'deletes', p.deletes, 'rows', coalesce(p.rows_total, 0)) ORDER BY p.step)
+		  INTO planned
+		  FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_counted_plan.table_name;
+		RETURN coalesce(planned, '[]');
+	END IF;
+	SELECT json_agg(json_build_object('step', p.step, 'source', p.source, 'targets', p.targets,
+	                                  'deletes', p.deletes, 'predicate', p.predicate) ORDER BY p.step)
+	  INTO planned
+	  FROM ringshard.rebalance_plan(table_name) p;
+	planned := coalesce(planned, '[]');
+	PERFORM ringshard.check_rebalance_nodes(table_name,
+		ARRAY(SELECT x.node FROM json_array_elements(planned) s,
+		             LATERAL (SELECT s->>'source' UNION ALL SELECT json_array_elements_text(s->'targets')
+		                      UNION ALL SELECT json_array_elements_text(s->'deletes')) x(node)));
+	SELECT coalesce(json_agg(json_build_object('step', (s->>'step')::integer, 'source', s->'source', 'targets', s->'targets',
+	                                           'deletes', s->'deletes', 'rows', c.rows) ORDER BY c.step), '[]')
+	  INTO planned
+	  FROM json_array_elements(planned) s
+	  JOIN ringshard.count_plan_rows(table_name,
+	         ARRAY(SELECT (x->>'step')::integer FROM json_array_elements(planned) x),
+	         ARRAY(SELECT x->>'source' FROM json_array_elements(planned) x),
+	         ARRAY(SELECT x->>'predicate' FROM json_array_elements(planned) x)) c ON c.step = (s->>'step')::integer;
+	RETURN planned;
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_counted_plan(regclass) IS
+	'a table''s rebalance steps (recorded, or from its placement to the current topology) with the rows each copies, counted on its source, as JSON';
+
+-- Steps and rows per (source, target) pair of a counted plan.
+CREATE FUNCTION ringshard.summarize_rebalance(planned json)
+	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT s.source, s.target, count(*)::integer, sum(s.rows)::bigint,
+	       round(sum(s.rows) / nullif(sum(sum(s.rows)) OVER (), 0), 4)
+	  FROM (SELECT x->>'source' AS source, t.target, (x->>'rows')::bigint AS rows
+	          FROM json_array_elements(planned) x, json_array_elements_text(x->'targets') t(target)) s
+	 GROUP BY s.source, s.target ORDER BY s.source COLLATE "C", s.target COLLATE "C";
+$$;
+COMMENT ON FUNCTION ringshard.summarize_rebalance(json) IS
+	'per (source, target) pair of a counted rebalance plan: steps, rows to copy, share of the copies';
+
+-- The plan in a few lines.
+CREATE FUNCTION ringshard.rebalance_plan_summary(table_name regclass)
+	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
+	LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT * FROM ringshard.summarize_rebalance(ringshard.rebalance_counted_plan(table_name));
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
+	'a table''s rebalance plan per (source, target) pair: steps, rows to copy (counted on the sources) and share of the copies; the recorded plan while a rebalance is unfinished';
+
+-- A title with the plan's steps and rows, then its summary as a small
+-- table, for a NOTICE: psql prints a notice as its text, so the columns are
+-- aligned here as psql aligns a result (names left, numbers right).
+CREATE FUNCTION ringshard.rebalance_summary_text(table_name regclass, title text) RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	planned json := ringshard.rebalance_counted_plan(table_name);
+	heading text;
+	body text;
+BEGIN
+	SELECT format('%s: %s steps, %s rows to copy', title, count(*), coalesce(sum((x->>'rows')::bigint), 0))
+	  INTO heading FROM json_array_elements(planned) x;
+	WITH s AS (SELECT r.from_node, r.to_node, r.steps::text AS steps, r.rows::text AS rows, coalesce(r.share::text, '') AS share
+	             FROM ringshard.summarize_rebalance(planned) r),
+	     w AS (SELECT greatest(9, max(length(s.from_node))) AS f, greatest(7, max(length(s.to_node))) AS t,
+	                  greatest(5, max(length(s.steps))) AS st, greatest(4, max(length(s.rows))) AS r,
+	                  greatest(5, max(length(s.share))) AS sh FROM s)
+	SELECT format(' %s | %s | %s | %s | %s', rpad('from_node', w.f), rpad('to_node', w.t), rpad('steps', w.st),
+	              rpad('rows', w.r), rpad('share', w.sh)) || E'\n' ||
+	       format('-%s-+-%s-+-%s-+-%s-+-%s-', repeat('-', w.f), repeat('-', w.t), repeat('-', w.st), repeat('-', w.r),
+	              repeat('-', w.sh)) || E'\n' ||
+	       string_agg(format(' %s | %s | %s | %s | %s', rpad(s.from_node, w.f), rpad(s.to_node, w.t), lpad(s.steps, w.st),
+	                         lpad(s.rows, w.r), lpad(s.share, w.sh)), E'\n' ORDER BY s.from_node COLLATE "C", s.to_node COLLATE "C")
+	  INTO body
+	  FROM s, w GROUP BY w.f, w.t, w.st, w.r, w.sh;
+	RETURN heading || coalesce(E'\n' || body, '');
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_summary_text(regclass, text) IS
+	'the title with the plan''s steps and rows to copy, then rebalance_plan_summary() as an aligned text table (for notices)';
+
+-- The first transaction of rebalance(): check the arguments; a dry run
+-- prints the plan's summary and returns false.  A new move pushes the
+-- topology, creates the table on new nodes, records the plan with every
+-- step's rows counted on its source, and prints the summary; an interrupted
+-- one says where it resumes.  Returns true when the caller should commit
+-- and move.
+CREATE FUNCTION ringshard.rebalance_begin(table_name regclass, dry_run boolean, batch integer, pause_ms integer)
+	RETURNS boolean
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	qualified text;
+	status ringshard.rebalance_status;
 BEGIN
 	IF table_name IS NULL OR dry_run IS NULL OR batch IS NULL OR batch < 1 OR pause_ms IS NULL OR pause_ms < 0 THEN
 		RAISE EXCEPTION 'rebalance needs a table, a positive batch and a pause of at least 0 ms'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = rebalance.table_name;
-	IF NOT FOUND THEN
+	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_begin.table_name) THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name USING ERRCODE = 'undefined_object';
 	END IF;
+	qualified := ringshard.qualified_name(table_name);
 
 	IF dry_run THEN
-		FOR item IN SELECT * FROM ringshard.rebalance_plan(table_name) ORDER BY step LOOP
-			RAISE NOTICE 'step %: % of the keys, from % to %: copy from % to %, then delete from %',
-				item.step, round(item.fraction::numeric, 6), item.old_nodes, item.new_nodes,
-				item.source, item.targets, item.deletes;
-		END LOOP;
-		RETURN;
+		RAISE NOTICE '%', ringshard.rebalance_summary_text(table_name,
+			format('rebalance plan of %s (dry run, nothing changed)', qualified))
+			USING HINT = format('ringshard.rebalance_plan(%L) lists the steps, ringshard.rebalance_plan_summary(%L) gives this table as rows.',
+			                    qualified, qualified);
+		RETURN false;
 	END IF;
 
 	-- Queued writes are delivered to the nodes they were queued for: they
 	-- must land before those nodes' rows move.
-	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = rebalance.table_name) THEN
+	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = rebalance_begin.table_name) THEN
 		RAISE EXCEPTION 'table % has queued writes', table_name
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 			      HINT = 'Let the watchdog deliver them (see ringshard.write_queue_status), or call ringshard.replay_queue().';
 	END IF;
 
-	-- A new rebalance records its plan; an interrupted one resumes it.
-	IF NOT EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance.table_name) THEN
-		PERFORM ringshard.sync_topology();
-		PERFORM ringshard.push_table_definition(table_name);
-		INSERT INTO ringshard.rebalance_progress (table_name, step, predicate, source, targets, deletes, fraction)
-		SELECT rebalance.table_name, p.step, p.predicate, p.source, p.targets, p.deletes, p.fraction
-		  FROM ringshard.rebalance_plan(table_name) p;
-		GET DIAGNOSTICS steps = ROW_COUNT;
-		RAISE NOTICE 'rebalance of %: % steps', table_name, steps;
-		COMMIT;
-	ELSE
-		RAISE NOTICE 'rebalance of %: resuming at step %', table_name,
-			(SELECT min(p.step) FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance.table_name AND p.state <> 'done');
+	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_begin.table_name) THEN
+		-- Steps recorded before their rows were counted (by an older version) are counted now.
+		UPDATE ringshard.rebalance_progress p SET rows_total = c.rows
+		  FROM ringshard.count_plan_rows(rebalance_begin.table_name,
+		         ARRAY(SELECT q.step FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step),
+		         ARRAY(SELECT q.source FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step),
+		         ARRAY(SELECT q.predicate FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step)) c
+		 WHERE p.table_name = rebalance_begin.table_name AND p.step = c.step;
+		SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_begin.table_name;
+		RAISE NOTICE 'rebalance of %: resuming at step % of %, rows % of % copied', qualified,
+			(SELECT min(p.step) FROM ringshard.rebalance_progress p
+			  WHERE p.table_name = rebalance_begin.table_name AND p.state <> 'done'),
+			status.steps, status.rows_done, status.rows_total;
+		RETURN true;
 	END IF;
 
+	-- A new move: check the plan can run before anything changes.
+	PERFORM ringshard.check_rebalance_nodes(table_name,
+		ARRAY(SELECT x.node FROM ringshard.rebalance_plan(table_name) p, unnest(ARRAY[p.source] || p.targets || p.deletes) x(node)));
+	PERFORM ringshard.sync_topology();
+	PERFORM ringshard.push_table_definition(table_name);
+	INSERT INTO ringshard.rebalance_progress (table_name, step, predicate, source, targets, deletes, fraction)
+	SELECT rebalance_begin.table_name, p.step, p.predicate, p.source, p.targets, p.deletes, p.fraction
+	  FROM ringshard.rebalance_plan(table_name) p;
+	UPDATE ringshard.rebalance_progress p SET rows_total = c.rows
+	  FROM ringshard.count_plan_rows(rebalance_begin.table_name,
+	         ARRAY(SELECT q.step FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step),
+	         ARRAY(SELECT q.source FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step),
+	         ARRAY(SELECT q.predicate FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step)) c
+	 WHERE p.table_name = rebalance_begin.table_name AND p.step = c.step;
+	RAISE NOTICE '%', ringshard.rebalance_summary_text(table_name, format('rebalance of %s', qualified));
+	RETURN true;
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_begin(regclass, boolean, integer, integer) IS
+	'rebalance(): checks; a dry run prints the plan summary; a new move pushes the topology, records the plan with its rows counted on the sources; returns whether to move';
+
+-- The steps still to do, in order.
+CREATE FUNCTION ringshard.rebalance_unfinished_steps(table_name regclass) RETURNS integer[]
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT coalesce(array_agg(p.step ORDER BY p.step), '{}') FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = rebalance_unfinished_steps.table_name AND p.state <> 'done';
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_unfinished_steps(regclass) IS 'rebalance(): the steps not done yet, in order';
+
+-- Where a step's copy starts: at the beginning for a step not yet copied
+-- (a copy interrupted half way starts again: identical rows already on a
+-- target are skipped), NULL for a step whose rows are all copied.
+CREATE FUNCTION ringshard.rebalance_copy_start(table_name regclass, step integer) RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	UPDATE ringshard.rebalance_progress p SET rows_copied = 0, updated_at = now()
+	 WHERE p.table_name = rebalance_copy_start.table_name AND p.step = rebalance_copy_start.step AND p.state = 'pending';
+	RETURN CASE WHEN FOUND THEN '(0,0)' END;
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_copy_start(regclass, integer) IS 'rebalance(): the ctid a step''s copy starts after, or NULL if the step is copied';
+
+-- Copy one page of a step: up to batch rows of the step from its source
+-- (by ctid, after the given one), inserted on every target where missing,
+-- then checked there.  Returns the ctid to continue after, or NULL once the
+-- step is copied (and marks it so).
+CREATE FUNCTION ringshard.rebalance_copy_page(table_name regclass, step integer, after_ctid text, batch integer)
+	RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	item ringshard.rebalance_progress;
+	key_column name;
+	qualified text := ringshard.qualified_name(table_name);
+	columns text;
+	page json;
+	page_rows integer;
+	target text;
+	missing text;
+BEGIN
+	SELECT * INTO item FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = rebalance_copy_page.table_name AND p.step = rebalance_copy_page.step;
+	SELECT d.key_column INTO key_column FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_copy_page.table_name;
 	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
-	  FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
-
-	FOR item IN SELECT * FROM ringshard.rebalance_progress p
-	             WHERE p.table_name = rebalance.table_name AND p.state <> 'done' ORDER BY p.step LOOP
-		-- Copy: page through the source's rows of this step by ctid; each
-		-- page is inserted where missing and checked, in one transaction.
-		IF item.state = 'pending' THEN
-			total := ringshard.node_value(item.source,
-				format('SELECT count(*) FROM %s t WHERE %s', table_name, item.predicate), '{}', false)::bigint;
-			UPDATE ringshard.rebalance_progress p SET rows_total = total, rows_copied = 0, updated_at = now()
-			 WHERE p.table_name = rebalance.table_name AND p.step = item.step;
-			COMMIT;
-			last_ctid := '(0,0)';
-			LOOP
-				page := ringshard.node_value(item.source,
-					format('SELECT json_build_object(''rows'', coalesce(json_agg(row_to_json(s) ORDER BY s.row_ctid), ''[]''), ''last'', max(s.row_ctid)::text)
-					          FROM (SELECT t.ctid AS row_ctid, %s FROM %s t WHERE %s AND t.ctid > $1::tid ORDER BY t.ctid LIMIT %s) s',
-					       (SELECT string_agg('t.' || quote_ident(a.attname), ', ' ORDER BY a.attnum)
-					          FROM pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
-					       table_name, item.predicate, batch),
-					ARRAY[last_ctid], false)::json;
-				page_rows := json_array_length(page->'rows');
-				EXIT WHEN page_rows = 0;
-				FOREACH target IN ARRAY item.targets LOOP
-					PERFORM ringshard.node_value(target, format(
-						'INSERT INTO %1$s (%2$s) SELECT %2$s FROM json_populate_recordset(NULL::%1$s, $1::json) r
-						  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I IS NOT DISTINCT FROM r.%3$I
-						                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
-						table_name, columns, annotation.key_column), ARRAY[(page->'rows')::text]);
-					missing := ringshard.node_value(target, format(
-						'SELECT count(*) FROM json_populate_recordset(NULL::%1$s, $1::json) r
-						  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
-						                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
-						table_name, annotation.key_column), ARRAY[(page->'rows')::text]);
-					IF missing <> '0' THEN
-						RAISE EXCEPTION 'verification failed: % rows of step % are missing on node "%"', missing, item.step, target
-							USING ERRCODE = 'data_corrupted';
-					END IF;
-				END LOOP;
-				last_ctid := page->>'last';
-				UPDATE ringshard.rebalance_progress p SET rows_copied = p.rows_copied + page_rows, updated_at = now()
-				 WHERE p.table_name = rebalance.table_name AND p.step = item.step;
-				COMMIT;
-				IF pause_ms > 0 THEN
-					PERFORM pg_sleep(pause_ms / 1000.0);
-				END IF;
-			END LOOP;
-			UPDATE ringshard.rebalance_progress p SET state = 'copied', updated_at = now()
-			 WHERE p.table_name = rebalance.table_name AND p.step = item.step;
-			COMMIT;
-		END IF;
-		-- Delete: every row of the step is on every target now.
-		removed := 0;
-		FOREACH target IN ARRAY item.deletes LOOP
-			removed := removed + ringshard.node_value(target,
-				format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT count(*) FROM gone', table_name, item.predicate))::bigint;
+	  FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
+	page := ringshard.node_value(item.source, format(
+		'SELECT pg_catalog.json_build_object(''rows'', coalesce(pg_catalog.json_agg(pg_catalog.row_to_json(s) ORDER BY s.row_ctid), ''[]''::pg_catalog.json),
+		                                     ''last'', pg_catalog.max(s.row_ctid)::pg_catalog.text)
+		   FROM (SELECT t.ctid AS row_ctid, %s FROM %s t
+		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $1::pg_catalog.tid ORDER BY t.ctid LIMIT %s) s',
+		(SELECT string_agg('t.' || quote_ident(a.attname), ', ' ORDER BY a.attnum)
+		   FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
+		qualified, item.predicate, batch), ARRAY[after_ctid], false)::json;
+	page_rows := json_array_length(page->'rows');
+	IF page_rows > 0 THEN
+		FOREACH target IN ARRAY item.targets LOOP
+			PERFORM ringshard.node_value(target, format(
+				'INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
+				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I IS NOT DISTINCT FROM r.%3$I
+				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
+				qualified, columns, key_column), ARRAY[(page->'rows')::text]);
+			missing := ringshard.node_value(target, format(
+				'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
+				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
+				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
+				qualified, key_column), ARRAY[(page->'rows')::text]);
+			IF missing <> '0' THEN
+				RAISE EXCEPTION 'verification failed: % rows of step % are missing on node "%"', missing, step, target
+					USING ERRCODE = 'data_corrupted';
+			END IF;
 		END LOOP;
-		UPDATE ringshard.rebalance_progress p SET state = 'done', rows_deleted = removed, updated_at = now()
-		 WHERE p.table_name = rebalance.table_name AND p.step = item.step;
-		RAISE NOTICE 'step % done: % rows copied to %, % deleted from %', item.step,
-			(SELECT p.rows_copied FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance.table_name AND p.step = item.step),
-			item.targets, removed, item.deletes;
-		COMMIT;
-	END LOOP;
+	END IF;
+	-- A page shorter than batch is the step's last.  A row written to the
+	-- source after the count is copied too: the total grows with it.
+	UPDATE ringshard.rebalance_progress p
+	   SET rows_copied = p.rows_copied + page_rows,
+	       rows_total = CASE WHEN page_rows < batch THEN p.rows_copied + page_rows
+	                         ELSE greatest(p.rows_total, p.rows_copied + page_rows) END,
+	       state = CASE WHEN page_rows < batch THEN 'copied' ELSE p.state END,
+	       updated_at = now()
+	 WHERE p.table_name = rebalance_copy_page.table_name AND p.step = rebalance_copy_page.step;
+	RETURN CASE WHEN page_rows < batch THEN NULL ELSE page->>'last' END;
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_copy_page(regclass, integer, text, integer) IS
+	'rebalance(): copies one page of a step''s rows from its source to its targets where missing and checks them; the ctid to continue after, or NULL when the step is copied';
 
-	-- The table is laid out under the current topology now.
-	EXECUTE 'INSERT INTO ringshard.placements (table_name, snapshot) VALUES ($1, ringshard.placement_snapshot($1))
-	         ON CONFLICT (table_name) DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = pg_catalog.now()'
-		USING table_name;
-	RAISE NOTICE 'rebalance of % complete: % rows copied', table_name,
-		(SELECT coalesce(sum(p.rows_copied), 0) FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance.table_name);
-	DELETE FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance.table_name;
+-- Delete a copied step's rows from the nodes that left its replica set:
+-- every row of the step is on every target now.
+CREATE FUNCTION ringshard.rebalance_finish_step(table_name regclass, step integer) RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	item ringshard.rebalance_progress;
+	target text;
+	removed bigint := 0;
+BEGIN
+	SELECT * INTO item FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;
+	FOREACH target IN ARRAY item.deletes LOOP
+		removed := removed + ringshard.node_value(target,
+			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+			       ringshard.qualified_name(table_name), item.predicate))::bigint;
+	END LOOP;
+	UPDATE ringshard.rebalance_progress p SET state = 'done', rows_deleted = removed, updated_at = now()
+	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_finish_step(regclass, integer) IS
+	'rebalance(): deletes a copied step''s rows from the nodes that left its replica set and marks it done';
+
+-- A progress line, at most every ringshard.rebalance_notice_interval: a
+-- move of hundreds of steps says how far it is without a line per step.
+-- Returns when the last line was printed.
+CREATE FUNCTION ringshard.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz)
+	RETURNS timestamptz
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	status ringshard.rebalance_status;
+BEGIN
+	IF clock_timestamp() < last_notice + coalesce(current_setting('ringshard.rebalance_notice_interval', true), '5s')::interval THEN
+		RETURN last_notice;
+	END IF;
+	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
+	RAISE NOTICE 'rebalance of %: step % of %, rows % of % (% %%)', ringshard.qualified_name(table_name),
+		step, status.steps, status.rows_done, status.rows_total, status.percent;
+	RETURN clock_timestamp();
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_report_progress(regclass, integer, timestamptz) IS
+	'rebalance(): a NOTICE "step k of N, rows x of y" if ringshard.rebalance_notice_interval has passed since the last; returns the time of the last';
+
+-- The last transaction of rebalance(): the table is laid out under the
+-- current topology now.  Nodes kept only for its rows are forgotten.
+CREATE FUNCTION ringshard.rebalance_finish(table_name regclass) RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	totals record;
+	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);
+	forgotten text;
+BEGIN
+	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
+	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
+	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard.placement_snapshot(table_name))
+	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
+	DELETE FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
+	PERFORM ringshard.forget_unused_nodes();
+	SELECT string_agg(format('"%s"', k.node_name), ', ' ORDER BY k.node_name COLLATE "C") INTO forgotten
+	  FROM unnest(known) k(node_name)
+	 WHERE NOT EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = k.node_name);
+	RAISE NOTICE 'rebalance of % complete: % steps, % rows copied, % deleted%', ringshard.qualified_name(table_name),
+		totals.steps, totals.copied, totals.deleted,
+		CASE WHEN forgotten IS NOT NULL
+		     THEN format('; forgotten, in no ring or map and holding no table''s rows any more: %s', forgotten) ELSE '' END;
+END
+$$;
+COMMENT ON FUNCTION ringshard.rebalance_finish(regclass) IS
+	'rebalance(): records the table''s new placement, clears its progress and forgets the nodes nothing needs any more';
+
+-- The move.  A procedure that commits cannot carry a SET clause (a COMMIT
+-- would have to undo it), so this body looks nothing up on the caller's
+-- search_path: every function is schema-qualified, types are pg_catalog's,
+-- the two comparisons name pg_catalog's operators, and all the work (and
+-- every relation) is in the helper functions above, which pin search_path.
+CREATE PROCEDURE ringshard.rebalance(table_name regclass, dry_run boolean DEFAULT false,
+									 batch integer DEFAULT 1000, pause_ms integer DEFAULT 0)
+	LANGUAGE plpgsql AS $$
+DECLARE
+	step pg_catalog.int4;
+	after_ctid pg_catalog.text;
+	last_notice pg_catalog.timestamptz;
+BEGIN
+	IF NOT ringshard.rebalance_begin(table_name, dry_run, batch, pause_ms) THEN
+		RETURN;
+	END IF;
+	COMMIT;
+	last_notice := pg_catalog.clock_timestamp();
+	FOREACH step IN ARRAY ringshard.rebalance_unfinished_steps(table_name) LOOP
+		-- Copy in committed pages; then delete where the rows left.
+		after_ctid := ringshard.rebalance_copy_start(table_name, step);
+		WHILE after_ctid IS NOT NULL LOOP
+			after_ctid := ringshard.rebalance_copy_page(table_name, step, after_ctid, batch);
+			COMMIT;
+			last_notice := ringshard.rebalance_report_progress(table_name, step, last_notice);
+			IF pause_ms OPERATOR(pg_catalog.>) 0 THEN
+				PERFORM pg_catalog.pg_sleep(pause_ms OPERATOR(pg_catalog./) 1000.0);
+			END IF;
+		END LOOP;
+		PERFORM ringshard.rebalance_finish_step(table_name, step);
+		COMMIT;
+		last_notice := ringshard.rebalance_report_progress(table_name, step, last_notice);
+	END LOOP;
+	PERFORM ringshard.rebalance_finish(table_name);
 	COMMIT;
 END
 $$;
 COMMENT ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) IS
-	'moves the rows whose replica set changed since the table was placed: copy, verify, delete, in committed batches; resumable; dry_run prints the plan';
+	'moves the rows whose replica set changed since the table was placed: copy, verify, delete, in committed batches; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';

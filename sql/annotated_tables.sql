@@ -5,7 +5,7 @@ CREATE EXTENSION ringshard;
 RESET client_min_messages;
 --
 -- annotated_tables: tables annotated with a sharding key, shard_of(row),
--- replicas_of(row), the annotated_tables view and rows_per_node
+-- replicas_of(row), the annotated_tables view and table_balance_report
 --
 \set SHOW_CONTEXT never
 
@@ -182,23 +182,28 @@ SELECT ringshard.assign_partitions('gap-low', 28, 28, 'gappy');
 SELECT face_id, shard_of(g), replicas_of(g) FROM gappy_faces g ORDER BY face_id;
 
 --
--- The annotated_tables view and rows_per_node
+-- The annotated_tables view and table_balance_report
 --
 SELECT * FROM ringshard.annotated_tables ORDER BY table_name::text COLLATE "C";
 -- ring, replication 2: every row is owned once and held twice
-SELECT * FROM ringshard.rows_per_node('accounts');
+SELECT * FROM ringshard.table_balance_report('accounts');
 SELECT (SELECT count(*) FROM accounts) AS rows, sum(rows_owned) AS owned, sum(rows_held) AS held,
-       round(sum(share_owned)::numeric, 6) AS shares
-FROM ringshard.rows_per_node('accounts');
+       sum(share) BETWEEN 0.9998 AND 1.0002 AS shares_add_up
+FROM ringshard.table_balance_report('accounts');
+-- the counts are the rows' own placement
+SELECT count(*) AS nodes,
+       count(*) FILTER (WHERE r.rows_owned = (SELECT count(*) FROM accounts a WHERE shard_of(a) = r.node)
+                          AND r.rows_held = (SELECT count(*) FROM accounts a WHERE r.node = ANY (replicas_of(a)))) AS counts_agree
+FROM ringshard.table_balance_report('accounts') r;
 -- a NULL key is on no node
 SELECT (SELECT count(*) FROM users WHERE email IS NOT NULL) AS keyed_rows, sum(rows_owned) AS owned, sum(rows_held) AS held
-FROM ringshard.rows_per_node('users');
-SELECT node, rows_owned, rows_held FROM ringshard.rows_per_node('enrollments');
+FROM ringshard.table_balance_report('users');
+SELECT node, rows_owned, rows_held, share, ideal FROM ringshard.table_balance_report('enrollments');
 SELECT (SELECT count(*) FROM enrollments WHERE keyspace_id IS NOT NULL AND face_id IS NOT NULL) AS placed_rows,
        sum(rows_owned) AS owned, sum(rows_held) AS held
-FROM ringshard.rows_per_node('enrollments');
-SELECT node, rows_owned, rows_held FROM ringshard.rows_per_node('replicated_faces');
-SELECT pg_temp.err($$SELECT * FROM ringshard.rows_per_node('pg_class')$$) AS not_annotated;
+FROM ringshard.table_balance_report('enrollments');
+SELECT node, rows_owned, rows_held, share, ideal FROM ringshard.table_balance_report('replicated_faces');
+SELECT pg_temp.err($$SELECT * FROM ringshard.table_balance_report('pg_class')$$) AS not_annotated;
 
 --
 -- Errors
@@ -320,8 +325,8 @@ WHERE shard_of(m) IS DISTINCT FROM shard_for(m."Key Col", 'orders')
    OR replicas_of(m) IS DISTINCT FROM replicas_for(m."Key Col", 'orders');
 SELECT count(*) AS disagreements FROM "My Table" m
 WHERE replicas_of(m) IS DISTINCT FROM replicas_for(m."Account ""Id""");
-SELECT sum(rows_owned) AS owned, sum(rows_held) AS held FROM ringshard.rows_per_node('"Sales Schema"."My Table"');
-SELECT sum(rows_owned) AS owned, sum(rows_held) AS held FROM ringshard.rows_per_node('"My Table"');
+SELECT sum(rows_owned) AS owned, sum(rows_held) AS held FROM ringshard.table_balance_report('"Sales Schema"."My Table"');
+SELECT sum(rows_owned) AS owned, sum(rows_held) AS held FROM ringshard.table_balance_report('"My Table"');
 SELECT ringshard.undistribute_table('"Sales Schema"."My Table"');
 SELECT ringshard.distribute_table_by_partition('"Sales Schema"."My Table"', 'Key Col', keyspace_column => 'Key Space');
 SELECT count(*) AS disagreements FROM "Sales Schema"."My Table" m

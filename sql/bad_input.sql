@@ -158,7 +158,8 @@ SELECT label, rows
 FROM (VALUES
 	('ring_points(NULL)',              (SELECT count(*) FROM ringshard.ring_points(NULL))),
 	('ring_balance(NULL)',             (SELECT count(*) FROM ringshard.ring_balance(NULL))),
-	('ring_skew(NULL)',                (SELECT count(*) FROM ringshard.ring_skew(NULL))),
+	('ring_balance_report(NULL)',      (SELECT count(*) FROM ringshard.ring_balance_report(NULL))),
+	('table_balance_report(NULL)',     (SELECT count(*) FROM ringshard.table_balance_report(NULL))),
 	('check_partition_map(NULL)',      (SELECT count(*) FROM ringshard.check_partition_map(NULL))),
 	('parse_partition_config(NULL)',   (SELECT count(*) FROM ringshard.parse_partition_config(NULL))),
 	('preview_partition_config(NULL)', (SELECT count(*) FROM ringshard.preview_partition_config(NULL))),
@@ -346,7 +347,7 @@ FROM (VALUES
 	($$SELECT * FROM ringshard.ring_points('nope')$$),
 	($$SELECT * FROM ringshard.ring_balance('nope')$$),
 	($$SELECT ringshard.validate_ring('nope')$$),
-	($$SELECT * FROM ringshard.ring_skew('nope')$$),
+	($$SELECT * FROM ringshard.ring_balance_report('nope')$$),
 	($$SELECT * FROM ringshard.check_partition_map('nope')$$),
 	($$SELECT ringshard.partition_config('nope')$$),
 	($$SELECT * FROM ringshard.preview_add_node('x', 'nope')$$),
@@ -380,7 +381,7 @@ FROM (VALUES
 	($$SELECT ringshard.undistribute_table('sentinel')$$),
 	($$SELECT shard_of(s) FROM sentinel s$$),
 	($$SELECT shard_of(ROW(1, 2))$$),
-	($$SELECT * FROM ringshard.rows_per_node('sentinel')$$),
+	($$SELECT * FROM ringshard.table_balance_report('sentinel')$$),
 	($$SELECT * FROM ringshard.plan_table_moves('t_map', 'add', 'x')$$),
 	($$SELECT * FROM ringshard.suggest_partition_boundaries('t_solo')$$)
 ) v(stmt);
@@ -572,8 +573,8 @@ SELECT count(*) FILTER (WHERE shard_of(t) = shard_for(t."""", $r$x'); DROP TABLE
 FROM "x'); DROP TABLE sentinel; --" t;
 SELECT count(*) FILTER (WHERE replicas_of(t) = nodes_for(t."ks'", t."'k", '\')) AS map_rows_agree
 FROM "$$;" t;
-SELECT sum(rows_owned) AS rows_owned FROM ringshard.rows_per_node($t$"x'); DROP TABLE sentinel; --"$t$);
-SELECT sum(rows_owned) AS rows_owned FROM ringshard.table_skew($t$"x'); DROP TABLE sentinel; --"$t$);
+SELECT sum(rows_owned) AS rows_owned FROM ringshard.table_balance_report($t$"x'); DROP TABLE sentinel; --"$t$);
+SELECT sum(rows_held) AS rows_held FROM ringshard.table_balance_report('"$$;"');
 SELECT count(*) > 0 AS some_rows_move
 FROM ringshard.plan_table_moves($t$"x'); DROP TABLE sentinel; --"$t$, 'add', $n$y'); DROP TABLE sentinel; --$n$);
 SELECT sum(rows) > 0 AS some_rows_move

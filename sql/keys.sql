@@ -439,7 +439,7 @@ CREATE TABLE keys.ledger (region numeric, id bigint);
 INSERT INTO keys.ledger SELECT (ARRAY[1.5, 1.50, 2.000, -0.0])[1 + g % 4], g FROM generate_series(1, 1000) g;
 SELECT ringshard.distribute_table_by_partition('keys.ledger', 'id', keyspace_column => 'region');
 SELECT s.node, s.current_rows, p.rows_held, s.current_rows = p.rows_held AS same
-  FROM ringshard.suggest_partition_boundaries('keys.ledger') s JOIN ringshard.rows_per_node('keys.ledger') p USING (node)
+  FROM ringshard.suggest_partition_boundaries('keys.ledger') s JOIN ringshard.table_balance_report('keys.ledger') p USING (node)
  ORDER BY s.node;
 SELECT ringshard.undistribute_table('keys.ledger');
 

@@ -8,6 +8,7 @@
 #include "libpq-fe.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 
 #include "admin_errors.h"
 #include "fdw/ddl.h"
@@ -21,6 +22,9 @@
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+/* Read by ringshard.rebalance_report_progress() through current_setting(). */
+static int	rebalance_notice_interval_ms = 5000;
 
 /*
  * Load-time set-up: cache invalidation hooks, clean administration errors,
@@ -37,6 +41,11 @@ _PG_init(void)
 	rsfdw_init();
 	rsfdw_ddl_init();
 	watchdog_init();
+	DefineCustomIntVariable("ringshard.rebalance_notice_interval",
+							"Least time between two progress notices of ringshard.rebalance().",
+							"A move of many steps reports \"step k of N, rows x of y\" at most this often; 0 reports after every page and step.",
+							&rebalance_notice_interval_ms, 5000, 0, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
 PG_FUNCTION_INFO_V1(ringshard_address_is_safe);

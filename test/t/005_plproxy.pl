@@ -1,6 +1,9 @@
 # The PL/Proxy bridge: PL/Proxy functions use a ringshard partition map as
 # their cluster and RUN ON partition_for(keyspace, key): each call reaches the
-# holder ringshard names, and a holder marked down is skipped.
+# holder ringshard names, and a holder marked down is skipped.  The bridge's
+# connection strings are libpq key=value strings that PL/Proxy can extend,
+# quoted the libpq way: a database whose name holds a space and a quote, and
+# a node addressed by URI, are reached too.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -67,6 +70,46 @@ $proxy->safe_psql('postgres', q{SELECT ringshard.create_partition_map('holey');
 	SELECT ringshard.assign_partitions((SELECT node_name FROM ringshard.nodes ORDER BY 1 LIMIT 1), 0, 100, 'holey');});
 my ($rc, $out, $err) = $proxy->psql('postgres', q{SELECT count(*) FROM plproxy.get_cluster_partitions('holey')});
 like($err, qr/partition 101 of map "holey" has no node/, 'a map with a gap is refused with the partition named');
+
+# A database whose name holds a space and a quote, on the proxy and on the
+# workers; one worker addressed by key=value pairs and one by URI, neither
+# naming the database (it defaults to the proxy's own).
+my $odd_db = q{proxy db's};
+(my $odd_ident = $odd_db) =~ s/"/""/g;
+for my $node ($proxy, @workers)
+{
+	$node->safe_psql('postgres', qq{CREATE DATABASE "$odd_ident"});
+	$node->safe_psql($odd_db, 'CREATE EXTENSION ringshard');
+}
+$_->safe_psql($odd_db, q{
+	CREATE FUNCTION whoami(keyspace text, key text) RETURNS text
+	LANGUAGE sql AS $$ SELECT local_node || ' in ' || current_database() FROM ringshard.cluster_state $$;
+}) for @workers;
+(my $socket = $workers[1]->host) =~ s{([^A-Za-z0-9_.~-])}{sprintf('%%%02X', ord($1))}ge;
+my $uri = sprintf('postgresql://%s:%d', $socket, $workers[1]->port);
+$config = "version: \"v1\"\nnodes:\n";
+$config .= "- address: \"$a1\"\n  partition_start: 0\n  partition_end: 127\n";
+$config .= "- address: \"$uri\"\n  partition_start: 128\n  partition_end: 255\n";
+$proxy->safe_psql($odd_db, qq{
+	CREATE EXTENSION plproxy;
+	SELECT ringshard.install_plproxy_bridge();
+	SELECT ringshard.load_partition_config(\$yaml\$$config\$yaml\$);
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE FUNCTION whoami(keyspace text, key text) RETURNS text AS \$\$
+		CLUSTER 'default';
+		RUN ON partition_for(keyspace, key);
+	\$\$ LANGUAGE plproxy;
+});
+my $quoted_db = q{dbname='proxy db\\'s'};
+is($proxy->safe_psql($odd_db, q{SELECT DISTINCT c FROM plproxy.get_cluster_partitions('default') c ORDER BY 1}),
+	join("\n", sort(sprintf('host=%s port=%d %s', $workers[0]->host, $workers[0]->port, $quoted_db),
+	                 sprintf('host=%s port=%d %s', $workers[1]->host, $workers[1]->port, $quoted_db))),
+	'the bridge quotes the database name the libpq way and writes the URI as key=value pairs');
+is($proxy->safe_psql($odd_db, q{
+	SELECT count(*) FILTER (WHERE whoami('faces', 'face-' || g) <> (nodes_for('faces', 'face-' || g))[1] || ' in proxy db''s'),
+	       count(DISTINCT whoami('faces', 'face-' || g))
+	  FROM generate_series(1, 200) g}),
+	'0|2', 'PL/Proxy reaches both workers, by key=value address and by URI, in the database named with a space and a quote');
 
 $_->stop for ($proxy, @workers);
 done_testing();

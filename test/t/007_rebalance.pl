@@ -1,12 +1,16 @@
 # Rebalancing: a fourth worker joins three; rebalance() moves exactly the rows
 # whose replica set changed (about what the preview says), leaves every other
 # row untouched, survives the coordinator being killed in the middle, and
-# ends with every row on exactly its replicas, once.
+# ends with every row on exactly its replicas, once.  Its output is a plan
+# summary first (rows per source and target, counted before anything moves),
+# then "step k of N, rows x of y" at most every few seconds, and
+# rebalance_status counts the whole plan from the first step on.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 
 my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
 my @workers = map { PostgreSQL::Test::Cluster->new("r$_") } 1 .. 4;
@@ -44,7 +48,27 @@ my @before = map { $_->safe_psql('postgres', q{SELECT string_agg(id || ':' || xm
 
 $coordinator->safe_psql('postgres', "SELECT ringshard.add_node('r4', '$address{r4}')");
 my ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', dry_run => true)});
-like($err, qr/step 1: .* copy from r\d to \{r\d/, 'a dry run prints the plan');
+# The dry run is a summary: a title with the plan's steps and rows, then one
+# line per (source, target) pair, not a line per step.
+my ($plan_steps, $plan_rows) = $err =~ /rebalance plan of public\.items \(dry run, nothing changed\): (\d+) steps, (\d+) rows to copy/;
+ok(defined $plan_rows, 'a dry run prints the plan summary with its steps and rows') or diag($err);
+my %pairs;
+while ($err =~ /^ (r\d) +\| (r\d) +\| +(\d+) \| +(\d+) \| +([\d.]+)$/mg)
+{
+	$pairs{"$1>$2"} = { steps => $3, rows => $4, share => $5 };
+}
+is(join(',', sort keys %pairs), 'r1>r4,r2>r4,r3>r4', 'one line per pair: every old node copies to r4');
+my ($pair_rows, $pair_steps, $pair_share) = (0, 0, 0);
+for (values %pairs) { $pair_rows += $_->{rows}; $pair_steps += $_->{steps}; $pair_share += $_->{share} }
+# R = 2 and one node joins: every row whose replica set changed gains r4 and
+# nothing else, so the rows to copy are exactly the rows the preview named.
+is($plan_rows, $preview_rows, "the plan's rows, counted on the sources, are the rows whose replica set changes ($preview_rows)");
+is($pair_rows, $plan_rows, 'the pairs add up to the total');
+is($pair_steps, $plan_steps, 'each step copies to one node here: the pairs\' steps add up to the plan\'s');
+cmp_ok(abs($pair_share - 1), '<', 0.001, 'the shares add up to 1');
+cmp_ok(scalar(split /\n/, $err), '<=', 8, "the dry run prints a few lines, not one per step ($plan_steps steps)");
+is($coordinator->safe_psql('postgres', q{SELECT sum(rows) || '/' || sum(steps) FROM ringshard.rebalance_plan_summary('items')}),
+	"$plan_rows/$plan_steps", 'rebalance_plan_summary() gives the same plan as rows');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.rebalance_progress}), '0',
 	'a dry run changes nothing');
 
@@ -57,6 +81,17 @@ $mover->query_until(qr/started/, q{
 ok($coordinator->poll_query_until('postgres',
 	q{SELECT coalesce(sum(rows_done), 0) > 40 FROM ringshard.rebalance_status}),
 	'the move makes progress a person can watch');
+# rebalance_status, read in the middle: the rows of the whole plan, the rows
+# copied so far, and the percent that is their ratio.
+my ($st_steps, $st_done, $st_total, $st_rows_done, $st_percent, $st_exact) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT steps, steps_done, rows_total, rows_done, percent, round(100.0 * rows_done / rows_total, 1)
+	    FROM ringshard.rebalance_status WHERE table_name = 'items'::regclass});
+note("status when the coordinator was about to be killed: step $st_done of $st_steps, rows $st_rows_done of $st_total ($st_percent %)");
+is($st_steps, $plan_steps, 'rebalance_status counts every step of the plan');
+cmp_ok($st_total, '>=', $plan_rows, 'rows_total is the whole plan from the first step on, not the steps started so far');
+cmp_ok($st_rows_done, '<', $st_total, 'rows_done is below rows_total in the middle of the move');
+is($st_percent, $st_exact, "percent is rows_done against rows_total ($st_percent)");
+cmp_ok($st_done, '<', $st_steps, 'steps_done is below steps in the middle of the move');
 # Writes that arrive during the move go to the new replica sets and survive it.
 $coordinator->safe_psql('postgres', q{INSERT INTO items SELECT g, 'during-' || g FROM generate_series(1201, 1300) g});
 my $progress = $coordinator->safe_psql('postgres',
@@ -74,9 +109,30 @@ $coordinator->start;
 is($coordinator->safe_psql('postgres', q{SELECT count(*) > 0 FROM ringshard.rebalance_progress WHERE state <> 'done'}), 't',
 	'the interrupted rebalance left its unfinished steps');
 
-($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items')});
+is($coordinator->safe_psql('postgres', q{LOAD 'ringshard'; SHOW ringshard.rebalance_notice_interval}), '5s',
+	'progress is reported every 5 s by default');
+# The rest of the move, paced to take a few seconds, with a progress line at
+# most every second.
+my $started = time;
+($rc, $out, $err) = $coordinator->psql('postgres',
+	q{SET ringshard.rebalance_notice_interval = '1s'; CALL ringshard.rebalance('items', pause_ms => 10)});
+my $elapsed = time - $started;
 is($rc, 0, 'calling rebalance again resumes and finishes the move');
-like($err, qr/resuming at step/, 'it says it resumes');
+like($err, qr/rebalance of public\.items: resuming at step \d+ of $plan_steps, rows \d+ of \d+ copied/,
+	'it says where it resumes, as step k of N and rows x of y');
+my @steps_reported = $err =~ /rebalance of public\.items: step (\d+) of $plan_steps, rows \d+ of \d+ \([\d.]+ %\)/g;
+my @rows_reported = $err =~ /rebalance of public\.items: step \d+ of $plan_steps, rows (\d+) of \d+ \(/g;
+note(sprintf('%d progress lines in %.1f s: steps %s', scalar(@steps_reported), $elapsed, join(' ', @steps_reported)));
+cmp_ok($elapsed, '>', 3, 'the paced move takes a few seconds');
+cmp_ok(scalar(@steps_reported), '>=', 2, 'progress lines appear while it runs');
+cmp_ok(scalar(@steps_reported), '<=', int($elapsed) + 1, 'and no more often than that');
+is(join(' ', @steps_reported), join(' ', sort { $a <=> $b } @steps_reported), 'the steps reported go forward');
+is(join(' ', @rows_reported), join(' ', sort { $a <=> $b } @rows_reported), 'so do the rows');
+cmp_ok(scalar(split /\n/, $err), '<=', scalar(@steps_reported) + 3, 'nothing else but the resume and the end');
+my ($copied, $deleted) = $err =~ /rebalance of public\.items complete: $plan_steps steps, (\d+) rows copied, (\d+) deleted/;
+ok(defined $deleted, 'it ends with the totals') or diag($err);
+is($deleted, $preview_rows, 'every row whose replica set changed was deleted once from the node that left it');
+cmp_ok($copied, '>=', $plan_rows, 'every planned row was copied (and the rows written during the move that it met)');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.rebalance_progress}), '0',
 	'no unfinished steps remain');
 
