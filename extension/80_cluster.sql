@@ -212,6 +212,17 @@ CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS 
 COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
 	'makes an annotated table a distributed table: creates it on every node, moves its rows to their replicas, and replaces it by a foreign table of the same name; returns the rows moved';
 
+-- DDL on a distributed table goes through the library's ProcessUtility hook,
+-- which sends it to the nodes; in a session where the library was not loaded
+-- yet, this refuses the command instead of changing the coordinator alone.
+CREATE FUNCTION ringshard.ddl_guard() RETURNS event_trigger
+	AS 'MODULE_PATHNAME', 'ringshard_ddl_guard' LANGUAGE C;
+COMMENT ON FUNCTION ringshard.ddl_guard() IS
+	'event trigger: refuses DDL on a distributed table that would miss the nodes (library not loaded at the command''s start)';
+CREATE EVENT TRIGGER ringshard_ddl_guard ON ddl_command_start
+	WHEN TAG IN ('ALTER TABLE', 'ALTER FOREIGN TABLE', 'CREATE INDEX', 'DROP TABLE', 'DROP FOREIGN TABLE')
+	EXECUTE FUNCTION ringshard.ddl_guard();
+
 -- cluster_get and cluster_fanout of 1.0: plain queries of the distributed table now.
 CREATE FUNCTION ringshard.cluster_get(row_type anyelement, key text, keyspace text DEFAULT NULL)
 	RETURNS SETOF anyelement

@@ -192,7 +192,7 @@ DECLARE
 	missing text;
 	unaddressed text;
 BEGIN
-	SELECT min(x.node) FILTER (WHERE n.node_name IS NULL), min(x.node) FILTER (WHERE n.node_name IS NOT NULL AND n.address IS NULL)
+	SELECT min(x.node) FILTER (WHERE n.node_name IS NULL), min(x.node) FILTER (WHERE n.node_name IS NOT NULL AND n.server_name IS NULL)
 	  INTO missing, unaddressed
 	  FROM (SELECT DISTINCT u.node FROM unnest(nodes) u(node)) x
 	  LEFT JOIN ringshard.nodes n ON n.node_name = x.node;
@@ -200,7 +200,7 @@ BEGIN
 		RAISE EXCEPTION 'rebalance of % needs node "%", which is not in ringshard.nodes', ringshard.qualified_name(table_name), missing
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 			      DETAIL = 'The table''s rows are laid out on it: the plan copies rows from it or deletes rows there.',
-			      HINT = 'Give the node back its address (INSERT INTO ringshard.nodes (node_name, address) VALUES (...)), then rebalance; a node leaving a ring is kept until the rebalance that moves its rows.';
+			      HINT = 'Add the node back with its address (ringshard.add_node(node, address, ring), then remove_node), then rebalance; a node leaving a ring is kept until the rebalance that moves its rows.';
 	END IF;
 	IF unaddressed IS NOT NULL THEN
 		RAISE EXCEPTION 'rebalance of % needs node "%", which has no address', ringshard.qualified_name(table_name), unaddressed

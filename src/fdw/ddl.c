@@ -648,11 +648,17 @@ ringshard_create_distributed_table(PG_FUNCTION_ARGS)
 	{
 		Oid			argtypes[2] = {OIDOID, OIDOID};
 		Datum		values[2] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(new_relid)};
+		int			changed;
 
 		(void) owner_catalog_query("UPDATE ringshard.distributed_tables SET table_name = $2::pg_catalog.regclass "
-								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, (int *) &nrows);
+								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, &changed);
 		(void) owner_catalog_query("UPDATE ringshard.placements SET table_name = $2::pg_catalog.regclass "
-								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, (int *) &nrows);
+								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, &changed);
+		/* its rows are laid out under the current topology from now on */
+		(void) owner_catalog_query("INSERT INTO ringshard.placements (table_name, snapshot) "
+								   "VALUES ($2::pg_catalog.regclass, ringshard.placement_snapshot($2::pg_catalog.regclass)) "
+								   "ON CONFLICT (table_name) DO UPDATE SET snapshot = EXCLUDED.snapshot, "
+								   "placed_at = pg_catalog.now()", 2, argtypes, values, false, &changed);
 	}
 	record_node_ddl(new_relid, names, parts, true);
 	}

@@ -17,6 +17,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "commands/defrem.h"
+#include "commands/event_trigger.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -35,6 +36,9 @@
 static ProcessUtility_hook_type previous_utility_hook = NULL;
 
 bool		ringshard_ddl_internal = false;
+
+/* How deep we are inside ringshard_process_utility (the guard's proof that the hook ran). */
+static int	hook_depth = 0;
 
 /* Run a (changed) utility statement the normal way. */
 static void
@@ -535,6 +539,13 @@ drop_objects(PlannedStmt *pstmt, DropStmt *stmt, const char *queryString, Proces
 	if (node_sql == NIL)
 		return false;
 
+	/*
+	 * The nodes first: dropping the table here may forget nodes that only
+	 * held its rows (and their servers).  All of it commits or rolls back
+	 * together.
+	 */
+	foreach(lc, node_sql)
+		run_on_all_nodes(lfirst(lc));
 	if (others != NIL)
 	{
 		DropStmt   *rest = copyObject(stmt);
@@ -550,8 +561,6 @@ drop_objects(PlannedStmt *pstmt, DropStmt *stmt, const char *queryString, Proces
 		tables->removeType = OBJECT_FOREIGN_TABLE;
 		run_utility(pstmt, (Node *) tables, queryString, context, params, queryEnv, dest, qc);
 	}
-	foreach(lc, node_sql)
-		run_on_all_nodes(lfirst(lc));
 	if (node_index_owner != NIL)
 	{
 		ListCell   *o;
@@ -600,10 +609,31 @@ rename_object(PlannedStmt *pstmt, RenameStmt *stmt, const char *queryString, Pro
 	return true;
 }
 
+static void ringshard_process_utility_body(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+										   ProcessUtilityContext context, ParamListInfo params,
+										   QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc);
+
 static void
 ringshard_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 						  ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *queryEnv,
 						  DestReceiver *dest, QueryCompletion *qc)
+{
+	hook_depth++;
+	PG_TRY();
+	{
+		ringshard_process_utility_body(pstmt, queryString, readOnlyTree, context, params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		hook_depth--;
+	}
+	PG_END_TRY();
+}
+
+static void
+ringshard_process_utility_body(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+							   ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *queryEnv,
+							   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
@@ -675,4 +705,63 @@ rsfdw_ddl_init(void)
 {
 	previous_utility_hook = ProcessUtility_hook;
 	ProcessUtility_hook = ringshard_process_utility;
+}
+
+/* Whether a utility statement names a distributed table (or a node-only index of one). */
+static bool
+names_distributed_table(Node *parsetree)
+{
+	switch (nodeTag(parsetree))
+	{
+		case T_AlterTableStmt:
+			return is_distributed_table(RangeVarGetRelid(((AlterTableStmt *) parsetree)->relation, NoLock, true));
+		case T_IndexStmt:
+			return is_distributed_table(RangeVarGetRelid(((IndexStmt *) parsetree)->relation, NoLock, true));
+		case T_RenameStmt:
+			return ((RenameStmt *) parsetree)->relation &&
+				is_distributed_table(RangeVarGetRelid(((RenameStmt *) parsetree)->relation, NoLock, true));
+		case T_AlterObjectSchemaStmt:
+			return ((AlterObjectSchemaStmt *) parsetree)->relation &&
+				is_distributed_table(RangeVarGetRelid(((AlterObjectSchemaStmt *) parsetree)->relation, NoLock, true));
+		case T_DropStmt:
+			{
+				DropStmt   *stmt = (DropStmt *) parsetree;
+				ListCell   *lc;
+
+				if (stmt->removeType != OBJECT_TABLE && stmt->removeType != OBJECT_FOREIGN_TABLE)
+					return false;
+				foreach(lc, stmt->objects)
+					if (is_distributed_table(RangeVarGetRelid(makeRangeVarFromNameList(lfirst(lc)), NoLock, true)))
+						return true;
+				return false;
+			}
+		default:
+			return false;
+	}
+}
+
+PG_FUNCTION_INFO_V1(ringshard_ddl_guard);
+
+/*
+ * Event trigger at ddl_command_start: DDL on a distributed table that did
+ * not pass the hook (the library was not loaded when the session started
+ * the command) would change the coordinator alone.  Refuse it; by now the
+ * library is loaded, so the same command works when run again.
+ */
+Datum
+ringshard_ddl_guard(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trigdata;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		elog(ERROR, "ringshard_ddl_guard() must be called as an event trigger");
+	trigdata = (EventTriggerData *) fcinfo->context;
+	if (hook_depth == 0 && !ringshard_ddl_internal && names_distributed_table(trigdata->parsetree))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("DDL on a distributed table needs ringshard's library loaded when the command starts"),
+				 errdetail("Otherwise it would change the coordinator's table and not the nodes'."),
+				 errhint("Run the command again (the library is loaded now), and add ringshard to "
+						 "shared_preload_libraries on the coordinator.")));
+	PG_RETURN_VOID();
 }

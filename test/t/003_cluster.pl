@@ -15,7 +15,7 @@ for my $node ($coordinator, @workers)
 {
 	$node->init;
 	# nodes take part in two-phase commit
-	$node->append_conf('postgresql.conf', 'max_prepared_transactions = 20');
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 }

@@ -102,8 +102,8 @@ $proxy->safe_psql($odd_db, qq{
 });
 my $quoted_db = q{dbname='proxy db\\'s'};
 is($proxy->safe_psql($odd_db, q{SELECT DISTINCT c FROM plproxy.get_cluster_partitions('default') c ORDER BY 1}),
-	join("\n", sort(sprintf('host=%s port=%d %s', $workers[0]->host, $workers[0]->port, $quoted_db),
-	                 sprintf('host=%s port=%d %s', $workers[1]->host, $workers[1]->port, $quoted_db))),
+	join("\n", sort(sprintf("host='%s' port='%d' %s", $workers[0]->host, $workers[0]->port, $quoted_db),
+	                 sprintf("host='%s' port='%d' %s", $workers[1]->host, $workers[1]->port, $quoted_db))),
 	'the bridge quotes the database name the libpq way and writes the URI as key=value pairs');
 is($proxy->safe_psql($odd_db, q{
 	SELECT count(*) FILTER (WHERE whoami('faces', 'face-' || g) <> (nodes_for('faces', 'face-' || g))[1] || ' in proxy db''s'),

@@ -17,7 +17,7 @@ my @workers = map { PostgreSQL::Test::Cluster->new("r$_") } 1 .. 4;
 for my $node ($coordinator, @workers)
 {
 	$node->init;
-	$node->append_conf('postgresql.conf', 'max_prepared_transactions = 20');
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 }

@@ -15,6 +15,7 @@ my @workers = map { PostgreSQL::Test::Cluster->new("w$_") } 1 .. 3;
 for my $node ($coordinator, @workers)
 {
 	$node->init;
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 }
@@ -49,7 +50,7 @@ unlike($err, qr/kept/, 'while w3 is still on r2, removing it from r1 says nothin
 ($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT ringshard.remove_node('w3', 'r2')});
 like($err, qr/node "w3" is in no ring or map now; it is kept until its rows have moved\nDETAIL:  Rows of public\.t1, public\.t2 are laid out on it\./,
 	'leaving its last ring, w3 is kept until the rows of t1 and t2 have moved, and remove_node says so');
-is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.nodes WHERE node_name = 'w3' AND address IS NOT NULL}),
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.nodes WHERE node_name = 'w3' AND server_name IS NOT NULL}),
 	'1', 'w3 is still in the catalog with its address after leaving every ring');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.ring_members WHERE node_name = 'w3'}),
 	'0', 'w3 is on no ring');

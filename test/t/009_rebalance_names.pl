@@ -15,6 +15,7 @@ my @workers = map { PostgreSQL::Test::Cluster->new("n$_") } 1 .. 3;
 for my $node ($coordinator, @workers)
 {
 	$node->init;
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 }
