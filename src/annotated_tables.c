@@ -10,7 +10,9 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/typcache.h"
 
 #include "annotated_tables.h"
@@ -35,17 +37,97 @@ row_column(TupleDesc desc, const char *column, const char *table_name, Oid *type
 			 errmsg("column \"%s\" of annotated table %s not found in the row", column, table_name)));
 }
 
+/*
+ * A table's annotation as ringshard.distributed_tables has it, cached per
+ * table until the topology changes (every change of that catalog bumps the
+ * generation): statements against a distributed table load their placement
+ * at every start, and a catalog query each time would cost more than the
+ * routing itself.
+ */
+typedef struct Annotation
+{
+	Oid			relid;			/* hash key */
+	uint64		generation;
+	bool		found;
+	char	   *key_column;
+	char	   *ring_name;
+	char	   *map_name;
+	char	   *keyspace;
+	char	   *keyspace_column;
+} Annotation;
+
+static HTAB *annotations = NULL;
+
+static char *
+keep_string(const char *value)
+{
+	return value ? MemoryContextStrdup(TopMemoryContext, value) : NULL;
+}
+
+static Annotation *
+cached_annotation(Oid relid)
+{
+	Annotation *entry;
+	bool		found;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	if (annotations == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(Annotation);
+		ctl.hcxt = TopMemoryContext;
+		annotations = hash_create("ringshard annotations", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(annotations, &relid, HASH_ENTER, &found);
+	if (found && entry->generation == topology_cache_generation)
+		return entry->found ? entry : NULL;
+	if (found)
+	{
+		char	   *strings[5] = {entry->key_column, entry->ring_name, entry->map_name, entry->keyspace,
+		entry->keyspace_column};
+
+		for (int i = 0; i < 5; i++)
+			if (strings[i])
+				pfree(strings[i]);
+	}
+	memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT key_column::text, ring_name, map_name, keyspace, keyspace_column::text "
+							  "FROM ringshard.distributed_tables "
+							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "ringshard catalog query failed");
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		entry->found = true;
+		entry->key_column = keep_string(SPI_getvalue(tuple, desc, 1));
+		entry->ring_name = keep_string(SPI_getvalue(tuple, desc, 2));
+		entry->map_name = keep_string(SPI_getvalue(tuple, desc, 3));
+		entry->keyspace = keep_string(SPI_getvalue(tuple, desc, 4));
+		entry->keyspace_column = keep_string(SPI_getvalue(tuple, desc, 5));
+	}
+	SPI_finish();
+	entry->generation = topology_cache_generation;
+	return entry->found ? entry : NULL;
+}
+
 /* Load (or reload, after a topology change) the annotation of a table. */
 void
 table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	char	   *key_column;
 	char	   *ring_name = NULL;
 	char	   *map_name = NULL;
 	char	   *keyspace_column = NULL;
 	Oid			type_oid;
+	Annotation *annotation;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -54,34 +136,22 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 				 errhint("Pass the table alias, as in SELECT shard_of(t) FROM my_table t.")));
 
 	state->table_name = MemoryContextStrdup(mcxt, get_rel_name(relid) ? get_rel_name(relid) : "?");
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT key_column::text, ring_name, map_name, keyspace, keyspace_column::text "
-							  "FROM ringshard.distributed_tables "
-							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "ringshard catalog query failed");
-	if (SPI_processed != 1)
+	annotation = cached_annotation(relid);
+	if (annotation == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not annotated with a sharding key", state->table_name),
 				 errhint("Annotate it with ringshard.distribute_table() or ringshard.distribute_table_by_partition().")));
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[0];
-		TupleDesc	spi_desc = SPI_tuptable->tupdesc;
-
-		key_column = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 1));
-		state->key_column = key_column;
-		if (SPI_getvalue(tuple, spi_desc, 2))
-			ring_name = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 2));
-		if (SPI_getvalue(tuple, spi_desc, 3))
-			map_name = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 3));
-		if (SPI_getvalue(tuple, spi_desc, 4))
-			state->keyspace = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 4));
-		if (SPI_getvalue(tuple, spi_desc, 5))
-			keyspace_column = MemoryContextStrdup(mcxt, SPI_getvalue(tuple, spi_desc, 5));
-		state->keyspace_column = keyspace_column;
-	}
-	SPI_finish();
+	key_column = MemoryContextStrdup(mcxt, annotation->key_column);
+	state->key_column = key_column;
+	if (annotation->ring_name)
+		ring_name = MemoryContextStrdup(mcxt, annotation->ring_name);
+	if (annotation->map_name)
+		map_name = MemoryContextStrdup(mcxt, annotation->map_name);
+	state->keyspace = annotation->keyspace ? MemoryContextStrdup(mcxt, annotation->keyspace) : NULL;
+	if (annotation->keyspace_column)
+		keyspace_column = MemoryContextStrdup(mcxt, annotation->keyspace_column);
+	state->keyspace_column = keyspace_column;
 
 	state->key_attnum = row_column(desc, key_column, state->table_name, &type_oid);
 	key_encoder_init(&state->key, type_oid, mcxt);

@@ -90,8 +90,8 @@ placement_key_replicas(TablePlacement *p, Datum key, Datum keyspace, uint16 *out
 	char		keyspace_buf[KEY_BYTES_BUFSIZE];
 	size_t		len;
 	const char *bytes = key_encoder_bytes(&p->key, key, buf, &len);
-	const char *ks = p->keyspace;
-	size_t		ks_len = ks ? strlen(ks) : 0;
+	const char *ks = p->keyspace_bytes;	/* a constant keyspace, in UTF-8 */
+	size_t		ks_len = p->keyspace_bytes_len;
 
 	if (p->map && p->keyspace_attnum > 0)
 		ks = key_encoder_bytes(&p->keyspace_key, keyspace, keyspace_buf, &ks_len);

@@ -341,6 +341,45 @@ report_unreachable_key(RsScanState *state, KeyRoute *route)
 					 "the rows of such keys are left out.")));
 }
 
+/*
+ * The remote SQL of a router query with the keys as parameter $1 (one key)
+ * or $1 an array, and that parameter's text.
+ */
+static char *
+router_sql_param(RsScanState *state, NodeStream *stream, const char *select, const char *from_where,
+				 const char *tail, char **param)
+{
+	Oid			output;
+	bool		varlena;
+
+	if (list_length(stream->routes) == 1)
+	{
+		getTypeOutputInfo(state->key_type, &output, &varlena);
+		*param = OidOutputFunctionCall(output, ((KeyRoute *) linitial(stream->routes))->key);
+		return psprintf("SELECT %s%s AND t.%s OPERATOR(pg_catalog.=) $1::%s%s", select, from_where,
+						state->key_column, rsfdw_type_name(state->key_type, -1), tail);
+	}
+	else
+	{
+		Oid			array_type = get_array_type(state->key_type);
+		Datum	   *keys = palloc(sizeof(Datum) * list_length(stream->routes));
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		ListCell   *lc;
+		int			n = 0;
+
+		foreach(lc, stream->routes)
+			keys[n++] = ((KeyRoute *) lfirst(lc))->key;
+		get_typlenbyvalalign(state->key_type, &typlen, &typbyval, &typalign);
+		getTypeOutputInfo(array_type, &output, &varlena);
+		*param = OidOutputFunctionCall(output, PointerGetDatum(construct_array(keys, n, state->key_type,
+																			   typlen, typbyval, typalign)));
+		return psprintf("SELECT %s%s AND t.%s OPERATOR(pg_catalog.=) ANY ($1::%s)%s", select, from_where,
+						state->key_column, rsfdw_type_name(array_type, -1), tail);
+	}
+}
+
 /* The remote SQL of a router query for the keys of one stream. */
 static char *
 router_sql(RsScanState *state, NodeStream *stream, const char *select, const char *from_where, const char *tail)
@@ -421,10 +460,33 @@ route_keys(RsScanState *state, List *routes, const char *select, const char *fro
 
 			if (stream->routes == NIL || stream->in_flight || stream->exhausted)
 				continue;
-			if (stream->conn->link == LINK_IDLE)
-				remote_send(stream->conn, router_sql(state, stream, select, from_where, tail), true, stream);
-			else if (stream->conn->link == LINK_BUSY)	/* another stream's query: it gets parked */
-				remote_send(stream->conn, router_sql(state, stream, select, from_where, tail), true, stream);
+			/*
+			 * A statement on its own reads a key in one round trip, without
+			 * a remote transaction to begin and commit: one node's snapshot
+			 * is all it needs.  In a transaction block, the remote
+			 * transaction keeps its reads consistent on that node.
+			 */
+			if (stream->conn->link == LINK_IDLE || stream->conn->link == LINK_BUSY)
+			{
+				bool		in_transaction = IsTransactionBlock() || stream->conn->xact != RXACT_NONE;
+
+				/*
+				 * With no parameter but the keys, the statement is prepared
+				 * on the node once and only the keys travel afterwards.
+				 */
+				if (state->nparams == 0 && OidIsValid(get_array_type(state->key_type)) &&
+					remote_can_send_prepared(stream->conn, in_transaction))
+				{
+					char	   *param;
+					char	   *sql = router_sql_param(state, stream, select, from_where, tail, &param);
+					const char *params[1] = {param};
+
+					remote_send_prepared(stream->conn, sql, 1, params, stream);
+				}
+				else
+					remote_send(stream->conn, router_sql(state, stream, select, from_where, tail),
+								in_transaction, stream);
+			}
 			if (!remote_owner_pending(stream->conn, stream))
 			{
 				foreach(lc, stream->routes)

@@ -104,9 +104,36 @@ set_last_error(RemoteConnection *c, const char *error)
 	c->last_error = copy;
 }
 
+/* A statement prepared on a link. */
+typedef struct PreparedStatement
+{
+	char	   *sql;
+	char		name[24];
+} PreparedStatement;
+
+static unsigned int statement_number = 0;
+
+/* Statements die with their link. */
+static void
+forget_statements(RemoteConnection *c)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->statements)
+	{
+		PreparedStatement *ps = lfirst(lc);
+
+		pfree(ps->sql);
+		pfree(ps);
+	}
+	list_free(c->statements);
+	c->statements = NIL;
+}
+
 void
 remote_disconnect(RemoteConnection *c)
 {
+	forget_statements(c);
 	if (c->conn)
 		PQfinish(c->conn);
 	c->conn = NULL;
@@ -121,6 +148,7 @@ remote_disconnect(RemoteConnection *c)
 void
 remote_mark_broken(RemoteConnection *c, const char *why)
 {
+	forget_statements(c);
 	if (why)
 		set_last_error(c, why);
 	if (c->conn)
@@ -759,6 +787,103 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 				(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
 				 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node)));
 	if (!PQsendQueryParams(c->conn, sql, nparams, NULL, params, NULL, NULL, 0))
+	{
+		remote_mark_broken(c, PQerrorMessage(c->conn));
+		return;
+	}
+	c->link = LINK_BUSY;
+	c->owner = owner;
+}
+
+bool
+remote_can_send_prepared(RemoteConnection *c, bool in_transaction)
+{
+	if (c->link != LINK_IDLE && c->link != LINK_BUSY)
+		return false;
+	if (!in_transaction)
+		return c->xact == RXACT_NONE;
+	return c->xact == RXACT_OPEN && c->xact_depth == GetCurrentTransactionNestLevel();
+}
+
+void
+remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
+					 const void *owner)
+{
+	PreparedStatement *ps = NULL;
+	ListCell   *lc;
+
+	if (c->link == LINK_BUSY && c->owner != owner)
+		park_pending(c);
+	if (c->link != LINK_IDLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("node \"%s\" is not connected", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	foreach(lc, c->statements)
+		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
+		{
+			ps = lfirst(lc);
+			break;
+		}
+	if (ps == NULL)
+	{
+		PGresult   *res;
+		MemoryContext old;
+
+		/* keep a bounded set: the oldest goes when there are many */
+		if (list_length(c->statements) >= 64)
+		{
+			PreparedStatement *oldest = linitial(c->statements);
+
+			PQclear(remote_exec(c, psprintf("DEALLOCATE %s", oldest->name), false));
+			c->statements = list_delete_first(c->statements);
+			pfree(oldest->sql);
+			pfree(oldest);
+		}
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		ps = palloc(sizeof(PreparedStatement));
+		ps->sql = pstrdup(sql);
+		snprintf(ps->name, sizeof(ps->name), "ringshard_s%u", ++statement_number);
+		MemoryContextSwitchTo(old);
+		if (!PQsendPrepare(c->conn, ps->name, sql, nparams, NULL))
+		{
+			remote_mark_broken(c, PQerrorMessage(c->conn));
+			pfree(ps->sql);
+			pfree(ps);
+			return;
+		}
+		c->link = LINK_BUSY;
+		c->owner = c;
+		{
+			RemoteResult out;
+
+			remote_receive(&c, 1, &out, 0, 0);
+			res = out.result;
+			if (!out.ok)
+			{
+				pfree(ps->sql);
+				pfree(ps);
+				if (res && !out.lost)
+				{
+					PG_TRY();
+					{
+						remote_report_error(ERROR, c, res, sql);
+					}
+					PG_FINALLY();
+					{
+						PQclear(res);
+					}
+					PG_END_TRY();
+				}
+				return;
+			}
+			PQclear(res);
+		}
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		c->statements = lappend(c->statements, ps);
+		MemoryContextSwitchTo(old);
+	}
+	if (!PQsendQueryPrepared(c->conn, ps->name, nparams, params, NULL, NULL, 0))
 	{
 		remote_mark_broken(c, PQerrorMessage(c->conn));
 		return;

@@ -62,6 +62,7 @@ typedef struct RemoteConnection
 	PGresult   *partial;		/* the result kept so far of the query in flight */
 	bool		partial_ok;		/* ... and whether it is not an error */
 	char		gid[200];		/* the prepared transaction's name, once prepared */
+	List	   *statements;		/* PreparedStatements on this link (SQL text and name) */
 	char	   *last_error;		/* the last failure, for node_health() */
 } RemoteConnection;
 
@@ -105,6 +106,16 @@ extern void remote_send(RemoteConnection *c, const char *sql, bool in_transactio
  */
 extern void remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
 							   bool in_transaction, const void *owner);
+
+/*
+ * The same for a statement prepared on the node (named, planned once per
+ * connection): the first use prepares it, one more round trip.  Only where
+ * no remote transaction must be opened first (in_transaction false, or the
+ * transaction already open as deep as ours); else the caller sends text.
+ */
+extern bool remote_can_send_prepared(RemoteConnection *c, bool in_transaction);
+extern void remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
+								 const void *owner);
 
 /* The outcome of a query. */
 typedef struct RemoteResult
