@@ -34,6 +34,8 @@ GLUE_OBJS = \
 	src/fdw/deparse.o \
 	src/fdw/planner.o \
 	src/fdw/scan.o \
+	src/fdw/upper.o \
+	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
 	src/fdw/ddl.o \
 	src/fdw/ddl_hook.o \

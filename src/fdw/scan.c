@@ -29,6 +29,7 @@
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/upper.h"
 #include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
@@ -186,6 +187,8 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	ListCell   *lc;
 	int			i;
 
+	if (plan->scan.scanrelid == 0)
+		return rsupper_begin_scan(node, eflags);	/* aggregates or top rows: upper_scan.c */
 	node->fdw_state = state;
 	state->rel = node->ss.ss_currentRelation;
 	state->desc = RelationGetDescr(state->rel);
@@ -817,6 +820,8 @@ rsIterateForeignScan(ForeignScanState *node)
 	RsScanState *state = node->fdw_state;
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_iterate_scan(node);
 	if (!state->started)
 		start_scan(node);
 
@@ -898,6 +903,8 @@ rsReScanForeignScan(ForeignScanState *node)
 {
 	RsScanState *state = node->fdw_state;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_rescan(node);
 	if (state->started)
 		finish_run(state);
 }
@@ -907,6 +914,8 @@ rsEndForeignScan(ForeignScanState *node)
 {
 	RsScanState *state = node->fdw_state;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_end_scan(node);
 	if (state == NULL || state->explain_only)
 		return;
 	if (state->started)
@@ -918,8 +927,11 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 {
 	RsScanState *state = node->fdw_state;
 	StringInfoData nodes;
-	int			n = placement_node_count(&state->placement);
+	int			n;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_explain_scan(node, es);
+	n = placement_node_count(&state->placement);
 	initStringInfo(&nodes);
 	for (int i = 0; i < n; i++)
 		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
