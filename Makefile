@@ -57,7 +57,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
 	partitions partition_config annotated_tables privileges \
-	previews
+	previews pushdown
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 
 TAP_TESTS = 1

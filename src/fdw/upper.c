@@ -55,7 +55,7 @@ typedef struct RsUpperInfo
 
 	/* UPPERREL_ORDERED, UPPERREL_FINAL */
 	List	   *pathkeys;		/* the order the nodes sort in (NIL: none) */
-	List	   *sort_exprs;		/* for each pathkey, the expression the nodes sort by */
+	List	   *sort_members;	/* for each pathkey, the EquivalenceMember the nodes sort by */
 	Node	   *limit_count;	/* UPPERREL_FINAL: LIMIT and OFFSET, NULL if absent */
 	Node	   *limit_offset;
 } RsUpperInfo;
@@ -418,8 +418,8 @@ add_grouping_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_
  * expressions it computes as we do, sorted by its type's default btree
  * operator class (which the SQL ORDER BY uses) in its own collation.
  */
-static Expr *
-sort_expression(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
+static EquivalenceMember *
+sort_member(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
 {
 	EquivalenceClass *ec = pathkey->pk_eclass;
 	ListCell   *lc;
@@ -438,7 +438,7 @@ sort_expression(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
 			exprCollation((Node *) expr) != ec->ec_collation)
 			continue;
 		if (expr_pushable(root, rel, (Node *) expr))
-			return expr;
+			return em;
 	}
 	return NULL;
 }
@@ -448,24 +448,24 @@ static void
 note_ordered(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
 {
 	RsUpperInfo *upper;
-	List	   *sort_exprs = NIL;
+	List	   *sort_members = NIL;
 	ListCell   *lc;
 
 	if (pushable_scan(root, input_rel) == NULL)
 		return;
 	foreach(lc, root->sort_pathkeys)
 	{
-		Expr	   *expr = sort_expression(root, input_rel, lfirst(lc));
+		EquivalenceMember *em = sort_member(root, input_rel, lfirst(lc));
 
-		if (expr == NULL)
+		if (em == NULL)
 			return;
-		sort_exprs = lappend(sort_exprs, expr);
+		sort_members = lappend(sort_members, em);
 	}
 	upper = palloc0(sizeof(RsUpperInfo));
 	upper->stage = UPPERREL_ORDERED;
 	upper->base = input_rel;
 	upper->pathkeys = root->sort_pathkeys;
-	upper->sort_exprs = sort_exprs;
+	upper->sort_members = sort_members;
 	ordered_rel->fdw_private = upper;
 }
 
@@ -489,7 +489,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *final_rel, 
 	PathTarget *target = root->upper_targets[UPPERREL_FINAL];
 	RelOptInfo *base = input_rel;
 	List	   *pathkeys = NIL;
-	List	   *sort_exprs = NIL;
+	List	   *sort_members = NIL;
 	List	   *scan_tlist = NIL;
 	List	   *vars;
 	ListCell   *lc;
@@ -509,7 +509,7 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *final_rel, 
 			return;
 		base = ordered->base;
 		pathkeys = ordered->pathkeys;
-		sort_exprs = ordered->sort_exprs;
+		sort_members = ordered->sort_members;
 	}
 	if (pushable_scan(root, base) == NULL)
 		return;
@@ -525,10 +525,24 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *final_rel, 
 	if (!limit_expression_ok(parse->limitCount) || !limit_expression_ok(parse->limitOffset))
 		return;
 
-	/* The nodes return the columns the target needs (whole rows and system columns differ per copy). */
+	/*
+	 * The nodes return the sort expressions, for the merge, and the columns
+	 * the rest of the target needs (whole rows and system columns differ
+	 * from copy to copy).
+	 */
 	if (contain_subplans((Node *) target->exprs))
 		return;
-	vars = pull_var_clause((Node *) target->exprs, PVC_RECURSE_PLACEHOLDERS);
+	foreach(lc, sort_members)
+	{
+		Expr	   *expr = ((EquivalenceMember *) lfirst(lc))->em_expr;
+
+		if (!tlist_member(expr, scan_tlist))
+			scan_tlist = lappend(scan_tlist, makeTargetEntry(expr, list_length(scan_tlist) + 1, NULL, false));
+	}
+	vars = NIL;
+	foreach(lc, target->exprs)
+		if (!tlist_member(lfirst(lc), scan_tlist))
+			vars = list_concat(vars, pull_var_clause(lfirst(lc), PVC_RECURSE_PLACEHOLDERS));
 	foreach(lc, vars)
 	{
 		Var		   *var = lfirst(lc);
@@ -538,26 +552,23 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *final_rel, 
 		if (!tlist_member((Expr *) var, scan_tlist))
 			scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) var, list_length(scan_tlist) + 1, NULL, false));
 	}
-	/* ... and the sort expressions, for the merge */
-	foreach(lc, sort_exprs)
-		if (!tlist_member(lfirst(lc), scan_tlist))
-			scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
 
 	upper = palloc0(sizeof(RsUpperInfo));
 	upper->stage = UPPERREL_FINAL;
 	upper->base = base;
 	upper->scan_tlist = scan_tlist;
 	upper->pathkeys = pathkeys;
-	upper->sort_exprs = sort_exprs;
+	upper->sort_members = sort_members;
 	upper->limit_count = parse->limitCount;
 	upper->limit_offset = parse->limitOffset;
 	final_rel->fdw_private = upper;
 
 	/*
 	 * Cheaper than a Limit over the plain scan, whose first FETCH has every
-	 * node read and send a whole batch of rows.
+	 * node read and send a whole batch of rows.  A LIMIT not known yet is
+	 * taken to keep a tenth of the rows, as the planner takes it.
 	 */
-	rows = extra->count_est > 0 ? Min((double) extra->count_est, base->rows) : base->rows;
+	rows = extra->count_est > 0 ? Min((double) extra->count_est, base->rows) : clamp_row_est(base->rows * 0.10);
 	startup = RS_FANOUT_STARTUP * 0.9;
 	add_path(final_rel, (Path *) create_foreign_upper_path(root, final_rel, target, rows, startup,
 														  startup + rows * (cpu_tuple_cost + RS_ROW_TRANSFER_COST),
@@ -829,8 +840,10 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 		foreach(lc, upper->pathkeys)
 		{
 			PathKey    *pk = lfirst(lc);
-			Expr	   *expr = list_nth(upper->sort_exprs, foreach_current_index(lc));
-			Oid			type = exprType((Node *) expr);
+			EquivalenceMember *em = list_nth(upper->sort_members, foreach_current_index(lc));
+			Expr	   *expr = em->em_expr;
+			/* the operator family's own type: anyenum, anyarray for polymorphic classes */
+			Oid			type = em->em_datatype;
 			Oid			sortop = get_opfamily_member(pk->pk_opfamily, type, type, pk->pk_strategy);
 			const char *direction = pk->pk_strategy == BTLessStrategyNumber ? " ASC" : " DESC";
 			const char *nulls = pk->pk_nulls_first ? " NULLS FIRST" : " NULLS LAST";

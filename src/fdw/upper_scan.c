@@ -826,7 +826,7 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 		for (int p = 0; p < 3; p++)
 		{
 			if (p == 2 && !placement_single_copy(&state->placement))
-				appendStringInfoString(&sql, " AND ringshard.reads_here(t, $excluded, $topology_version)");
+				appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
 			foreach(lc, pieces[p])
 			{
 				Node	   *piece = lfirst(lc);
