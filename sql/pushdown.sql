@@ -68,8 +68,9 @@ SELECT g,
 	   g % 2 = 0
   FROM generate_series(1, 400) g;
 
--- The same rows in three distributed tables (two copies on a ring, one
--- copy, a partition map) and an empty one.
+-- The same rows in four distributed tables (two copies on a ring, one
+-- copy, a partition map with a constant keyspace and one whose keyspace is
+-- a column) and an empty one.
 CREATE TABLE items_pair (LIKE items_local);
 SELECT ringshard.distribute_table('items_pair', 'id', 'pair');
 SELECT ringshard.create_distributed_table('items_pair');
@@ -79,18 +80,22 @@ SELECT ringshard.create_distributed_table('items_single');
 CREATE TABLE items_map (LIKE items_local);
 SELECT ringshard.distribute_table_by_partition('items_map', 'id', keyspace => 'items', map => 'halves');
 SELECT ringshard.create_distributed_table('items_map');
+CREATE TABLE items_keyspaces (LIKE items_local);
+SELECT ringshard.distribute_table_by_partition('items_keyspaces', 'id', keyspace_column => 'vc', map => 'halves');
+SELECT ringshard.create_distributed_table('items_keyspaces');
 CREATE TABLE items_empty (LIKE items_local);
 SELECT ringshard.distribute_table('items_empty', 'id', 'pair');
 SELECT ringshard.create_distributed_table('items_empty');
 INSERT INTO items_pair SELECT * FROM items_local;
 INSERT INTO items_single SELECT * FROM items_local;
 INSERT INTO items_map SELECT * FROM items_local;
--- every node holds part of each table; the pair ring and the map hold each row twice
+INSERT INTO items_keyspaces SELECT * FROM items_local;
+-- every node holds part of each table; the pair ring and the maps hold each row twice
 SELECT t.table_name, r.node, r.rows > 0 AS has_rows
-  FROM unnest(ARRAY['items_pair', 'items_single', 'items_map']) t(table_name),
+  FROM unnest(ARRAY['items_pair', 'items_single', 'items_map', 'items_keyspaces']) t(table_name),
 	   ringshard.node_table_rows(t.table_name::regclass) r ORDER BY 1, 2;
 SELECT t.table_name, sum(r.rows) AS copies
-  FROM unnest(ARRAY['items_pair', 'items_single', 'items_map']) t(table_name),
+  FROM unnest(ARRAY['items_pair', 'items_single', 'items_map', 'items_keyspaces']) t(table_name),
 	   ringshard.node_table_rows(t.table_name::regclass) r GROUP BY 1 ORDER BY 1;
 
 -- same(query, table, ordered, local table): the query (%s: the table) over
@@ -195,6 +200,10 @@ INSERT INTO queries (ordered, query) VALUES
 (true, 'SELECT id, mood, arr FROM %s ORDER BY mood DESC, arr, id LIMIT 6'),
 (true, 'SELECT id, m FROM %s ORDER BY m NULLS FIRST, id LIMIT 4'),
 (true, 'SELECT id, random() >= 0 FROM %s ORDER BY id LIMIT 3'),
+(true, 'SELECT sub, b FROM %s ORDER BY sub, b LIMIT 90'),
+(true, 'SELECT sub, b FROM %s ORDER BY sub DESC, b LIMIT 45 OFFSET 70'),
+(true, 'SELECT grp FROM %s ORDER BY grp NULLS FIRST LIMIT 30'),
+(true, 'SELECT mood FROM %s ORDER BY mood LIMIT 140'),
 (false, 'SELECT count(*) FROM (SELECT id FROM %s LIMIT 7) s'),
 (false, 'SELECT count(*) FROM (SELECT id FROM %s WHERE sub = 3 LIMIT 500 OFFSET 70) s'),
 -- ... and the shapes the nodes cannot do
@@ -231,7 +240,7 @@ CREATE AGGREGATE my_sum(int4) (sfunc = int4pl, stype = int4);
 CREATE FUNCTION my_stable_text() RETURNS text LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN 'c'; END $$;
 
 SELECT n, query, same(query, 'items_pair', ordered) AS pair, same(query, 'items_single', ordered) AS single,
-	   same(query, 'items_map', ordered) AS map
+	   same(query, 'items_map', ordered) AS map, same(query, 'items_keyspaces', ordered) AS keyspaces
   FROM queries ORDER BY n;
 
 -- Empty input: count is 0 and the others NULL without GROUP BY, no row with it.
@@ -272,6 +281,7 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT sub + 1, count(*) FROM items_pair GROUP BY s
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, f8 FROM items_pair ORDER BY f8 DESC, id LIMIT 10;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, t FROM items_pair WHERE grp = 'g2' ORDER BY t, id LIMIT 7 OFFSET 5;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id * 2 FROM items_pair ORDER BY abs(i4) DESC LIMIT 3;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id, vc FROM items_keyspaces ORDER BY f4 LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM items_single LIMIT 3;
 -- not pushed: a router scan, a condition evaluated here, a DISTINCT aggregate
 EXPLAIN (COSTS OFF) SELECT count(*) FROM items_pair WHERE id = 42;
@@ -327,7 +337,8 @@ SELECT count(*), max(id) FROM items_pair;
 
 -- A node marked down: the pair ring and the map still read every row once, from the other copy.
 SELECT ringshard.mark_node_down('w3');
-SELECT n, same(query, 'items_pair', ordered) AS pair, same(query, 'items_map', ordered) AS map
+SELECT n, same(query, 'items_pair', ordered) AS pair, same(query, 'items_map', ordered) AS map,
+	   same(query, 'items_keyspaces', ordered) AS keyspaces
   FROM queries ORDER BY n;
 SELECT count(*) FROM items_single;
 SET ringshard.allow_partial_reads = on;

@@ -669,6 +669,78 @@ append_partial_call(DeparseContext *ctx, const char *name, Aggref *aggref, const
 	}
 }
 
+/*
+ * The pieces of the late check of top rows (see upper_scan.c): each node
+ * sorts all its copies of rows, ties broken by the sharding key (and the
+ * keyspace column), and checks only its top rows for being its own.  NIL
+ * when a key column has no default sort order.
+ */
+static void
+late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid, List **tiebreak,
+			   List **late_check)
+{
+	StringInfoData inner_select;
+	StringInfoData inner_order;
+	StringInfoData outer;
+	StringInfoData row;
+	int			ncolumns = list_length(upper->scan_tlist);
+	AttrNumber	keys[2] = {info->key_attnum, info->keyspace_attnum};
+	ListCell   *lc;
+
+	*tiebreak = NIL;
+	*late_check = NIL;
+	for (int i = 0; i < 2; i++)
+		if (keys[i] > 0)
+		{
+			if (!OidIsValid(lookup_type_cache(get_atttype(relid, keys[i]), TYPECACHE_LT_OPR)->lt_opr))
+			{
+				*tiebreak = NIL;
+				return;
+			}
+			*tiebreak = lappend_int(*tiebreak, keys[i]);
+		}
+
+	/*
+	 * The node's row of the table is rebuilt from the key columns by name,
+	 * for reads_here(), which reads nothing else.
+	 */
+	initStringInfo(&inner_select);
+	initStringInfo(&inner_order);
+	initStringInfo(&outer);
+	initStringInfo(&row);
+	appendStringInfo(&row, "pg_catalog.json_populate_record(NULL::%s, pg_catalog.json_build_object(",
+					 rsfdw_relation_name(relid));
+	appendStringInfoString(&outer, " s(");
+	for (int i = 1; i <= ncolumns; i++)
+		appendStringInfo(&outer, "c%d, ", i);
+	foreach(lc, *tiebreak)
+	{
+		char	   *column = rsfdw_column_name(relid, lfirst_int(lc));
+		int			n = foreach_current_index(lc) + 1;
+
+		appendStringInfo(&inner_select, ", t.%s", column);
+		appendStringInfo(&inner_order, ", t.%s", column);
+		appendStringInfo(&outer, "%srs_key%d", n > 1 ? ", " : "", n);
+		appendStringInfo(&row, "%s%s, s.rs_key%d", n > 1 ? ", " : "",
+						 quote_literal_cstr(get_attname(relid, lfirst_int(lc), false)), n);
+	}
+	appendStringInfoString(&row, "))");
+	appendStringInfoString(&outer, ") ORDER BY ");
+	foreach(lc, upper->pathkeys)
+	{
+		PathKey    *pk = lfirst(lc);
+		Expr	   *expr = ((EquivalenceMember *) list_nth(upper->sort_members, foreach_current_index(lc)))->em_expr;
+
+		appendStringInfo(&outer, "%d%s%s, ", tlist_member(expr, upper->scan_tlist)->resno,
+						 pk->pk_strategy == BTLessStrategyNumber ? " ASC" : " DESC",
+						 pk->pk_nulls_first ? " NULLS FIRST" : " NULLS LAST");
+	}
+	foreach(lc, *tiebreak)
+		appendStringInfo(&outer, "%s%d", foreach_current_index(lc) ? ", " : "", ncolumns + 1 + foreach_current_index(lc));
+	*late_check = list_make4(makeString(inner_select.data), makeString(inner_order.data), makeString(outer.data),
+							 makeString(row.data));
+}
+
 ForeignScan *
 rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path, List *tlist,
 				 List *scan_clauses, Plan *outer_plan)
@@ -692,6 +764,8 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 	StringInfoData pushed;
 	char	   *relations;
 	char	   *limit_sql = "";
+	List	   *tiebreak = NIL;
+	List	   *late_check = NIL;
 	int			limit_index = 0;
 	int			offset_index = 0;
 	ListCell   *lc;
@@ -875,6 +949,8 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 		else
 			node_limit = psprintf("%s + %s", limit_text(upper->limit_count), limit_text(upper->limit_offset));
 		limit_sql = psprintf(" LIMIT %s", node_limit);
+		if (upper->pathkeys != NIL)
+			late_check_sql(root, upper, info, relid, &tiebreak, &late_check);
 		if (order_by.len)
 			appendStringInfo(&pushed, "ORDER BY %s ", order_by.data);
 		appendStringInfo(&pushed, "LIMIT %s", node_limit);
@@ -916,6 +992,8 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 	private = lappend(private, makeString(pushed.data));
 	private = lappend(private, makeString(relations));
 	private = lappend(private, makeString(limit_sql));
+	private = lappend(private, tiebreak);
+	private = lappend(private, late_check);
 	Assert(list_length(private) == RS_UPRIV_COUNT);
 
 	return make_foreignscan(tlist, qual, 0, fdw_exprs, private, upper->scan_tlist, NIL, outer_plan);

@@ -38,6 +38,8 @@ enum RsUpperPrivate
 	RS_UPRIV_PUSHED,			/* String: what the nodes do, for EXPLAIN */
 	RS_UPRIV_RELATIONS,			/* String: the relation, for EXPLAIN */
 	RS_UPRIV_LIMIT_SQL,			/* String: the remote LIMIT as EXPLAIN shows it */
+	RS_UPRIV_TIEBREAK,			/* IntList: attnums of the key (and keyspace) columns, NIL: no late check */
+	RS_UPRIV_LATE_CHECK,		/* List of 4 Strings: the SQL pieces of the late check (see upper_scan.c) */
 	RS_UPRIV_COUNT
 };
 

@@ -9,6 +9,16 @@
  * group in a hash table keyed by the GROUP BY columns (with their types'
  * equality, as the nodes grouped them); top rows are merged by the sort
  * keys and cut to the LIMIT after skipping the OFFSET.
+ *
+ * Top rows of a table with several copies of each row are checked late:
+ * instead of testing every row for being its own (reads_here, which costs
+ * far more than reading the row), a node sorts all its copies, ties broken
+ * by the sharding key, and tests only its first limit + offset rows (on a
+ * row rebuilt from the key, as reads_here reads nothing else); we merge the
+ * rows that are their node's own.  Every row of the true top
+ * rows is among the top rows of each node that holds it, in particular of
+ * its reader: fewer rows precede it in that order on any one node than
+ * among all rows, and rows that tie with it on the key share its nodes.
  */
 #include "postgres.h"
 
@@ -25,6 +35,7 @@
 #include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/sortsupport.h"
+#include "utils/typcache.h"
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
@@ -84,8 +95,10 @@ typedef struct UpperScanState
 	char	   *limit_sql;
 
 	TupleDesc	scan_desc;		/* the scan tuple (fdw_scan_tlist) */
-	FmgrInfo   *in_functions;	/* per scan column */
+	int			ncolumns_read;	/* columns of an answer that are decoded: the scan's, then the key's */
+	FmgrInfo   *in_functions;	/* per column read */
 	Oid		   *typioparams;
+	int32	   *typmods;
 
 	/* aggregates */
 	bool		aggregating;
@@ -105,9 +118,14 @@ typedef struct UpperScanState
 	bool		ungrouped_done;
 
 	/* top rows */
-	int			nsort;
+	int			nsort;			/* the query's sort keys, then the key columns that break ties */
+	int			ntiebreak;
 	SortSupport sortkeys;
-	int		   *sort_columns;	/* 0-based scan column of each sort key */
+	int		   *sort_columns;	/* 0-based answer column of each sort key */
+	List	   *late_check;		/* SQL pieces of the late check, NIL if there is none */
+	bool		late;			/* this run checks the top rows late: answers carry the key and a flag */
+	int			nmerge;			/* sort keys the merge compares in this run */
+	int			mine_column;	/* late check: the column saying whether the row is the node's own */
 	int64		limit;			/* -1: no limit */
 	int64		offset;
 	int64		returned;
@@ -137,6 +155,7 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	List	   *aggregates = list_nth(private, RS_PRIV_AGGREGATES);
 	List	   *groups = list_nth(private, RS_UPRIV_GROUPS);
 	List	   *sort_info = list_nth(private, RS_PRIV_SORT);
+	List	   *tiebreak = list_nth(private, RS_UPRIV_TIEBREAK);
 	int			nparams = intVal(list_nth(private, RS_PRIV_NPARAMS));
 	int			limit_index = intVal(list_nth(private, RS_PRIV_LIMIT));
 	int			offset_index = intVal(list_nth(private, RS_PRIV_OFFSET));
@@ -152,6 +171,7 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	state->pushed = strVal(list_nth(private, RS_UPRIV_PUSHED));
 	state->relations = strVal(list_nth(private, RS_UPRIV_RELATIONS));
 	state->limit_sql = strVal(list_nth(private, RS_UPRIV_LIMIT_SQL));
+	state->late_check = list_nth(private, RS_UPRIV_LATE_CHECK);
 	state->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
 
 	/* Remote work runs as the role that reads: a view's owner through a view. */
@@ -179,17 +199,30 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 			state->offset_state = es;
 	}
 
-	/* Answers arrive as text: the input function of each scan column. */
+	/*
+	 * Answers arrive as text: the input function of each scan column, and,
+	 * for the late check, of the key columns that follow them.
+	 */
 	state->scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
-	state->in_functions = palloc(sizeof(FmgrInfo) * Max(state->scan_desc->natts, 1));
-	state->typioparams = palloc(sizeof(Oid) * Max(state->scan_desc->natts, 1));
-	for (i = 0; i < state->scan_desc->natts; i++)
+	state->ntiebreak = state->late_check ? list_length(tiebreak) : 0;
+	state->ncolumns_read = state->scan_desc->natts + state->ntiebreak;
+	state->in_functions = palloc0(sizeof(FmgrInfo) * Max(state->ncolumns_read, 1));
+	state->typioparams = palloc0(sizeof(Oid) * Max(state->ncolumns_read, 1));
+	state->typmods = palloc0(sizeof(int32) * Max(state->ncolumns_read, 1));
+	for (i = 0; i < state->ncolumns_read; i++)
 	{
+		Form_pg_attribute attr;
 		Oid			input;
 
-		getTypeInputInfo(TupleDescAttr(state->scan_desc, i)->atttypid, &input, &state->typioparams[i]);
+		if (i < state->scan_desc->natts)
+			attr = TupleDescAttr(state->scan_desc, i);
+		else
+			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i - state->scan_desc->natts) - 1);
+		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
 		fmgr_info(input, &state->in_functions[i]);
+		state->typmods[i] = attr->atttypmod;
 	}
+	state->mine_column = state->ncolumns_read;
 
 	/* Aggregates: how each one combines, and how groups are told apart. */
 	state->ngroups = list_length(groups);
@@ -242,12 +275,18 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 		state->group_slot = ExecInitExtraTupleSlot(estate, key_desc, &TTSOpsMinimalTuple);
 	}
 
-	/* Top rows: comparators for the merge. */
+	/*
+	 * Top rows: comparators for the merge, by the query's sort keys, then
+	 * (late check) by the key columns in their default order, as the nodes
+	 * broke ties.
+	 */
 	state->nsort = list_length(sort_info);
 	if (state->nsort > 0)
 	{
-		state->sortkeys = palloc0(sizeof(SortSupportData) * state->nsort);
-		state->sort_columns = palloc(sizeof(int) * state->nsort);
+		int			nkeys = state->nsort + state->ntiebreak;
+
+		state->sortkeys = palloc0(sizeof(SortSupportData) * nkeys);
+		state->sort_columns = palloc(sizeof(int) * nkeys);
 		foreach(lc, sort_info)
 		{
 			List	   *key = lfirst(lc);
@@ -258,6 +297,17 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 			ssup->ssup_collation = (Oid) lthird_int(key);
 			ssup->ssup_nulls_first = lfourth_int(key) != 0;
 			PrepareSortSupportFromOrderingOp((Oid) lsecond_int(key), ssup);
+		}
+		for (i = 0; i < state->ntiebreak; i++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i) - 1);
+			SortSupport ssup = &state->sortkeys[state->nsort + i];
+
+			state->sort_columns[state->nsort + i] = state->scan_desc->natts + i;
+			ssup->ssup_cxt = CurrentMemoryContext;
+			ssup->ssup_collation = attr->attcollation;
+			ssup->ssup_nulls_first = false;
+			PrepareSortSupportFromOrderingOp(lookup_type_cache(attr->atttypid, TYPECACHE_LT_OPR)->lt_opr, ssup);
 		}
 	}
 
@@ -462,6 +512,7 @@ start_run(ForeignScanState *node)
 	char	   *tail;
 	char	   *limit_clause = "";
 	char	   *filter;
+	char	   *sql;
 	RemoteConnection **conns;
 	RemoteConnection **sent;
 	const void **owners;
@@ -502,6 +553,15 @@ start_run(ForeignScanState *node)
 	tail = rsfdw_fill_template(state->tail_tmpl, state->param_states, state->param_exprs, econtext);
 
 	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filter);
+	state->late = state->late_check != NIL && filter[0] != '\0' && limit_clause[0] != '\0';
+	state->nmerge = state->nsort + (state->late ? state->ntiebreak : 0);
+	if (state->late)
+		sql = psprintf("SELECT s.*, EXISTS (SELECT FROM %s t WHERE true%s) FROM (SELECT %s%s%s%s%s%s)%s",
+					   strVal(lfourth(state->late_check)), filter, select, strVal(linitial(state->late_check)),
+					   from_where, tail, strVal(lsecond(state->late_check)), limit_clause,
+					   strVal(lthird(state->late_check)));
+	else
+		sql = psprintf("SELECT %s%s%s%s%s", select, from_where, filter, tail, limit_clause);
 	state->answers = palloc0(sizeof(NodeAnswer) * Max(nnodes, 1));
 	state->nanswers = nnodes;
 	sent = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
@@ -515,8 +575,7 @@ start_run(ForeignScanState *node)
 		if (conns[i] == NULL)
 			continue;
 		answer->conn = conns[i];
-		remote_send(answer->conn, psprintf("SELECT %s%s%s%s%s", select, from_where, filter, tail, limit_clause),
-					true, answer);
+		remote_send(answer->conn, sql, true, answer);
 		if (answer->conn->link != LINK_BUSY)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -615,6 +674,19 @@ answer_has_row(NodeAnswer *answer)
 	return answer->result != NULL && answer->next < PQntuples(answer->result);
 }
 
+/* Late check: pass over the rows of an answer that are another node's. */
+static bool
+answer_has_own_row(UpperScanState *state, NodeAnswer *answer)
+{
+	while (state->late && answer_has_row(answer) &&
+		   strcmp(PQgetvalue(answer->result, answer->next, state->mine_column), "t") != 0)
+	{
+		answer->next++;
+		answer->has_head = false;
+	}
+	return answer_has_row(answer);
+}
+
 /* Decode a column of an answer's current row. */
 static Datum
 answer_value(UpperScanState *state, NodeAnswer *answer, int column, bool *isnull)
@@ -623,7 +695,7 @@ answer_value(UpperScanState *state, NodeAnswer *answer, int column, bool *isnull
 	if (*isnull)
 		return (Datum) 0;
 	return InputFunctionCall(&state->in_functions[column], PQgetvalue(answer->result, answer->next, column),
-							 state->typioparams[column], TupleDescAttr(state->scan_desc, column)->atttypmod);
+							 state->typioparams[column], state->typmods[column]);
 }
 
 /* Merge: decode the sort values of an answer's current row. */
@@ -635,12 +707,12 @@ load_head(UpperScanState *state, NodeAnswer *answer)
 	if (answer->head_cxt == NULL)
 	{
 		answer->head_cxt = AllocSetContextCreate(state->run_cxt, "ringshard upper merge row", ALLOCSET_SMALL_SIZES);
-		answer->head_values = MemoryContextAlloc(state->run_cxt, sizeof(Datum) * state->nsort);
-		answer->head_nulls = MemoryContextAlloc(state->run_cxt, sizeof(bool) * state->nsort);
+		answer->head_values = MemoryContextAlloc(state->run_cxt, sizeof(Datum) * state->nmerge);
+		answer->head_nulls = MemoryContextAlloc(state->run_cxt, sizeof(bool) * state->nmerge);
 	}
 	MemoryContextReset(answer->head_cxt);
 	old = MemoryContextSwitchTo(answer->head_cxt);
-	for (int k = 0; k < state->nsort; k++)
+	for (int k = 0; k < state->nmerge; k++)
 		answer->head_values[k] = answer_value(state, answer, state->sort_columns[k], &answer->head_nulls[k]);
 	MemoryContextSwitchTo(old);
 	answer->has_head = true;
@@ -649,7 +721,7 @@ load_head(UpperScanState *state, NodeAnswer *answer)
 static int
 compare_heads(UpperScanState *state, NodeAnswer *a, NodeAnswer *b)
 {
-	for (int k = 0; k < state->nsort; k++)
+	for (int k = 0; k < state->nmerge; k++)
 	{
 		int			c = ApplySortComparator(a->head_values[k], a->head_nulls[k],
 											b->head_values[k], b->head_nulls[k], &state->sortkeys[k]);
@@ -673,7 +745,8 @@ next_top_row(UpperScanState *state, TupleTableSlot *slot)
 			return ExecClearTuple(slot);
 		if (state->nsort == 0)
 		{
-			while (state->next_answer < state->nanswers && !answer_has_row(&state->answers[state->next_answer]))
+			while (state->next_answer < state->nanswers &&
+				   !answer_has_own_row(state, &state->answers[state->next_answer]))
 				state->next_answer++;
 			if (state->next_answer >= state->nanswers)
 				return ExecClearTuple(slot);
@@ -685,7 +758,7 @@ next_top_row(UpperScanState *state, TupleTableSlot *slot)
 			{
 				NodeAnswer *answer = &state->answers[i];
 
-				if (!answer_has_row(answer))
+				if (!answer_has_own_row(state, answer))
 					continue;
 				if (!answer->has_head)
 					load_head(state, answer);
@@ -801,12 +874,30 @@ rsupper_end_scan(ForeignScanState *node)
 		finish_run(state);
 }
 
+/* A template's text as EXPLAIN shows it: parameter holes as $n. */
+static void
+append_template_text(StringInfo buf, List *pieces)
+{
+	ListCell   *lc;
+
+	foreach(lc, pieces)
+	{
+		Node	   *piece = lfirst(lc);
+
+		if (IsA(piece, String))
+			appendStringInfoString(buf, strVal(piece));
+		else
+			appendStringInfo(buf, "$%d", intVal(piece));
+	}
+}
+
 void
 rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 {
 	UpperScanState *state = node->fdw_state;
 	StringInfoData nodes;
 	int			n = placement_node_count(&state->placement);
+	bool		late;
 
 	initStringInfo(&nodes);
 	for (int i = 0; i < n; i++)
@@ -814,30 +905,32 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 						 placement_node_up(&state->placement, i) ? "" : " (down)");
 	ExplainPropertyText("Relations", state->relations, es);
 	ExplainPropertyText("Nodes", nodes.data, es);
-	ExplainPropertyText("Pushed down", state->pushed, es);
+	/* with several copies of each row, top rows are checked late (unless the LIMIT turns out NULL) */
+	late = state->late_check != NIL && !placement_single_copy(&state->placement);
+	ExplainPropertyText("Pushed down", late ? psprintf("%s; each node picks its own rows among its top rows",
+													   state->pushed) : state->pushed, es);
 	if (es->verbose)
 	{
 		StringInfoData sql;
-		ListCell   *lc;
-		List	   *pieces[3] = {state->select_tmpl, state->from_where_tmpl, state->tail_tmpl};
 
 		initStringInfo(&sql);
+		if (late)
+			appendStringInfo(&sql, "SELECT s.*, EXISTS (SELECT FROM %s t WHERE true AND "
+							 "ringshard.reads_here(t.*, $excluded, $topology_version)) FROM (",
+							 strVal(lfourth(state->late_check)));
 		appendStringInfoString(&sql, "SELECT ");
-		for (int p = 0; p < 3; p++)
-		{
-			if (p == 2 && !placement_single_copy(&state->placement))
-				appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
-			foreach(lc, pieces[p])
-			{
-				Node	   *piece = lfirst(lc);
-
-				if (IsA(piece, String))
-					appendStringInfoString(&sql, strVal(piece));
-				else
-					appendStringInfo(&sql, "$%d", intVal(piece));
-			}
-		}
+		append_template_text(&sql, state->select_tmpl);
+		if (late)
+			appendStringInfoString(&sql, strVal(linitial(state->late_check)));
+		append_template_text(&sql, state->from_where_tmpl);
+		if (!late && !placement_single_copy(&state->placement))
+			appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
+		append_template_text(&sql, state->tail_tmpl);
+		if (late)
+			appendStringInfoString(&sql, strVal(lsecond(state->late_check)));
 		appendStringInfoString(&sql, state->limit_sql);
+		if (late)
+			appendStringInfo(&sql, ")%s", strVal(lthird(state->late_check)));
 		ExplainPropertyText("Remote SQL", sql.data, es);
 	}
 }
