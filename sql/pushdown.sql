@@ -307,6 +307,9 @@ RESET plan_cache_mode;
 -- Rescans: with new parameter values the nodes are asked again; without, the answers are returned again.
 SELECT g, (SELECT count(*) FROM items_pair WHERE sub = g) AS pair,
 	   (SELECT count(*) FROM items_local WHERE sub = g) AS local FROM generate_series(0, 5) g;
+SELECT g, (SELECT string_agg(grp || ':' || c, ',' ORDER BY grp) FROM (SELECT grp, count(*) c FROM items_keyspaces WHERE sub = g GROUP BY grp) s) AS keyspaces,
+	   (SELECT string_agg(grp || ':' || c, ',' ORDER BY grp) FROM (SELECT grp, count(*) c FROM items_local WHERE sub = g GROUP BY grp) s) AS local
+  FROM generate_series(0, 5) g;
 SELECT g, (SELECT string_agg(id::text, ',') FROM (SELECT id FROM items_map WHERE sub = g ORDER BY id DESC LIMIT 3) s) AS map,
 	   (SELECT string_agg(id::text, ',') FROM (SELECT id FROM items_local WHERE sub = g ORDER BY id DESC LIMIT 3) s) AS local
   FROM generate_series(0, 5) g;

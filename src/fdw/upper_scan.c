@@ -12,13 +12,15 @@
  *
  * Top rows of a table with several copies of each row are checked late:
  * instead of testing every row for being its own (reads_here, which costs
- * far more than reading the row), a node sorts all its copies, ties broken
- * by the sharding key, and tests only its first limit + offset rows (on a
- * row rebuilt from the key, as reads_here reads nothing else); we merge the
- * rows that are their node's own.  Every row of the true top
- * rows is among the top rows of each node that holds it, in particular of
- * its reader: fewer rows precede it in that order on any one node than
- * among all rows, and rows that tie with it on the key share its nodes.
+ * far more than reading the row), a node sorts all its copies by the
+ * query's order, ties broken by the sharding key (and keyspace column), and
+ * tests only its first limit + offset rows, on a row rebuilt from the key
+ * (reads_here reads nothing else); we merge the rows that are their node's
+ * own in the same order.  That loses no row: the rows a node holds that
+ * precede a row in this order are some of all the rows that precede it, so
+ * a row among the first limit + offset of the table is among the first
+ * limit + offset of each node that holds it, its reader included; rows that
+ * tie with it in this order have its key, so the same nodes and reader.
  */
 #include "postgres.h"
 
@@ -136,7 +138,7 @@ typedef struct UpperScanState
 	NodeAnswer *answers;
 	bool		started;
 	MemoryContext run_cxt;		/* one run of the scan: answers, groups */
-	MemoryContext group_cxt;	/* the hash table's entries */
+	MemoryContext group_cxt;	/* the hash table's entries (in run_cxt, made again each run) */
 	MemoryContext temp_cxt;		/* one answer row while it is combined */
 	MemoryContext row_cxt;		/* the row being returned */
 } UpperScanState;
@@ -312,7 +314,6 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	}
 
 	state->run_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard upper scan", ALLOCSET_DEFAULT_SIZES);
-	state->group_cxt = AllocSetContextCreate(state->run_cxt, "ringshard upper groups", ALLOCSET_DEFAULT_SIZES);
 	state->temp_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard upper combine",
 											ALLOCSET_SMALL_SIZES);
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard upper row", ALLOCSET_SMALL_SIZES);
@@ -407,6 +408,7 @@ combine_partial(UpperAggregate *agg, Combined *combined, PGresult *res, int row,
 static void
 combine_answers(ForeignScanState *node, UpperScanState *state)
 {
+	state->group_cxt = AllocSetContextCreate(state->run_cxt, "ringshard upper groups", ALLOCSET_DEFAULT_SIZES);
 	if (state->ngroups > 0)
 		state->groups = BuildTupleHashTableExt(&node->ss.ps, state->key_slot->tts_tupleDescriptor,
 											   state->ngroups, state->key_columns, state->eqfuncoids,
