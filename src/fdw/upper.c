@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/table.h"
 #include "access/transam.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_type.h"
@@ -29,6 +30,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
@@ -673,7 +675,9 @@ append_partial_call(DeparseContext *ctx, const char *name, Aggref *aggref, const
  * The pieces of the late check of top rows (see upper_scan.c): each node
  * sorts all its copies of rows, ties broken by the sharding key (and the
  * keyspace column), and checks only its top rows for being its own.  NIL
- * when a key column has no default sort order.
+ * when a key column has no default sort order, or when a column is of a
+ * domain type: the row rebuilt from the key has NULL in the other columns,
+ * which a domain may refuse.
  */
 static void
 late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid, List **tiebreak,
@@ -685,10 +689,23 @@ late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid
 	StringInfoData row;
 	int			ncolumns = list_length(upper->scan_tlist);
 	AttrNumber	keys[2] = {info->key_attnum, info->keyspace_attnum};
+	Relation	relation;
 	ListCell   *lc;
 
 	*tiebreak = NIL;
 	*late_check = NIL;
+	relation = table_open(relid, NoLock);
+	for (int i = 0; i < RelationGetDescr(relation)->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(relation), i);
+
+		if (!attr->attisdropped && get_typtype(attr->atttypid) == TYPTYPE_DOMAIN)
+		{
+			table_close(relation, NoLock);
+			return;
+		}
+	}
+	table_close(relation, NoLock);
 	for (int i = 0; i < 2; i++)
 		if (keys[i] > 0)
 		{
