@@ -11,6 +11,22 @@
  * returns its first limit + offset rows in the query's order, and the
  * coordinator merges them and returns the first ones after the offset.
  *
+ * What is pushed, over a fan-out whose WHERE clause the nodes evaluate
+ * whole (not a router scan, no condition left here), in a SELECT without
+ * FOR UPDATE:
+ *  - aggregates: count(*), count, sum, min, max and avg of PostgreSQL's own
+ *    (by function OID), without DISTINCT or ORDER BY inside, FILTER allowed,
+ *    over expressions the nodes compute as we do (built-in immutable, no
+ *    collation the SQL would not say); GROUP BY of such expressions whose
+ *    equality hashes, no grouping sets.  HAVING and whatever the target
+ *    computes from the groups and aggregates are evaluated here, after
+ *    combining;
+ *  - LIMIT (with OFFSET) of constants, parameters or expressions of them,
+ *    with or without ORDER BY: an ORDER BY of such expressions sorted by
+ *    their type's default btree class; not WITH TIES, not with window
+ *    functions or DISTINCT, and not when the planner knows each node would
+ *    return more than ringshard.fetch_size rows (the plain scan streams).
+ *
  * Planning (upper.c) makes ForeignPaths of upper relations; their
  * ForeignScans have scanrelid 0 and an fdw_scan_tlist.  Execution
  * (upper_scan.c) sends one query to every node at once and combines the
