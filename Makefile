@@ -36,6 +36,8 @@ GLUE_OBJS = \
 	src/fdw/deparse.o \
 	src/fdw/planner.o \
 	src/fdw/scan.o \
+	src/fdw/upper.o \
+	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
 	src/fdw/ddl.o \
 	src/fdw/ddl_hook.o \
@@ -57,7 +59,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
 	partitions partition_config annotated_tables privileges definer_hijack \
-	previews keys
+	previews keys pushdown
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8
 
 TAP_TESTS = 1

@@ -83,6 +83,8 @@ extern void rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreig
 extern ForeignScan *rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 									 ForeignPath *best_path, List *tlist, List *scan_clauses,
 									 Plan *outer_plan);
+
+/* upper.c (aggregates, ORDER BY ... LIMIT; see upper.h) */
 extern void rsGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 								   RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra);
 

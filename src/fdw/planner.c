@@ -32,6 +32,7 @@
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/upper.h"
 
 /* Costs: a round trip to the nodes dominates small queries. */
 #define RS_ROUNDTRIP_COST	25.0
@@ -371,8 +372,8 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	RsScanKind	kind = RS_SCAN_FANOUT;
 	int			nparams;
 
-	if (info->is_upper)
-		elog(ERROR, "ringshard: aggregate scans are planned elsewhere");
+	if (IS_UPPER_REL(foreignrel))
+		return rsupper_get_plan(root, foreignrel, best_path, tlist, scan_clauses, outer_plan);
 
 	/*
 	 * A parameterized path (a join by key): its join clause, with the outer
@@ -505,11 +506,4 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	private = lappend(private, makeInteger(0));		/* no OFFSET */
 	private = lappend(private, NIL);			/* no aggregates */
 	return make_foreignscan(tlist, local_exprs, foreignrel->relid, fdw_exprs, private, NIL, NIL, outer_plan);
-}
-
-void
-rsGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
-					   RelOptInfo *output_rel, void *extra)
-{
-	/* aggregates, LIMIT: see upper.c (not yet) */
 }

@@ -29,6 +29,7 @@
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/upper.h"
 #include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
@@ -186,6 +187,8 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	ListCell   *lc;
 	int			i;
 
+	if (plan->scan.scanrelid == 0)
+		return rsupper_begin_scan(node, eflags);	/* aggregates or top rows: upper_scan.c */
 	node->fdw_state = state;
 	state->rel = node->ss.ss_currentRelation;
 	state->desc = RelationGetDescr(state->rel);
@@ -541,7 +544,8 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 	remote_connect_all(conns, nconns, true);
 	for (int i = 0; i < nnodes; i++)
 	{
-		if (!excluded[i] && all[i]->link != LINK_IDLE)
+		/* a busy link only has another scan's answer pending (parked when we send): it is up */
+		if (!excluded[i] && all[i]->link != LINK_IDLE && all[i]->link != LINK_BUSY)
 			excluded[i] = true;
 		if (excluded[i])
 			all[i] = NULL;
@@ -564,10 +568,10 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 				 ? errhint("The rows of those ranges are missing from this answer.")
 				 : errhint("Set ringshard.allow_partial_reads to read the other rows.")));
 	}
-	/* Each row once: on its first replica that is not left out (none needed with one copy). */
+	/* Each row once: on its first replica not left out (none with one copy); t.*, as a column may be named t */
 	*filter = "";
 	if (any_excluded || !placement_single_copy(placement))
-		*filter = psprintf(" AND ringshard.reads_here(t, %s::pg_catalog.text[], %lld::pg_catalog.int8)",
+		*filter = psprintf(" AND ringshard.reads_here(t.*, %s::pg_catalog.text[], %lld::pg_catalog.int8)",
 						   quote_literal_cstr(names_literal(placement, excluded, nnodes)),
 						   (long long) coordinator_topology_version());
 	return all;
@@ -879,6 +883,8 @@ rsIterateForeignScan(ForeignScanState *node)
 	RsScanState *state = node->fdw_state;
 	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_iterate_scan(node);
 	if (!state->started)
 		start_scan(node);
 
@@ -943,8 +949,8 @@ finish_run(RsScanState *state)
 		{
 			remote_forget_owner(stream->conn, stream);
 			if (stream->cursor[0] != '\0' && stream->conn->link == LINK_IDLE && stream->conn->xact == RXACT_OPEN)
-				remote_send(stream->conn, psprintf("CLOSE %s", stream->cursor), true, stream);
-			/* its result is dropped by whoever uses the connection next, or at transaction end */
+				remote_send(stream->conn, psprintf("CLOSE %s", stream->cursor), true, &cursor_number);
+			/* owned by no stream, whose freed address a later scan may get; dropped at transaction end */
 		}
 		if (stream->batch)
 			PQclear(stream->batch);
@@ -960,6 +966,8 @@ rsReScanForeignScan(ForeignScanState *node)
 {
 	RsScanState *state = node->fdw_state;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_rescan(node);
 	if (state->started)
 		finish_run(state);
 }
@@ -969,6 +977,8 @@ rsEndForeignScan(ForeignScanState *node)
 {
 	RsScanState *state = node->fdw_state;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_end_scan(node);
 	if (state == NULL || state->explain_only)
 		return;
 	if (state->started)
@@ -980,8 +990,11 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 {
 	RsScanState *state = node->fdw_state;
 	StringInfoData nodes;
-	int			n = placement_node_count(&state->placement);
+	int			n;
 
+	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
+		return rsupper_explain_scan(node, es);
+	n = placement_node_count(&state->placement);
 	initStringInfo(&nodes);
 	for (int i = 0; i < n; i++)
 		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
@@ -1011,7 +1024,7 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 			if (p == 2)
 			{
 				if (state->kind == RS_SCAN_FANOUT && !placement_single_copy(&state->placement))
-					appendStringInfoString(&sql, " AND ringshard.reads_here(t, $excluded, $topology_version)");
+					appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
 				else if (state->kind != RS_SCAN_FANOUT)
 					appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
 			}

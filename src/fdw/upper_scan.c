@@ -1,0 +1,938 @@
+/*
+ * upper_scan.c
+ *		Executing the work the nodes do above a fan-out (see upper.h).
+ *
+ * The query goes to every node at once, inside the remote transaction, and
+ * each answer comes back whole: it is small, one row per group or the
+ * node's top rows, and a plain query (not a cursor) lets a node aggregate
+ * with parallel workers.  Partial aggregates are then combined group by
+ * group in a hash table keyed by the GROUP BY columns (with their types'
+ * equality, as the nodes grouped them); top rows are merged by the sort
+ * keys and cut to the LIMIT after skipping the OFFSET.
+ *
+ * Top rows of a table with several copies of each row are checked late:
+ * instead of testing every row for being its own (reads_here, which costs
+ * far more than reading the row), a node sorts all its copies by the
+ * query's order, ties broken by the sharding key (and keyspace column), and
+ * tests only its first limit + offset rows, on a row rebuilt from the key
+ * (reads_here reads nothing else); we merge the rows that are their node's
+ * own in the same order.  That loses no row: the rows a node holds that
+ * precede a row in this order are some of all the rows that precede it, so
+ * a row among the first limit + offset of the table is among the first
+ * limit + offset of each node that holds it, its reader included; rows that
+ * tie with it in this order have its key, so the same nodes and reader.
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "commands/explain.h"
+#include "common/int.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+#include "utils/rel.h"
+#include "utils/sortsupport.h"
+#include "utils/typcache.h"
+
+#include "fdw/deparse.h"
+#include "fdw/fdw.h"
+#include "fdw/upper.h"
+#include "placement.h"
+#include "remote/connection.h"
+
+/* One pushed-down aggregate, as the coordinator combines it. */
+typedef struct UpperAggregate
+{
+	RsCombineKind kind;
+	int			column;			/* remote column of its partial result (averages: the sum; the count follows) */
+	int			output;			/* its column in the scan tuple */
+	FmgrInfo	input;			/* the partial result's input function */
+	Oid			typioparam;
+	int16		typlen;
+	bool		typbyval;
+	FmgrInfo	addition;		/* sums and averages: adds two partial sums */
+	SortSupportData order;		/* min and max: the first partial in this order wins */
+} UpperAggregate;
+
+/* One aggregate's combined state in one group. */
+typedef struct Combined
+{
+	Datum		value;			/* the sum (also of an average), the min or the max so far */
+	bool		isnull;			/* no partial value yet */
+	int64		count;			/* the count (also of an average) */
+} Combined;
+
+/* What one node answered. */
+typedef struct NodeAnswer
+{
+	RemoteConnection *conn;		/* NULL: the node is left out */
+	PGresult   *result;
+	int			next;			/* top rows: the next row to return */
+	bool		has_head;		/* top rows: head_values hold row next's sort values */
+	Datum	   *head_values;
+	bool	   *head_nulls;
+	MemoryContext head_cxt;
+} NodeAnswer;
+
+typedef struct UpperScanState
+{
+	Oid			relid;
+	Oid			userid;
+	TablePlacement placement;
+	bool		explain_only;
+	List	   *select_tmpl;
+	List	   *from_where_tmpl;
+	List	   *tail_tmpl;
+	List	   *param_exprs;
+	List	   *param_states;
+	ExprState  *limit_state;
+	ExprState  *offset_state;
+	char	   *pushed;			/* EXPLAIN */
+	char	   *relations;
+	char	   *limit_sql;
+
+	TupleDesc	scan_desc;		/* the scan tuple (fdw_scan_tlist) */
+	int			ncolumns_read;	/* columns of an answer that are decoded: the scan's, then the key's */
+	FmgrInfo   *in_functions;	/* per column read */
+	Oid		   *typioparams;
+	int32	   *typmods;
+
+	/* aggregates */
+	bool		aggregating;
+	int			ngroups;		/* GROUP BY columns, first in the answers and the scan tuple */
+	int			ncolumns;		/* columns of an answer */
+	int			naggregates;
+	UpperAggregate *aggregates;
+	AttrNumber *key_columns;
+	Oid		   *group_collations;
+	Oid		   *eqfuncoids;
+	FmgrInfo   *hashfunctions;
+	TupleTableSlot *key_slot;	/* a group key read from an answer */
+	TupleTableSlot *group_slot; /* a group key stored in the hash table */
+	TupleHashTable groups;
+	TupleHashIterator group_iter;
+	Combined   *ungrouped;		/* without GROUP BY: the one group */
+	bool		ungrouped_done;
+
+	/* top rows */
+	int			nsort;			/* the query's sort keys, then the key columns that break ties */
+	int			ntiebreak;
+	SortSupport sortkeys;
+	int		   *sort_columns;	/* 0-based answer column of each sort key */
+	List	   *late_check;		/* SQL pieces of the late check, NIL if there is none */
+	bool		late;			/* this run checks the top rows late: answers carry the key and a flag */
+	int			nmerge;			/* sort keys the merge compares in this run */
+	int			mine_column;	/* late check: the column saying whether the row is the node's own */
+	int64		limit;			/* -1: no limit */
+	int64		offset;
+	int64		returned;
+	int64		skipped;
+	int			next_answer;	/* without an order: the answer being returned */
+
+	int			nanswers;
+	NodeAnswer *answers;
+	bool		started;
+	MemoryContext run_cxt;		/* one run of the scan: answers, groups */
+	MemoryContext group_cxt;	/* the hash table's entries (in run_cxt, made again each run) */
+	MemoryContext temp_cxt;		/* one answer row while it is combined */
+	MemoryContext row_cxt;		/* the row being returned */
+} UpperScanState;
+
+void
+rsupper_begin_scan(ForeignScanState *node, int eflags)
+{
+	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
+	EState	   *estate = node->ss.ps.state;
+	List	   *private = plan->fdw_private;
+	UpperScanState *state = palloc0(sizeof(UpperScanState));
+	/* the table is the one relation under the scan (setrefs.c keeps fs_relids right, not fdw_private) */
+	Index		rtindex = bms_next_member(plan->fs_relids, -1);
+	RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
+	Relation	rel;
+	List	   *aggregates = list_nth(private, RS_PRIV_AGGREGATES);
+	List	   *groups = list_nth(private, RS_UPRIV_GROUPS);
+	List	   *sort_info = list_nth(private, RS_PRIV_SORT);
+	List	   *tiebreak = list_nth(private, RS_UPRIV_TIEBREAK);
+	int			nparams = intVal(list_nth(private, RS_PRIV_NPARAMS));
+	int			limit_index = intVal(list_nth(private, RS_PRIV_LIMIT));
+	int			offset_index = intVal(list_nth(private, RS_PRIV_OFFSET));
+	ListCell   *lc;
+	int			i;
+
+	node->fdw_state = state;
+	state->relid = (Oid) intVal(list_nth(private, RS_PRIV_RELID));
+	state->select_tmpl = list_nth(private, RS_PRIV_SELECT);
+	state->from_where_tmpl = list_nth(private, RS_PRIV_FROM_WHERE);
+	state->tail_tmpl = list_nth(private, RS_PRIV_TAIL);
+	state->aggregating = intVal(list_nth(private, RS_UPRIV_AGGREGATING)) != 0;
+	state->pushed = strVal(list_nth(private, RS_UPRIV_PUSHED));
+	state->relations = strVal(list_nth(private, RS_UPRIV_RELATIONS));
+	state->limit_sql = strVal(list_nth(private, RS_UPRIV_LIMIT_SQL));
+	state->late_check = list_nth(private, RS_UPRIV_LATE_CHECK);
+	state->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
+
+	/* Remote work runs as the role that reads: a view's owner through a view. */
+	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+
+	/* One statement, one topology: the placement is taken now and kept. */
+	rel = ExecGetRangeTableRelation(estate, rtindex);
+	table_placement_load(&state->placement, state->relid, RelationGetDescr(rel), estate->es_query_cxt);
+
+	/* Parameters of the SQL, then LIMIT and OFFSET. */
+	i = 0;
+	foreach(lc, plan->fdw_exprs)
+	{
+		ExprState  *es = ExecInitExpr(lfirst(lc), (PlanState *) node);
+
+		i++;
+		if (i <= nparams)
+		{
+			state->param_exprs = lappend(state->param_exprs, lfirst(lc));
+			state->param_states = lappend(state->param_states, es);
+		}
+		else if (i == limit_index)
+			state->limit_state = es;
+		else if (i == offset_index)
+			state->offset_state = es;
+	}
+
+	/*
+	 * Answers arrive as text: the input function of each scan column, and,
+	 * for the late check, of the key columns that follow them.
+	 */
+	state->scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	state->ntiebreak = state->late_check ? list_length(tiebreak) : 0;
+	state->ncolumns_read = state->scan_desc->natts + state->ntiebreak;
+	state->in_functions = palloc0(sizeof(FmgrInfo) * Max(state->ncolumns_read, 1));
+	state->typioparams = palloc0(sizeof(Oid) * Max(state->ncolumns_read, 1));
+	state->typmods = palloc0(sizeof(int32) * Max(state->ncolumns_read, 1));
+	for (i = 0; i < state->ncolumns_read; i++)
+	{
+		Form_pg_attribute attr;
+		Oid			input;
+
+		if (i < state->scan_desc->natts)
+			attr = TupleDescAttr(state->scan_desc, i);
+		else
+			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i - state->scan_desc->natts) - 1);
+		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
+		fmgr_info(input, &state->in_functions[i]);
+		state->typmods[i] = attr->atttypmod;
+	}
+	state->mine_column = state->ncolumns_read;
+
+	/* Aggregates: how each one combines, and how groups are told apart. */
+	state->ngroups = list_length(groups);
+	state->ncolumns = state->ngroups;
+	state->naggregates = list_length(aggregates);
+	state->aggregates = palloc0(sizeof(UpperAggregate) * Max(state->naggregates, 1));
+	foreach(lc, aggregates)
+	{
+		List	   *description = lfirst(lc);
+		UpperAggregate *agg = &state->aggregates[foreach_current_index(lc)];
+		Oid			partial_type = (Oid) list_nth_int(description, 3);
+		Oid			function = (Oid) list_nth_int(description, 4);
+		Oid			input;
+
+		agg->kind = (RsCombineKind) list_nth_int(description, 0);
+		agg->column = list_nth_int(description, 1);
+		agg->output = list_nth_int(description, 2);
+		getTypeInputInfo(partial_type, &input, &agg->typioparam);
+		fmgr_info(input, &agg->input);
+		get_typlenbyval(partial_type, &agg->typlen, &agg->typbyval);
+		if (agg->kind == RS_COMBINE_MIN_MAX)
+		{
+			agg->order.ssup_cxt = CurrentMemoryContext;
+			agg->order.ssup_collation = (Oid) list_nth_int(description, 5);
+			agg->order.ssup_nulls_first = false;
+			PrepareSortSupportFromOrderingOp(function, &agg->order);
+		}
+		else if (agg->kind != RS_COMBINE_COUNT)
+			fmgr_info(function, &agg->addition);
+		state->ncolumns += (agg->kind == RS_COMBINE_AVG_NUMERIC || agg->kind == RS_COMBINE_AVG_FLOAT8 ||
+							agg->kind == RS_COMBINE_AVG_INTERVAL) ? 2 : 1;
+	}
+	if (state->ngroups > 0)
+	{
+		Oid		   *eqops = palloc(sizeof(Oid) * state->ngroups);
+		TupleDesc	key_desc = CreateTemplateTupleDesc(state->ngroups);
+
+		state->key_columns = palloc(sizeof(AttrNumber) * state->ngroups);
+		state->group_collations = palloc(sizeof(Oid) * state->ngroups);
+		foreach(lc, groups)
+		{
+			i = foreach_current_index(lc);
+			eqops[i] = (Oid) linitial_int((List *) lfirst(lc));
+			state->group_collations[i] = (Oid) lsecond_int((List *) lfirst(lc));
+			state->key_columns[i] = i + 1;
+			TupleDescCopyEntry(key_desc, i + 1, state->scan_desc, i + 1);
+		}
+		execTuplesHashPrepare(state->ngroups, eqops, &state->eqfuncoids, &state->hashfunctions);
+		state->key_slot = ExecInitExtraTupleSlot(estate, key_desc, &TTSOpsVirtual);
+		state->group_slot = ExecInitExtraTupleSlot(estate, key_desc, &TTSOpsMinimalTuple);
+	}
+
+	/*
+	 * Top rows: comparators for the merge, by the query's sort keys, then
+	 * (late check) by the key columns in their default order, as the nodes
+	 * broke ties.
+	 */
+	state->nsort = list_length(sort_info);
+	if (state->nsort > 0)
+	{
+		int			nkeys = state->nsort + state->ntiebreak;
+
+		state->sortkeys = palloc0(sizeof(SortSupportData) * nkeys);
+		state->sort_columns = palloc(sizeof(int) * nkeys);
+		foreach(lc, sort_info)
+		{
+			List	   *key = lfirst(lc);
+			SortSupport ssup = &state->sortkeys[foreach_current_index(lc)];
+
+			state->sort_columns[foreach_current_index(lc)] = linitial_int(key) - 1;
+			ssup->ssup_cxt = CurrentMemoryContext;
+			ssup->ssup_collation = (Oid) lthird_int(key);
+			ssup->ssup_nulls_first = lfourth_int(key) != 0;
+			PrepareSortSupportFromOrderingOp((Oid) lsecond_int(key), ssup);
+		}
+		for (i = 0; i < state->ntiebreak; i++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i) - 1);
+			SortSupport ssup = &state->sortkeys[state->nsort + i];
+
+			state->sort_columns[state->nsort + i] = state->scan_desc->natts + i;
+			ssup->ssup_cxt = CurrentMemoryContext;
+			ssup->ssup_collation = attr->attcollation;
+			ssup->ssup_nulls_first = false;
+			PrepareSortSupportFromOrderingOp(lookup_type_cache(attr->atttypid, TYPECACHE_LT_OPR)->lt_opr, ssup);
+		}
+	}
+
+	state->run_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard upper scan", ALLOCSET_DEFAULT_SIZES);
+	state->temp_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard upper combine",
+											ALLOCSET_SMALL_SIZES);
+	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard upper row", ALLOCSET_SMALL_SIZES);
+}
+
+/*
+ * The answers are libpq results, outside any memory context: they are
+ * cleared when the run's context goes, whether the scan ends, is rescanned
+ * or fails.
+ */
+static void
+clear_answers(void *arg)
+{
+	UpperScanState *state = arg;
+
+	for (int i = 0; i < state->nanswers; i++)
+	{
+		if (state->answers[i].result)
+			PQclear(state->answers[i].result);
+		state->answers[i].result = NULL;
+	}
+	state->nanswers = 0;
+	state->answers = NULL;
+}
+
+/* A new group's combined states: nothing seen yet. */
+static Combined *
+new_combined(UpperScanState *state, MemoryContext cxt)
+{
+	Combined   *combined = MemoryContextAllocZero(cxt, sizeof(Combined) * Max(state->naggregates, 1));
+
+	for (int i = 0; i < state->naggregates; i++)
+		combined[i].isnull = true;
+	return combined;
+}
+
+/* Keep a value as a group's combined value, in the group's memory. */
+static void
+keep_value(UpperAggregate *agg, Combined *combined, Datum value, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	Datum		copy = datumCopy(value, agg->typbyval, agg->typlen);
+
+	MemoryContextSwitchTo(old);
+	if (!combined->isnull && !agg->typbyval)
+		pfree(DatumGetPointer(combined->value));
+	combined->value = copy;
+	combined->isnull = false;
+}
+
+/* Add a node's count (never NULL) to a group's. */
+static void
+add_count(Combined *combined, PGresult *res, int row, int column)
+{
+	int64		count = pg_strtoint64(PQgetvalue(res, row, column));
+
+	if (pg_add_s64_overflow(combined->count, count, &combined->count))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("bigint out of range")));
+}
+
+/* Combine one node's partial result of an aggregate into a group's state. */
+static void
+combine_partial(UpperAggregate *agg, Combined *combined, PGresult *res, int row, MemoryContext cxt)
+{
+	Datum		value;
+
+	if (agg->kind == RS_COMBINE_COUNT)
+	{
+		add_count(combined, res, row, agg->column);
+		return;
+	}
+	if (agg->kind == RS_COMBINE_AVG_NUMERIC || agg->kind == RS_COMBINE_AVG_FLOAT8 ||
+		agg->kind == RS_COMBINE_AVG_INTERVAL)
+		add_count(combined, res, row, agg->column + 1);
+	if (PQgetisnull(res, row, agg->column))
+		return;					/* no value in this group on that node */
+	value = InputFunctionCall(&agg->input, PQgetvalue(res, row, agg->column), agg->typioparam, -1);
+	if (combined->isnull)
+		keep_value(agg, combined, value, cxt);
+	else if (agg->kind == RS_COMBINE_MIN_MAX)
+	{
+		if (ApplySortComparator(value, false, combined->value, false, &agg->order) < 0)
+			keep_value(agg, combined, value, cxt);
+	}
+	else
+		keep_value(agg, combined, FunctionCall2Coll(&agg->addition, InvalidOid, combined->value, value), cxt);
+}
+
+/* Combine every node's answer, group by group; the answers are then dropped. */
+static void
+combine_answers(ForeignScanState *node, UpperScanState *state)
+{
+	state->group_cxt = AllocSetContextCreate(state->run_cxt, "ringshard upper groups", ALLOCSET_DEFAULT_SIZES);
+	if (state->ngroups > 0)
+		state->groups = BuildTupleHashTableExt(&node->ss.ps, state->key_slot->tts_tupleDescriptor,
+											   state->ngroups, state->key_columns, state->eqfuncoids,
+											   state->hashfunctions, state->group_collations, 256,
+											   sizeof(Combined) * state->naggregates, state->run_cxt,
+											   state->group_cxt, state->temp_cxt, false);
+	else
+		state->ungrouped = new_combined(state, state->run_cxt);
+
+	for (int i = 0; i < state->nanswers; i++)
+	{
+		NodeAnswer *answer = &state->answers[i];
+		PGresult   *res = answer->result;
+		int			nrows;
+
+		if (res == NULL)
+			continue;
+		if (PQnfields(res) != state->ncolumns)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("node \"%s\" answered with %d columns instead of %d",
+							answer->conn->node, PQnfields(res), state->ncolumns)));
+		nrows = PQntuples(res);
+		for (int row = 0; row < nrows; row++)
+		{
+			MemoryContext old;
+			Combined   *combined;
+			MemoryContext keep_cxt;
+
+			CHECK_FOR_INTERRUPTS();
+			MemoryContextReset(state->temp_cxt);
+			old = MemoryContextSwitchTo(state->temp_cxt);
+			if (state->ngroups > 0)
+			{
+				TupleTableSlot *key = state->key_slot;
+				TupleHashEntry entry;
+				bool		isnew;
+
+				ExecClearTuple(key);
+				for (int k = 0; k < state->ngroups; k++)
+				{
+					key->tts_isnull[k] = PQgetisnull(res, row, k);
+					key->tts_values[k] = key->tts_isnull[k] ? (Datum) 0
+						: InputFunctionCall(&state->in_functions[k], PQgetvalue(res, row, k), state->typioparams[k],
+											TupleDescAttr(state->scan_desc, k)->atttypmod);
+				}
+				ExecStoreVirtualTuple(key);
+				entry = LookupTupleHashEntry(state->groups, key, &isnew, NULL);
+				if (isnew)
+					entry->additional = new_combined(state, state->group_cxt);
+				combined = entry->additional;
+				keep_cxt = state->group_cxt;
+			}
+			else
+			{
+				combined = state->ungrouped;
+				keep_cxt = state->run_cxt;
+			}
+			for (int a = 0; a < state->naggregates; a++)
+				combine_partial(&state->aggregates[a], &combined[a], res, row, keep_cxt);
+			MemoryContextSwitchTo(old);
+		}
+		PQclear(res);
+		answer->result = NULL;
+	}
+	MemoryContextReset(state->temp_cxt);
+	if (state->groups)
+		ResetTupleHashIterator(state->groups, &state->group_iter);
+}
+
+/* Evaluate LIMIT or OFFSET as the Limit node would: NULL means none, negative is an error. */
+static int64
+limit_value(ExprState *expr, ExprContext *econtext, bool is_offset)
+{
+	bool		isnull;
+	Datum		value;
+	int64		n;
+
+	if (expr == NULL)
+		return is_offset ? 0 : -1;
+	value = ExecEvalExprSwitchContext(expr, econtext, &isnull);
+	if (isnull)
+		return is_offset ? 0 : -1;
+	n = DatumGetInt64(value);
+	if (n < 0)
+		ereport(ERROR,
+				(is_offset ? errcode(ERRCODE_INVALID_ROW_COUNT_IN_RESULT_OFFSET_CLAUSE)
+				 : errcode(ERRCODE_INVALID_ROW_COUNT_IN_LIMIT_CLAUSE),
+				 errmsg(is_offset ? "OFFSET must not be negative" : "LIMIT must not be negative")));
+	return n;
+}
+
+/* Send the query to every node at once and take the answers. */
+static void
+start_run(ForeignScanState *node)
+{
+	UpperScanState *state = node->fdw_state;
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
+	MemoryContextCallback *cleanup = palloc(sizeof(MemoryContextCallback));
+	char	   *select;
+	char	   *from_where;
+	char	   *tail;
+	char	   *limit_clause = "";
+	char	   *filter;
+	char	   *sql;
+	RemoteConnection **conns;
+	RemoteConnection **sent;
+	const void **owners;
+	RemoteResult *out;
+	int		   *which;
+	int			nsent = 0;
+	int			nnodes = placement_node_count(&state->placement);
+
+	state->started = true;
+	state->returned = 0;
+	state->skipped = 0;
+	state->next_answer = 0;
+	state->ungrouped_done = false;
+	state->groups = NULL;
+	state->ungrouped = NULL;
+	cleanup->func = clear_answers;
+	cleanup->arg = state;
+	MemoryContextRegisterResetCallback(state->run_cxt, cleanup);
+
+	if (!state->aggregating)
+	{
+		int64		rows;
+
+		/* the Limit node evaluates the offset first */
+		state->offset = limit_value(state->offset_state, econtext, true);
+		state->limit = limit_value(state->limit_state, econtext, false);
+		if (state->limit == 0)
+		{
+			/* as the Limit node, read nothing at all */
+			MemoryContextSwitchTo(old);
+			return;
+		}
+		if (state->limit > 0 && !pg_add_s64_overflow(state->limit, state->offset, &rows))
+			limit_clause = psprintf(" LIMIT " INT64_FORMAT, rows);
+	}
+	select = rsfdw_fill_template(state->select_tmpl, state->param_states, state->param_exprs, econtext);
+	from_where = rsfdw_fill_template(state->from_where_tmpl, state->param_states, state->param_exprs, econtext);
+	tail = rsfdw_fill_template(state->tail_tmpl, state->param_states, state->param_exprs, econtext);
+
+	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filter);
+	state->late = state->late_check != NIL && filter[0] != '\0' && limit_clause[0] != '\0';
+	state->nmerge = state->nsort + (state->late ? state->ntiebreak : 0);
+	if (state->late)
+		sql = psprintf("SELECT s.*, EXISTS (SELECT FROM %s t WHERE true%s) FROM (SELECT %s%s%s%s%s%s)%s",
+					   strVal(lfourth(state->late_check)), filter, select, strVal(linitial(state->late_check)),
+					   from_where, tail, strVal(lsecond(state->late_check)), limit_clause,
+					   strVal(lthird(state->late_check)));
+	else
+		sql = psprintf("SELECT %s%s%s%s%s", select, from_where, filter, tail, limit_clause);
+	state->answers = palloc0(sizeof(NodeAnswer) * Max(nnodes, 1));
+	state->nanswers = nnodes;
+	sent = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	owners = palloc(sizeof(void *) * Max(nnodes, 1));
+	out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
+	which = palloc(sizeof(int) * Max(nnodes, 1));
+	for (int i = 0; i < nnodes; i++)
+	{
+		NodeAnswer *answer = &state->answers[i];
+
+		if (conns[i] == NULL)
+			continue;
+		answer->conn = conns[i];
+		remote_send(answer->conn, sql, true, answer);
+		if (answer->conn->link != LINK_BUSY)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost the connection to node \"%s\"", answer->conn->node),
+					 errdetail_internal("%s", answer->conn->last_error ? answer->conn->last_error : "")));
+		sent[nsent] = answer->conn;
+		owners[nsent] = answer;
+		which[nsent++] = i;
+	}
+	remote_receive_owned(sent, owners, nsent, out, 0, 0);
+
+	/* every answer is kept before any is judged, so that none is left behind by an error */
+	for (int j = 0; j < nsent; j++)
+		state->answers[which[j]].result = out[j].result;
+	for (int j = 0; j < nsent; j++)
+	{
+		NodeAnswer *answer = &state->answers[which[j]];
+
+		if (out[j].lost)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost the connection to node \"%s\" during a read of table %s",
+							answer->conn->node, get_rel_name(state->relid)),
+					 errdetail_internal("%s", answer->conn->last_error ? answer->conn->last_error : "")));
+		if (!out[j].ok)
+			remote_report_error(ERROR, answer->conn, answer->result, NULL);
+	}
+	if (state->aggregating)
+		combine_answers(node, state);
+	MemoryContextSwitchTo(old);
+}
+
+/* Fill the scan slot with a group's key and its aggregates' combined values. */
+static void
+store_group(UpperScanState *state, TupleTableSlot *slot, MinimalTuple key, Combined *combined)
+{
+	MemoryContext old;
+
+	MemoryContextReset(state->row_cxt);
+	old = MemoryContextSwitchTo(state->row_cxt);
+	ExecClearTuple(slot);
+	memset(slot->tts_isnull, true, sizeof(bool) * state->scan_desc->natts);
+	if (key)
+	{
+		ExecStoreMinimalTuple(key, state->group_slot, false);
+		slot_getallattrs(state->group_slot);
+		for (int k = 0; k < state->ngroups; k++)
+		{
+			slot->tts_values[k] = state->group_slot->tts_values[k];
+			slot->tts_isnull[k] = state->group_slot->tts_isnull[k];
+		}
+	}
+	for (int a = 0; a < state->naggregates; a++)
+	{
+		UpperAggregate *agg = &state->aggregates[a];
+		Combined   *c = &combined[a];
+		Datum	   *value = &slot->tts_values[agg->output];
+		bool	   *isnull = &slot->tts_isnull[agg->output];
+
+		/* PostgreSQL's final functions: no value (or no row) gives NULL, except for count */
+		*isnull = false;
+		switch (agg->kind)
+		{
+			case RS_COMBINE_COUNT:
+				*value = Int64GetDatum(c->count);
+				break;
+			case RS_COMBINE_SUM:
+			case RS_COMBINE_MIN_MAX:
+				*value = c->value;
+				*isnull = c->isnull;
+				break;
+			case RS_COMBINE_AVG_NUMERIC:
+				if ((*isnull = c->isnull || c->count == 0))
+					break;
+				*value = DirectFunctionCall2(numeric_div, c->value, NumericGetDatum(int64_to_numeric(c->count)));
+				break;
+			case RS_COMBINE_AVG_FLOAT8:
+				if ((*isnull = c->isnull || c->count == 0))
+					break;
+				*value = Float8GetDatum(DatumGetFloat8(c->value) / (float8) c->count);
+				break;
+			case RS_COMBINE_AVG_INTERVAL:
+				if ((*isnull = c->isnull || c->count == 0))
+					break;
+				*value = DirectFunctionCall2(interval_div, c->value, Float8GetDatum((float8) c->count));
+				break;
+		}
+	}
+	MemoryContextSwitchTo(old);
+	ExecStoreVirtualTuple(slot);
+}
+
+static bool
+answer_has_row(NodeAnswer *answer)
+{
+	return answer->result != NULL && answer->next < PQntuples(answer->result);
+}
+
+/* Late check: pass over the rows of an answer that are another node's. */
+static bool
+answer_has_own_row(UpperScanState *state, NodeAnswer *answer)
+{
+	while (state->late && answer_has_row(answer) &&
+		   strcmp(PQgetvalue(answer->result, answer->next, state->mine_column), "t") != 0)
+	{
+		answer->next++;
+		answer->has_head = false;
+	}
+	return answer_has_row(answer);
+}
+
+/* Decode a column of an answer's current row. */
+static Datum
+answer_value(UpperScanState *state, NodeAnswer *answer, int column, bool *isnull)
+{
+	*isnull = PQgetisnull(answer->result, answer->next, column);
+	if (*isnull)
+		return (Datum) 0;
+	return InputFunctionCall(&state->in_functions[column], PQgetvalue(answer->result, answer->next, column),
+							 state->typioparams[column], state->typmods[column]);
+}
+
+/* Merge: decode the sort values of an answer's current row. */
+static void
+load_head(UpperScanState *state, NodeAnswer *answer)
+{
+	MemoryContext old;
+
+	if (answer->head_cxt == NULL)
+	{
+		answer->head_cxt = AllocSetContextCreate(state->run_cxt, "ringshard upper merge row", ALLOCSET_SMALL_SIZES);
+		answer->head_values = MemoryContextAlloc(state->run_cxt, sizeof(Datum) * state->nmerge);
+		answer->head_nulls = MemoryContextAlloc(state->run_cxt, sizeof(bool) * state->nmerge);
+	}
+	MemoryContextReset(answer->head_cxt);
+	old = MemoryContextSwitchTo(answer->head_cxt);
+	for (int k = 0; k < state->nmerge; k++)
+		answer->head_values[k] = answer_value(state, answer, state->sort_columns[k], &answer->head_nulls[k]);
+	MemoryContextSwitchTo(old);
+	answer->has_head = true;
+}
+
+static int
+compare_heads(UpperScanState *state, NodeAnswer *a, NodeAnswer *b)
+{
+	for (int k = 0; k < state->nmerge; k++)
+	{
+		int			c = ApplySortComparator(a->head_values[k], a->head_nulls[k],
+											b->head_values[k], b->head_nulls[k], &state->sortkeys[k]);
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+/* The next of the top rows: merged in order (or one answer after another), after the offset, up to the limit. */
+static TupleTableSlot *
+next_top_row(UpperScanState *state, TupleTableSlot *slot)
+{
+	for (;;)
+	{
+		NodeAnswer *best = NULL;
+		MemoryContext old;
+
+		if (state->limit >= 0 && state->returned >= state->limit)
+			return ExecClearTuple(slot);
+		if (state->nsort == 0)
+		{
+			while (state->next_answer < state->nanswers &&
+				   !answer_has_own_row(state, &state->answers[state->next_answer]))
+				state->next_answer++;
+			if (state->next_answer >= state->nanswers)
+				return ExecClearTuple(slot);
+			best = &state->answers[state->next_answer];
+		}
+		else
+		{
+			for (int i = 0; i < state->nanswers; i++)
+			{
+				NodeAnswer *answer = &state->answers[i];
+
+				if (!answer_has_own_row(state, answer))
+					continue;
+				if (!answer->has_head)
+					load_head(state, answer);
+				if (best == NULL || compare_heads(state, answer, best) < 0)
+					best = answer;
+			}
+			if (best == NULL)
+				return ExecClearTuple(slot);
+		}
+		if (state->skipped < state->offset)
+		{
+			state->skipped++;
+			best->next++;
+			best->has_head = false;
+			continue;
+		}
+		MemoryContextReset(state->row_cxt);
+		old = MemoryContextSwitchTo(state->row_cxt);
+		ExecClearTuple(slot);
+		for (int j = 0; j < state->scan_desc->natts; j++)
+			slot->tts_values[j] = answer_value(state, best, j, &slot->tts_isnull[j]);
+		MemoryContextSwitchTo(old);
+		ExecStoreVirtualTuple(slot);
+		best->next++;
+		best->has_head = false;
+		state->returned++;
+		return slot;
+	}
+}
+
+TupleTableSlot *
+rsupper_iterate_scan(ForeignScanState *node)
+{
+	UpperScanState *state = node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+
+	if (!state->started)
+		start_run(node);
+	if (!state->aggregating)
+		return next_top_row(state, slot);
+	if (state->ngroups == 0)
+	{
+		/* an aggregate without GROUP BY has one row, even over no rows at all */
+		if (state->ungrouped_done)
+			return ExecClearTuple(slot);
+		state->ungrouped_done = true;
+		store_group(state, slot, NULL, state->ungrouped);
+		return slot;
+	}
+	{
+		TupleHashEntry entry = ScanTupleHashTable(state->groups, &state->group_iter);
+
+		if (entry == NULL)
+			return ExecClearTuple(slot);
+		store_group(state, slot, entry->firstTuple, entry->additional);
+		return slot;
+	}
+}
+
+/* End a run: nothing of ours stays in flight, the answers and groups go. */
+static void
+finish_run(UpperScanState *state)
+{
+	for (int i = 0; i < state->nanswers; i++)
+	{
+		RemoteConnection *conn = state->answers[i].conn;
+
+		if (conn && conn->link != LINK_BROKEN && conn->link != LINK_CLOSED)
+			remote_forget_owner(conn, &state->answers[i]);
+	}
+	if (state->group_slot)
+		ExecClearTuple(state->group_slot);	/* it points into the groups' memory */
+	MemoryContextReset(state->run_cxt);
+	state->groups = NULL;
+	state->ungrouped = NULL;
+	state->started = false;
+}
+
+void
+rsupper_rescan(ForeignScanState *node)
+{
+	UpperScanState *state = node->fdw_state;
+
+	if (!state->started)
+		return;
+	if (node->ss.ps.chgParam == NULL)
+	{
+		/* the same parameters: the same answers, returned again */
+		state->returned = 0;
+		state->skipped = 0;
+		state->next_answer = 0;
+		state->ungrouped_done = false;
+		for (int i = 0; i < state->nanswers; i++)
+		{
+			state->answers[i].next = 0;
+			state->answers[i].has_head = false;
+		}
+		if (state->groups)
+			ResetTupleHashIterator(state->groups, &state->group_iter);
+		return;
+	}
+	finish_run(state);
+}
+
+void
+rsupper_end_scan(ForeignScanState *node)
+{
+	UpperScanState *state = node->fdw_state;
+
+	if (state == NULL || state->explain_only)
+		return;
+	if (state->started)
+		finish_run(state);
+}
+
+/* A template's text as EXPLAIN shows it: parameter holes as $n. */
+static void
+append_template_text(StringInfo buf, List *pieces)
+{
+	ListCell   *lc;
+
+	foreach(lc, pieces)
+	{
+		Node	   *piece = lfirst(lc);
+
+		if (IsA(piece, String))
+			appendStringInfoString(buf, strVal(piece));
+		else
+			appendStringInfo(buf, "$%d", intVal(piece));
+	}
+}
+
+void
+rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
+{
+	UpperScanState *state = node->fdw_state;
+	StringInfoData nodes;
+	int			n = placement_node_count(&state->placement);
+	bool		late;
+
+	initStringInfo(&nodes);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
+						 placement_node_up(&state->placement, i) ? "" : " (down)");
+	ExplainPropertyText("Relations", state->relations, es);
+	ExplainPropertyText("Nodes", nodes.data, es);
+	/* with several copies of each row, top rows are checked late (unless the LIMIT turns out NULL) */
+	late = state->late_check != NIL && !placement_single_copy(&state->placement);
+	ExplainPropertyText("Pushed down", late ? psprintf("%s; each node picks its own rows among its top rows",
+													   state->pushed) : state->pushed, es);
+	if (es->verbose)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		if (late)
+			appendStringInfo(&sql, "SELECT s.*, EXISTS (SELECT FROM %s t WHERE true AND "
+							 "ringshard.reads_here(t.*, $excluded, $topology_version)) FROM (",
+							 strVal(lfourth(state->late_check)));
+		appendStringInfoString(&sql, "SELECT ");
+		append_template_text(&sql, state->select_tmpl);
+		if (late)
+			appendStringInfoString(&sql, strVal(linitial(state->late_check)));
+		append_template_text(&sql, state->from_where_tmpl);
+		if (!late && !placement_single_copy(&state->placement))
+			appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
+		append_template_text(&sql, state->tail_tmpl);
+		if (late)
+			appendStringInfoString(&sql, strVal(lsecond(state->late_check)));
+		appendStringInfoString(&sql, state->limit_sql);
+		if (late)
+			appendStringInfo(&sql, ")%s", strVal(lthird(state->late_check)));
+		ExplainPropertyText("Remote SQL", sql.data, es);
+	}
+}
