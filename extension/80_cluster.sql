@@ -160,10 +160,17 @@ COMMENT ON FUNCTION ringshard.sync_topology() IS
 
 -- On a worker: whether this node is the chosen reader of a row: the first
 -- of its replicas not excluded by the coordinator.
-CREATE FUNCTION ringshard.reads_here(row_value record, excluded text[], topology_version bigint) RETURNS boolean
+CREATE FUNCTION ringshard.reads_here(table_name regclass, key "any", excluded text[], topology_version bigint)
+	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.reads_here(record, text[], bigint) IS
-	'on a worker: true if this node is the first replica of the row outside the excluded nodes (so a fan-out reads each row once); errors if the node holds another topology version (NULL: no check)';
+CREATE FUNCTION ringshard.reads_here(table_name regclass, key "any", keyspace "any", excluded text[],
+									 topology_version bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", text[], bigint) IS
+	'on a worker: true if this node is the first replica of the key outside the excluded nodes (so a fan-out reads each row once); errors if the node holds another topology version (NULL: no check)';
+COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint) IS
+	'the same for a table placed by a partition map whose keyspace is a column';
 
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger

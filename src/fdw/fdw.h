@@ -105,6 +105,9 @@ extern void rsExplainForeignScan(ForeignScanState *node, struct ExplainState *es
  */
 struct TablePlacement;
 struct RemoteConnection;
+/* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
+extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
+
 extern struct RemoteConnection **rsfdw_fanout_connect(struct TablePlacement *placement, Oid userid,
 													  const char *table, char **filter);
 

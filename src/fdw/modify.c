@@ -902,7 +902,8 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "WITH m AS (%s%s RETURNING %s", statement, key_filter,
 					 single_copy ? "true AS rs_counts"
-					 : "ringshard.reads_here(t, '{}'::pg_catalog.text[], NULL::pg_catalog.int8) AS rs_counts");
+					 : psprintf("%s AS rs_counts", rsfdw_reads_here_sql(&state->placement, "'{}'::pg_catalog.text[]",
+																		"NULL::pg_catalog.int8")));
 	{
 		ListCell   *lc;
 

@@ -512,6 +512,20 @@ route_keys(RsScanState *state, List *routes, const char *select, const char *fro
 	}
 }
 
+/* The call of reads_here() for a table's rows (alias t): by its key columns. */
+char *
+rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char *version)
+{
+	char	   *table = rsfdw_relation_name(placement->relid);
+
+	if (placement->keyspace_attnum > 0)
+		return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)",
+						quote_literal_cstr(table), quote_identifier(placement->key_column),
+						quote_identifier(placement->keyspace_column), excluded, version);
+	return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, %s, %s)",
+					quote_literal_cstr(table), quote_identifier(placement->key_column), excluded, version);
+}
+
 /*
  * Connect to the nodes of a fan-out read (see fdw.h): nodes marked down or
  * unreachable are left out, an uncovered range is an error (a warning with
@@ -571,9 +585,11 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 	/* Each row once: on its first replica not left out (none with one copy); t.*, as a column may be named t */
 	*filter = "";
 	if (any_excluded || !placement_single_copy(placement))
-		*filter = psprintf(" AND ringshard.reads_here(t.*, %s::pg_catalog.text[], %lld::pg_catalog.int8)",
-						   quote_literal_cstr(names_literal(placement, excluded, nnodes)),
-						   (long long) coordinator_topology_version());
+		*filter = psprintf(" AND %s", rsfdw_reads_here_sql(placement,
+															   psprintf("%s::pg_catalog.text[]",
+																		quote_literal_cstr(names_literal(placement, excluded, nnodes))),
+															   psprintf("%lld::pg_catalog.int8",
+																		(long long) coordinator_topology_version())));
 	return all;
 }
 
@@ -1024,7 +1040,7 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 			if (p == 2)
 			{
 				if (state->kind == RS_SCAN_FANOUT && !placement_single_copy(&state->placement))
-					appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
+					appendStringInfo(&sql, " AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
 				else if (state->kind != RS_SCAN_FANOUT)
 					appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
 			}

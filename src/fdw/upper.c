@@ -675,9 +675,7 @@ append_partial_call(DeparseContext *ctx, const char *name, Aggref *aggref, const
  * The pieces of the late check of top rows (see upper_scan.c): each node
  * sorts all its copies of rows, ties broken by the sharding key (and the
  * keyspace column), and checks only its top rows for being its own.  NIL
- * when a key column has no default sort order, or when a column is of a
- * domain type: the row rebuilt from the key has NULL in the other columns,
- * which a domain may refuse.
+ * when a key column has no default sort order.
  */
 static void
 late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid, List **tiebreak,
@@ -689,23 +687,10 @@ late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid
 	StringInfoData row;
 	int			ncolumns = list_length(upper->scan_tlist);
 	AttrNumber	keys[2] = {info->key_attnum, info->keyspace_attnum};
-	Relation	relation;
 	ListCell   *lc;
 
 	*tiebreak = NIL;
 	*late_check = NIL;
-	relation = table_open(relid, NoLock);
-	for (int i = 0; i < RelationGetDescr(relation)->natts; i++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(relation), i);
-
-		if (!attr->attisdropped && get_typtype(attr->atttypid) == TYPTYPE_DOMAIN)
-		{
-			table_close(relation, NoLock);
-			return;
-		}
-	}
-	table_close(relation, NoLock);
 	for (int i = 0; i < 2; i++)
 		if (keys[i] > 0)
 		{
@@ -718,15 +703,14 @@ late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid
 		}
 
 	/*
-	 * The node's row of the table is rebuilt from the key columns by name,
-	 * for reads_here(), which reads nothing else.
+	 * The key columns of a top row are named as the table names them, so
+	 * that the filter of the fan-out (which reads t.<key>) applies to them.
 	 */
 	initStringInfo(&inner_select);
 	initStringInfo(&inner_order);
 	initStringInfo(&outer);
 	initStringInfo(&row);
-	appendStringInfo(&row, "pg_catalog.json_populate_record(NULL::%s, pg_catalog.json_build_object(",
-					 rsfdw_relation_name(relid));
+	appendStringInfoString(&row, "(SELECT ");
 	appendStringInfoString(&outer, " s(");
 	for (int i = 1; i <= ncolumns; i++)
 		appendStringInfo(&outer, "c%d, ", i);
@@ -738,10 +722,9 @@ late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid
 		appendStringInfo(&inner_select, ", t.%s", column);
 		appendStringInfo(&inner_order, ", t.%s", column);
 		appendStringInfo(&outer, "%srs_key%d", n > 1 ? ", " : "", n);
-		appendStringInfo(&row, "%s%s, s.rs_key%d", n > 1 ? ", " : "",
-						 quote_literal_cstr(get_attname(relid, lfirst_int(lc), false)), n);
+		appendStringInfo(&row, "%ss.rs_key%d AS %s", n > 1 ? ", " : "", n, column);
 	}
-	appendStringInfoString(&row, "))");
+	appendStringInfoChar(&row, ')');
 	appendStringInfoString(&outer, ") ORDER BY ");
 	foreach(lc, upper->pathkeys)
 	{

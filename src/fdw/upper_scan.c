@@ -918,15 +918,15 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 		initStringInfo(&sql);
 		if (late)
 			appendStringInfo(&sql, "SELECT s.*, EXISTS (SELECT FROM %s t WHERE true AND "
-							 "ringshard.reads_here(t.*, $excluded, $topology_version)) FROM (",
-							 strVal(lfourth(state->late_check)));
+							 "%s) FROM (", strVal(lfourth(state->late_check)),
+							 rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
 		appendStringInfoString(&sql, "SELECT ");
 		append_template_text(&sql, state->select_tmpl);
 		if (late)
 			appendStringInfoString(&sql, strVal(linitial(state->late_check)));
 		append_template_text(&sql, state->from_where_tmpl);
 		if (!late && !placement_single_copy(&state->placement))
-			appendStringInfoString(&sql, " AND ringshard.reads_here(t.*, $excluded, $topology_version)");
+			appendStringInfo(&sql, " AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
 		append_template_text(&sql, state->tail_tmpl);
 		if (late)
 			appendStringInfoString(&sql, strVal(lsecond(state->late_check)));

@@ -7,6 +7,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -17,6 +18,7 @@
 #include "utils/typcache.h"
 
 #include "annotated_tables.h"
+#include "placement.h"
 
 /* Whether a node name (a text datum) equals a C string. */
 static bool
@@ -28,16 +30,13 @@ node_name_is(Datum node_text, const char *name)
 		memcmp(name, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) == 0;
 }
 
-/* What a reads_here() call site or the trigger keeps between rows. */
+/* What the trigger keeps between rows. */
 typedef struct WorkerState
 {
 	TablePlacement placement;
 	uint64		generation;
 	char	   *local_node;
 	int64		topology_version;
-	char	  **excluded;
-	int			nexcluded;
-	ArrayType  *excluded_array;	/* the argument the list was read from */
 } WorkerState;
 
 /* This server's node name and topology version from ringshard.cluster_state. */
@@ -63,92 +62,101 @@ read_cluster_state(WorkerState *state, MemoryContext mcxt)
 	SPI_finish();
 }
 
-static bool
-node_excluded(Datum node_text, char **excluded, int nexcluded)
+/* What a reads_here() call site keeps: the table's placement, this node, who is left out. */
+typedef struct ReadsHereState
 {
-	for (int e = 0; e < nexcluded; e++)
-		if (node_name_is(node_text, excluded[e]))
-			return true;
-	return false;
-}
+	TablePlacement placement;
+	uint64		generation;
+	Oid			relid;
+	int			local_index;	/* this node's index in the placement, -1 if none */
+	int64		topology_version;
+	char	   *local_node;
+	bool	   *excluded;		/* by node index */
+	ArrayType  *excluded_array; /* the argument they were read from */
+} ReadsHereState;
 
 PG_FUNCTION_INFO_V1(ringshard_reads_here);
 
 /*
- * reads_here(row, excluded, version): on a worker, whether this node is the
- * first of the row's replicas outside the excluded nodes, so that a fan-out
- * reads each row exactly once.  The coordinator passes its topology version:
- * a node that holds another one would answer for the wrong rows, so that is
- * an error (NULL skips the check).
+ * reads_here(table, key [, keyspace], excluded, version): on a worker,
+ * whether this node is the first of the key's replicas outside the excluded
+ * nodes, so that a fan-out reads each row exactly once.  It takes the key
+ * columns, not the row: building each row as a value cost more than the
+ * routing.  The coordinator passes its topology version: a node holding
+ * another one would answer for the wrong rows, so that is an error (NULL
+ * skips the check).
  */
 Datum
 ringshard_reads_here(PG_FUNCTION_ARGS)
 {
-	HeapTupleHeader row;
+	ReadsHereState *state = fcinfo->flinfo->fn_extra;
+	bool		with_keyspace = PG_NARGS() == 5;
+	int			excluded_arg = with_keyspace ? 3 : 2;
+	int			version_arg = excluded_arg + 1;
+	Oid			relid;
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			n;
 	ArrayType  *excluded;
-	Oid			type_oid;
-	WorkerState *state = fcinfo->flinfo->fn_extra;
-	TupleDesc	desc;
-	HeapTupleData tuple;
-	Datum	   *nodes;
-	int			count;
-	bool		here = false;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_NULL();
-	row = PG_GETARG_HEAPTUPLEHEADER(0);
-	excluded = PG_GETARG_ARRAYTYPE_P(1);
-	type_oid = HeapTupleHeaderGetTypeId(row);
-	desc = lookup_rowtype_tupdesc(type_oid, HeapTupleHeaderGetTypMod(row));
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || (with_keyspace && PG_ARGISNULL(2)) || PG_ARGISNULL(excluded_arg))
+		PG_RETURN_BOOL(false);
+	relid = PG_GETARG_OID(0);
+	excluded = PG_GETARG_ARRAYTYPE_P(excluded_arg);
 	if (state == NULL)
-		state = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(WorkerState));
-	if (state->generation != topology_cache_generation || state->placement.row_type != type_oid)
+		state = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReadsHereState));
+	if (state->generation != topology_cache_generation || state->relid != relid)
 	{
-		table_placement_load(&state->placement, get_typ_typrelid(type_oid), desc, fcinfo->flinfo->fn_mcxt);
-		state->placement.row_type = type_oid;
-		read_cluster_state(state, fcinfo->flinfo->fn_mcxt);
+		Relation	rel = relation_open(relid, AccessShareLock);
+		WorkerState cluster;
+
+		memset(&state->placement, 0, sizeof(state->placement));
+		table_placement_load(&state->placement, relid, RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
+		relation_close(rel, AccessShareLock);
+		read_cluster_state(&cluster, fcinfo->flinfo->fn_mcxt);
+		state->local_node = cluster.local_node;
+		state->topology_version = cluster.topology_version;
+		state->local_index = -1;
+		for (int i = 0; state->local_node && i < placement_node_count(&state->placement); i++)
+			if (node_name_is(placement_node_text(&state->placement, i), state->local_node))
+				state->local_index = i;
+		state->relid = relid;
 		state->generation = topology_cache_generation;
+		state->excluded_array = NULL;
 	}
-	if (PG_NARGS() > 2 && !PG_ARGISNULL(2) && PG_GETARG_INT64(2) != state->topology_version)
+	if (!PG_ARGISNULL(version_arg) && PG_GETARG_INT64(version_arg) != state->topology_version)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("node \"%s\" holds topology version " INT64_FORMAT ", the coordinator " INT64_FORMAT,
-						state->local_node ? state->local_node : "?", state->topology_version, PG_GETARG_INT64(2)),
+						state->local_node ? state->local_node : "?", state->topology_version,
+						PG_GETARG_INT64(version_arg)),
 				 errhint("Run ringshard.sync_topology() on the coordinator.")));
+	if (state->local_index < 0)
+		PG_RETURN_BOOL(false);
 	if (state->excluded_array == NULL || VARSIZE(state->excluded_array) != VARSIZE(excluded) ||
 		memcmp(state->excluded_array, excluded, VARSIZE(excluded)) != 0)
 	{
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		Datum	   *values;
 		bool	   *nulls;
+		int			count;
+		int			nnodes = placement_node_count(&state->placement);
 
 		state->excluded_array = (ArrayType *) palloc(VARSIZE(excluded));
 		memcpy(state->excluded_array, excluded, VARSIZE(excluded));
-		deconstruct_array(excluded, TEXTOID, -1, false, TYPALIGN_INT, &values, &nulls, &state->nexcluded);
-		state->excluded = palloc(sizeof(char *) * Max(state->nexcluded, 1));
-		for (int i = 0; i < state->nexcluded; i++)
-			state->excluded[i] = nulls[i] ? "" : TextDatumGetCString(values[i]);
+		state->excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
+		deconstruct_array(excluded, TEXTOID, -1, false, TYPALIGN_INT, &values, &nulls, &count);
+		for (int e = 0; e < count; e++)
+			for (int i = 0; i < nnodes && !nulls[e]; i++)
+				if (node_name_is(placement_node_text(&state->placement, i), TextDatumGetCString(values[e])))
+					state->excluded[i] = true;
 		MemoryContextSwitchTo(old);
 	}
-	if (state->local_node == NULL)
-	{
-		ReleaseTupleDesc(desc);
-		PG_RETURN_BOOL(false);
-	}
-
-	row_as_tuple(row, &tuple);
-	if (table_placement_place(&state->placement, &tuple, desc, false, &nodes, &count))
-	{
-		for (int i = 0; i < count; i++)
-		{
-			if (node_excluded(nodes[i], state->excluded, state->nexcluded))
-				continue;
-			here = node_name_is(nodes[i], state->local_node);
-			break;
-		}
-	}
-	ReleaseTupleDesc(desc);
-	PG_RETURN_BOOL(here);
+	n = placement_key_replicas(&state->placement, PG_GETARG_DATUM(1), with_keyspace ? PG_GETARG_DATUM(2) : (Datum) 0,
+							   replicas);
+	for (int i = 0; i < n; i++)
+		if (!state->excluded[replicas[i]])
+			PG_RETURN_BOOL(replicas[i] == state->local_index);
+	PG_RETURN_BOOL(false);
 }
 
 PG_FUNCTION_INFO_V1(ringshard_reject_misrouted_rows);
