@@ -345,6 +345,34 @@ SELECT same('SELECT a.id, (SELECT count(*) FROM %1$s b WHERE b.sub = a.sub AND b
 			'items_pair', false);
 RESET ringshard.fetch_size;
 
+-- Sorted scans without LIMIT: each node sorts, the streams are merged here,
+-- also for types whose sort operators belong to polymorphic operator
+-- classes (enum, array).
+SELECT same('SELECT id, mood FROM %s ORDER BY mood, id', 'items_pair', true);
+SELECT same('SELECT id, arr FROM %s ORDER BY arr DESC, id', 'items_pair', true);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id, mood FROM items_pair ORDER BY mood, id;
+
+-- Collations: what a node would derive differently is evaluated here.  A
+-- COLLATE clause that changes a column's collation, in a condition or a
+-- sort, stays here; a column's own collation, also a non-default one, is
+-- the node's too.
+SELECT same('SELECT id, t FROM %s ORDER BY t COLLATE "C", id', 'items_pair', true);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM items_pair ORDER BY t COLLATE "C", id;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM items_pair WHERE t COLLATE "C" > 'm' AND t > 'm';
+SELECT same('SELECT id FROM %s WHERE t COLLATE "C" > ''m''', 'items_pair', false);
+CREATE TABLE collated_local (id int4, name text COLLATE "POSIX");
+INSERT INTO collated_local SELECT g, chr(65 + g % 7) || chr(97 + g % 5) FROM generate_series(1, 50) g;
+CREATE TABLE collated (LIKE collated_local INCLUDING ALL);
+SELECT ringshard.distribute_table('collated', 'id', 'pair');
+SELECT ringshard.create_distributed_table('collated');
+INSERT INTO collated SELECT * FROM collated_local;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM collated WHERE name > 'Cb' ORDER BY name, id;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM collated WHERE name COLLATE "default" > 'Cb';
+EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM collated WHERE upper(name) = 'CB' AND name = ANY (ARRAY['Cb', 'Dc']);
+SELECT same('SELECT id, name FROM %s WHERE name > ''Cb'' ORDER BY name, id', 'collated', true, 'collated_local');
+SELECT same('SELECT name, count(*) FROM %s GROUP BY name', 'collated', false, 'collated_local');
+SELECT same('SELECT id, name FROM %s ORDER BY name COLLATE "default" DESC, id LIMIT 9', 'collated', true, 'collated_local');
+
 -- Inside a transaction, the nodes answer with its writes.
 BEGIN;
 INSERT INTO items_pair (id, grp, i4) SELECT g, 'new', g FROM generate_series(1001, 1010) g;

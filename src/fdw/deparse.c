@@ -68,12 +68,104 @@ function_is_shippable(Oid funcid)
 	return is_builtin(funcid) && func_volatile(funcid) == PROVOLATILE_IMMUTABLE;
 }
 
-/* Collations: none, the database default, or C; a column's own collation comes with its Var. */
-static bool
-collation_is_shippable(Oid collid)
+/*
+ * Collations.  Deparsed SQL names no collation: the node derives each one
+ * from the columns (the node's table has the same column collations) and
+ * the types of literals and parameters, by the parser's rules, in which the
+ * default collation yields to any other.  An expression ships only if every
+ * collation in it is the one the node derives there: a COLLATE clause that
+ * changes a collation, or an operator comparing in another collation than
+ * its arguments carry, would compare, sort or group differently on the
+ * node, so it is evaluated here.  The database default collation is assumed
+ * to be the same on every node, as postgres_fdw assumes of its servers.
+ */
+typedef struct CollationState
 {
-	return collid == InvalidOid || collid == DEFAULT_COLLATION_OID || collid == C_COLLATION_OID ||
-		collid == POSIX_COLLATION_OID;
+	Oid			derived;		/* the non-default collation derived so far, or InvalidOid */
+	bool		conflict;		/* two different non-default collations met */
+	bool		unsaid;			/* some collation is not the one the node derives */
+} CollationState;
+
+/* Fold the collation a sub-expression ends with into its parent's state. */
+static void
+collation_fold(CollationState *parent, Oid collid)
+{
+	if (!OidIsValid(collid) || collid == DEFAULT_COLLATION_OID)
+		return;
+	if (!OidIsValid(parent->derived))
+		parent->derived = collid;
+	else if (parent->derived != collid)
+		parent->conflict = true;
+}
+
+/* The collation an expression ends with, as the node derives it, or unsaid. */
+static bool
+collation_walker(Node *node, CollationState *state)
+{
+	CollationState inner = {InvalidOid, false, false};
+	Oid			input;
+	Oid			output;
+
+	if (node == NULL)
+		return false;
+	switch (nodeTag(node))
+	{
+		case T_List:
+		case T_TargetEntry:
+			/* no collation of their own: their members fold into the parent */
+			return expression_tree_walker(node, collation_walker, (void *) state);
+		case T_Var:
+			collation_fold(state, ((Var *) node)->varcollid);
+			return false;
+		case T_Const:
+		case T_Param:
+			/* a literal or parameter carries its type's collation, unless COLLATE was folded into it */
+			output = exprCollation(node);
+			if (OidIsValid(output) && output != get_typcollation(exprType(node)))
+			{
+				state->unsaid = true;
+				return true;
+			}
+			collation_fold(state, output);
+			return false;
+		default:
+			break;
+	}
+	if (expression_tree_walker(node, collation_walker, (void *) &inner) || inner.unsaid)
+	{
+		state->unsaid = true;
+		return true;
+	}
+
+	/* the collation the operation works in must be the one its arguments give */
+	input = exprInputCollation(node);
+	if (OidIsValid(input) &&
+		!(inner.conflict ? false :
+		  OidIsValid(inner.derived) ? input == inner.derived : input == DEFAULT_COLLATION_OID))
+	{
+		state->unsaid = true;
+		return true;
+	}
+
+	/* and the collation of its result the one the node gives it */
+	output = exprCollation(node);
+	if (OidIsValid(output) &&
+		!(OidIsValid(inner.derived) && !inner.conflict ? output == inner.derived :
+		  output == DEFAULT_COLLATION_OID || output == get_typcollation(exprType(node))))
+	{
+		state->unsaid = true;
+		return true;
+	}
+	collation_fold(state, output);
+	return false;
+}
+
+static bool
+collations_said(Node *expr)
+{
+	CollationState state = {InvalidOid, false, false};
+
+	return !collation_walker(expr, &state) && !state.unsaid;
 }
 
 static bool
@@ -93,15 +185,14 @@ ship_walker(Node *node, ShipContext *ctx)
 				return false;
 			}
 		case T_Const:
-			return !type_is_shippable(((Const *) node)->consttype, ctx) ||
-				!collation_is_shippable(((Const *) node)->constcollid);
+			return !type_is_shippable(((Const *) node)->consttype, ctx);
 		case T_Param:
 			{
 				Param	   *param = (Param *) node;
 
 				if (param->paramkind != PARAM_EXTERN && param->paramkind != PARAM_EXEC)
 					return true;
-				if (!type_is_shippable(param->paramtype, ctx) || !collation_is_shippable(param->paramcollid))
+				if (!type_is_shippable(param->paramtype, ctx))
 					return true;
 				return false;
 			}
@@ -112,8 +203,7 @@ ship_walker(Node *node, ShipContext *ctx)
 				OpExpr	   *op = (OpExpr *) node;
 
 				set_opfuncid(op);
-				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid) ||
-					!collation_is_shippable(op->inputcollid))
+				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid))
 					return true;
 				break;
 			}
@@ -122,8 +212,7 @@ ship_walker(Node *node, ShipContext *ctx)
 				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) node;
 
 				set_sa_opfuncid(op);
-				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid) ||
-					!collation_is_shippable(op->inputcollid))
+				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid))
 					return true;
 				break;
 			}
@@ -131,7 +220,7 @@ ship_walker(Node *node, ShipContext *ctx)
 			{
 				FuncExpr   *func = (FuncExpr *) node;
 
-				if (!function_is_shippable(func->funcid) || !collation_is_shippable(func->inputcollid))
+				if (!function_is_shippable(func->funcid))
 					return true;
 				break;
 			}
@@ -185,7 +274,7 @@ rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr)
 	/* volatile expressions never ship (the node would evaluate them once per copy) */
 	if (contain_volatile_functions((Node *) expr))
 		return false;
-	return !ship_walker((Node *) expr, &ctx);
+	return !ship_walker((Node *) expr, &ctx) && collations_said((Node *) expr);
 }
 
 char *

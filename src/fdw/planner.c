@@ -189,9 +189,15 @@ rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 		baserel->tuples = tuples;
 }
 
-/* The column a pathkey sorts by, if the nodes can sort by it the same way. */
+/*
+ * The column a pathkey sorts by, if the nodes can sort by it the same way:
+ * with the type's default built-in operator family, in the column's own
+ * collation (ORDER BY name COLLATE "C" on a column of another collation is
+ * sorted here).  *sortop, if given, is the operator the merge compares
+ * with, looked up by the member's declared type (anyenum, anyarray, ...).
+ */
 static Var *
-pathkey_column(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
+pathkey_column(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey, Oid *sortop)
 {
 	EquivalenceClass *ec = pathkey->pk_eclass;
 	ListCell   *lc;
@@ -203,6 +209,7 @@ pathkey_column(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
 		EquivalenceMember *em = lfirst(lc);
 		Node	   *expr = strip_relabel((Node *) em->em_expr);
 		Oid			typid;
+		Oid			operator;
 		TypeCacheEntry *tce;
 
 		if (em->em_is_child || !IsA(expr, Var) || ((Var *) expr)->varno != rel->relid ||
@@ -213,6 +220,14 @@ pathkey_column(PlannerInfo *root, RelOptInfo *rel, PathKey *pathkey)
 		tce = lookup_type_cache(typid, TYPECACHE_BTREE_OPFAMILY);
 		if (tce->btree_opf != pathkey->pk_opfamily || pathkey->pk_opfamily >= FirstGenbkiObjectId)
 			return NULL;
+		if (ec->ec_collation != ((Var *) expr)->varcollid)
+			return NULL;
+		operator = get_opfamily_member(pathkey->pk_opfamily, em->em_datatype, em->em_datatype,
+									   pathkey->pk_strategy);
+		if (!OidIsValid(operator))
+			return NULL;
+		if (sortop)
+			*sortop = operator;
 		return (Var *) expr;
 	}
 	return NULL;
@@ -229,7 +244,7 @@ useful_pathkeys(PlannerInfo *root, RelOptInfo *rel)
 	{
 		PathKey    *pk = lfirst(lc);
 
-		if (pathkey_column(root, rel, pk) == NULL)
+		if (pathkey_column(root, rel, pk, NULL) == NULL)
 			return NIL;			/* all or nothing: a partial order does not help a Sort above */
 		keys = lappend(keys, pk);
 	}
@@ -363,6 +378,7 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	List	   *retrieved;
 	List	   *sort_info = NIL;
 	List	   *sort_vars = NIL;
+	List	   *sort_ops = NIL;
 	List	   *private;
 	ListCell   *lc;
 	DeparseContext ctx;
@@ -434,7 +450,12 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 		kind = info->keyspace_value ? RS_SCAN_ROUTER_KEYSPACE : RS_SCAN_ROUTER;
 
 	foreach(lc, best_path->path.pathkeys)
-		sort_vars = lappend(sort_vars, pathkey_column(root, foreignrel, lfirst(lc)));
+	{
+		Oid			sortop;
+
+		sort_vars = lappend(sort_vars, pathkey_column(root, foreignrel, lfirst(lc), &sortop));
+		sort_ops = lappend_oid(sort_ops, sortop);
+	}
 	retrieved = retrieved_attributes(root, foreignrel, local_exprs, sort_vars);
 
 	/* SELECT list */
@@ -465,7 +486,7 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	{
 		PathKey    *pk = lfirst(lc);
 		Var		   *var = list_nth(sort_vars, foreach_current_index(lc));
-		Oid			sortop = get_opfamily_member(pk->pk_opfamily, var->vartype, var->vartype, pk->pk_strategy);
+		Oid			sortop = list_nth_oid(sort_ops, foreach_current_index(lc));
 		int			position = 0;
 
 		/* the merge compares this result column (1-based) */

@@ -79,54 +79,11 @@ pushable_scan(PlannerInfo *root, RelOptInfo *rel)
 	return info;
 }
 
-/*
- * Whether part of an expression carries a collation its SQL does not say.
- * Deparsed SQL names no collation: the node derives each one from the
- * columns and the literals' types, as the coordinator's parser did unless a
- * COLLATE clause (a relabeling to another collation) or a constant or
- * parameter of another collation than its type's was involved.  Such an
- * expression would group, sort or compare differently on the node.
- */
-static bool
-collation_unsaid_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	switch (nodeTag(node))
-	{
-		case T_CollateExpr:
-			return true;
-		case T_RelabelType:
-			{
-				RelabelType *r = (RelabelType *) node;
-
-				if (OidIsValid(r->resultcollid) && r->resultcollid != exprCollation((Node *) r->arg))
-					return true;
-				break;
-			}
-		case T_Const:
-			{
-				Const	   *c = (Const *) node;
-
-				return OidIsValid(c->constcollid) && c->constcollid != get_typcollation(c->consttype);
-			}
-		case T_Param:
-			{
-				Param	   *p = (Param *) node;
-
-				return OidIsValid(p->paramcollid) && p->paramcollid != get_typcollation(p->paramtype);
-			}
-		default:
-			break;
-	}
-	return expression_tree_walker(node, collation_unsaid_walker, context);
-}
-
 /* Whether the nodes compute an expression of the table's columns exactly as we would. */
 static bool
 expr_pushable(PlannerInfo *root, RelOptInfo *base, Node *expr)
 {
-	return rsfdw_is_shippable(root, base, (Expr *) expr) && !collation_unsaid_walker(expr, NULL);
+	return rsfdw_is_shippable(root, base, (Expr *) expr);
 }
 
 /* How an aggregate is combined, by its function; 0 for aggregates that are not pushed. */
