@@ -17,3 +17,12 @@ $setup$;
 CREATE SCHEMA ringshard;
 COMMENT ON SCHEMA ringshard IS 'ringshard administration and catalog';
 GRANT USAGE ON SCHEMA ringshard TO PUBLIC;
+
+-- The extension's own helpers (locks, checks, triggers, the steps of a
+-- rebalance, the node side of create_distributed_table) live apart, out of
+-- the way of \df ringshard.*: only administrators, whose functions call
+-- them, may use the schema.
+CREATE SCHEMA ringshard_internal;
+COMMENT ON SCHEMA ringshard_internal IS 'ringshard''s internal helpers, called by its administration functions and triggers';
+REVOKE ALL ON SCHEMA ringshard_internal FROM PUBLIC;
+GRANT USAGE ON SCHEMA ringshard_internal TO ringshard_admin;

@@ -131,28 +131,28 @@ INSERT INTO ringshard.rings (ring_name) VALUES ('default');
 INSERT INTO ringshard.partition_maps (map_name) VALUES ('default');
 
 -- Tell every backend's ring cache about any change, including direct DML.
-CREATE FUNCTION ringshard.invalidate_topology_cache() RETURNS trigger
+CREATE FUNCTION ringshard_internal.invalidate_topology_cache() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'ringshard_invalidate_topology_cache'
 	LANGUAGE C;
-COMMENT ON FUNCTION ringshard.invalidate_topology_cache() IS
+COMMENT ON FUNCTION ringshard_internal.invalidate_topology_cache() IS
 	'trigger: makes every backend rebuild its rings and maps from its next transaction';
 
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.rings FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.rings FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.nodes FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.nodes FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.ring_members FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.ring_members FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.partition_maps FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.partition_maps FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.partition_assignments FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.partition_assignments FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.distributed_tables FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.distributed_tables FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 
 -- pg_dump keeps the catalog.  The built-in 'default' rows are created by
 -- CREATE EXTENSION, so a restore must update them rather than collide.
-CREATE FUNCTION ringshard.merge_builtin_ring() RETURNS trigger
+CREATE FUNCTION ringshard_internal.merge_builtin_ring() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF NEW.ring_name = 'default' AND
@@ -166,10 +166,10 @@ BEGIN
 	RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION ringshard.merge_builtin_ring() IS
+COMMENT ON FUNCTION ringshard_internal.merge_builtin_ring() IS
 	'trigger: a restored ''default'' ring updates the one CREATE EXTENSION made';
 CREATE TRIGGER merge_builtin_ring BEFORE INSERT ON ringshard.rings
-	FOR EACH ROW EXECUTE FUNCTION ringshard.merge_builtin_ring();
+	FOR EACH ROW EXECUTE FUNCTION ringshard_internal.merge_builtin_ring();
 
 SELECT pg_catalog.pg_extension_config_dump('ringshard.rings', '');
 SELECT pg_catalog.pg_extension_config_dump('ringshard.nodes', '');

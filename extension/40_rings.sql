@@ -11,13 +11,13 @@ COMMENT ON FUNCTION ringshard.validate_ring(text) IS
 -- administration function calls it before it can raise, which loads the
 -- library and with it the hook that reports administration errors without
 -- CONTEXT lines from these helpers (src/admin_errors.c).
-CREATE FUNCTION ringshard.check_name(kind text, name text) RETURNS void
+CREATE FUNCTION ringshard_internal.check_name(kind text, name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'ringshard_check_name' LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';
+COMMENT ON FUNCTION ringshard_internal.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';
 
 -- The first ten ring or map names in bytewise order, for a hint that names
 -- what a mistyped name could have meant ("and N more" past ten); NULL if none.
-CREATE FUNCTION ringshard.first_names(kind text) RETURNS text
+CREATE FUNCTION ringshard_internal.first_names(kind text) RETURNS text
 	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
 	SELECT string_agg(s.name, ', ' ORDER BY s.name)
 	       || CASE WHEN max(s.total) > 10 THEN ' and ' || (max(s.total) - 10) || ' more' ELSE '' END
@@ -27,34 +27,34 @@ CREATE FUNCTION ringshard.first_names(kind text) RETURNS text
 	                SELECT p.map_name COLLATE "C" FROM ringshard.partition_maps p WHERE kind = 'partition map') n
 	         ORDER BY 1 LIMIT 10) s
 $$;
-COMMENT ON FUNCTION ringshard.first_names(text) IS
+COMMENT ON FUNCTION ringshard_internal.first_names(text) IS
 	'the first ten names of rings (kind ''ring'') or partition maps (''partition map''), for error hints';
 
 -- Lock a ring's row so that concurrent changes of one ring serialize.
-CREATE FUNCTION ringshard.lock_ring(ring text) RETURNS ringshard.rings
+CREATE FUNCTION ringshard_internal.lock_ring(ring text) RETURNS ringshard.rings
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
-	PERFORM ringshard.check_name('ring', ring);
+	PERFORM ringshard_internal.check_name('ring', ring);
 	SELECT * INTO locked FROM ringshard.rings r WHERE r.ring_name = ring FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'ring "%" does not exist', ring
 			USING ERRCODE = 'undefined_object',
-			      HINT = coalesce('Existing rings: ' || ringshard.first_names('ring') || '. ', '')
+			      HINT = coalesce('Existing rings: ' || ringshard_internal.first_names('ring') || '. ', '')
 			             || 'Create a ring with ringshard.create_ring().';
 	END IF;
 	RETURN locked;
 END
 $$;
-COMMENT ON FUNCTION ringshard.lock_ring(text) IS 'locks a ring''s catalog row for a change; raises if the ring does not exist';
+COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catalog row for a change; raises if the ring does not exist';
 
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	PERFORM ringshard.check_name('ring', ring);
+	PERFORM ringshard_internal.check_name('ring', ring);
 	IF algorithm IS NULL THEN
 		RAISE EXCEPTION 'ring algorithm must not be null' USING ERRCODE = 'null_value_not_allowed',
 			HINT = 'Use ''murmur3'' (the default) or ''ketama''.';
@@ -96,7 +96,7 @@ COMMENT ON FUNCTION ringshard.create_ring(text, integer, integer, text) IS
 -- (and so the user mappings of that server).  (placements and
 -- rebalance_progress are created further on in the install script;
 -- PL/pgSQL finds them when it runs.)
-CREATE FUNCTION ringshard.forget_unused_nodes() RETURNS void
+CREATE FUNCTION ringshard_internal.forget_unused_nodes() RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	gone record;
@@ -118,13 +118,13 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION ringshard.forget_unused_nodes() IS
+COMMENT ON FUNCTION ringshard_internal.forget_unused_nodes() IS
 	'deletes nodes that are in no ring and no partition map and hold no distributed table''s rows (no placement or unfinished rebalance names them), with their foreign servers';
 
 -- Give a node the address: its foreign server gets the address's options
 -- (created, owned by ringshard_admin so that every administrator may manage
 -- it, or changed in place so that its user mappings stay).
-CREATE FUNCTION ringshard.set_server(node text, address text) RETURNS void
+CREATE FUNCTION ringshard_internal.set_server(node text, address text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name := (SELECT n.server_name FROM ringshard.nodes n WHERE n.node_name = node);
@@ -159,14 +159,14 @@ BEGIN
 		(SELECT string_agg(format('ADD %I %L', o.option, o.value), ', ') FROM ringshard.address_options(address) o));
 END
 $$;
-COMMENT ON FUNCTION ringshard.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
+COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	users text;
 BEGIN
-	PERFORM ringshard.lock_ring(ring);
+	PERFORM ringshard_internal.lock_ring(ring);
 	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
 	  FROM ringshard.distributed_tables d WHERE d.ring_name = ring;
 	IF users IS NOT NULL THEN
@@ -176,7 +176,7 @@ BEGIN
 			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
 	END IF;
 	DELETE FROM ringshard.rings r WHERE r.ring_name = ring;
-	PERFORM ringshard.forget_unused_nodes();
+	PERFORM ringshard_internal.forget_unused_nodes();
 END
 $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
@@ -186,7 +186,7 @@ CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor i
 DECLARE
 	members integer;
 BEGIN
-	PERFORM ringshard.lock_ring(ring);
+	PERFORM ringshard_internal.lock_ring(ring);
 	IF replication_factor IS NULL OR replication_factor NOT BETWEEN 1 AND 64 THEN
 		RAISE EXCEPTION 'replication factor % is outside 1..64', coalesce(replication_factor::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value';
@@ -209,7 +209,7 @@ COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
 	'changes how many distinct nodes hold each key of a ring; warns when the ring has fewer nodes than that (replica sets then hold every node)';
 
 -- Weights: finite and > 0 (NaN sorts above infinity in PostgreSQL).
-CREATE FUNCTION ringshard.check_weight(weight float8) RETURNS void
+CREATE FUNCTION ringshard_internal.check_weight(weight float8) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	IF weight IS NULL OR NOT (weight > 0 AND weight < 'Infinity'::float8) THEN
@@ -219,20 +219,20 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.check_weight(float8) IS 'raises unless a weight is finite and greater than zero';
+COMMENT ON FUNCTION ringshard_internal.check_weight(float8) IS 'raises unless a weight is finite and greater than zero';
 
 -- Insert a node, or check that an existing one has the same address.
-CREATE FUNCTION ringshard.ensure_node(node text, address text) RETURNS void
+CREATE FUNCTION ringshard_internal.ensure_node(node text, address text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	known ringshard.nodes;
 BEGIN
-	PERFORM ringshard.check_name('node', node);
+	PERFORM ringshard_internal.check_name('node', node);
 	SELECT * INTO known FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
 	IF NOT FOUND THEN
 		INSERT INTO ringshard.nodes (node_name) VALUES (node);
 		IF address IS NOT NULL THEN
-			PERFORM ringshard.set_server(node, address);
+			PERFORM ringshard_internal.set_server(node, address);
 		END IF;
 	ELSIF address IS NOT NULL AND (known.server_name IS NULL OR
 	      (SELECT array_agg(o.option || '=' || o.value ORDER BY o.option) FROM ringshard.address_options(address) o)
@@ -247,16 +247,16 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.ensure_node(text, text) IS 'creates a node if it is new; raises if it exists with another address';
+COMMENT ON FUNCTION ringshard_internal.ensure_node(text, text) IS 'creates a node if it is new; raises if it exists with another address';
 
 CREATE FUNCTION ringshard.add_node(node text, address text DEFAULT NULL, ring text DEFAULT 'default',
 								   weight float8 DEFAULT 1) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	PERFORM ringshard.check_name('ring', ring);
-	PERFORM ringshard.lock_ring(ring);
-	PERFORM ringshard.check_weight(weight);
-	PERFORM ringshard.ensure_node(node, address);
+	PERFORM ringshard_internal.check_name('ring', ring);
+	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.check_weight(weight);
+	PERFORM ringshard_internal.ensure_node(node, address);
 	IF EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is already on ring "%"', node, ring
 			USING ERRCODE = 'duplicate_object',
@@ -275,8 +275,8 @@ DECLARE
 	users text;
 	holding text;
 BEGIN
-	PERFORM ringshard.check_name('node', node);
-	PERFORM ringshard.lock_ring(ring);
+	PERFORM ringshard_internal.check_name('node', node);
+	PERFORM ringshard_internal.lock_ring(ring);
 	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
 			USING ERRCODE = 'undefined_object';
@@ -292,7 +292,7 @@ BEGIN
 		END IF;
 	END IF;
 	DELETE FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
-	PERFORM ringshard.forget_unused_nodes();
+	PERFORM ringshard_internal.forget_unused_nodes();
 	-- In no ring or map now, yet kept: distributed tables' rows are still on it.
 	IF EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = node)
 	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = node)
@@ -313,9 +313,9 @@ COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	PERFORM ringshard.check_name('node', node);
-	PERFORM ringshard.lock_ring(ring);
-	PERFORM ringshard.check_weight(weight);
+	PERFORM ringshard_internal.check_name('node', node);
+	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.check_weight(weight);
 	UPDATE ringshard.ring_members m SET weight = set_node_weight.weight
 	 WHERE m.ring_name = ring AND m.node_name = node;
 	IF NOT FOUND THEN
@@ -328,10 +328,10 @@ $$;
 COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a node''s weight on a ring (points = round(vnodes * weight))';
 
 -- Lock a node's row; raises if there is no such node.
-CREATE FUNCTION ringshard.lock_node(node text) RETURNS void
+CREATE FUNCTION ringshard_internal.lock_node(node text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	PERFORM ringshard.check_name('node', node);
+	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'node "%" does not exist', node
@@ -340,16 +340,16 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.lock_node(text) IS 'locks a node''s catalog row; raises if the node does not exist';
+COMMENT ON FUNCTION ringshard_internal.lock_node(text) IS 'locks a node''s catalog row; raises if the node does not exist';
 
 CREATE FUNCTION ringshard.set_node_address(node text, address text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name;
 BEGIN
-	PERFORM ringshard.lock_node(node);
+	PERFORM ringshard_internal.lock_node(node);
 	IF address IS NOT NULL THEN
-		PERFORM ringshard.set_server(node, address);
+		PERFORM ringshard_internal.set_server(node, address);
 		RETURN;
 	END IF;
 	SELECT n.server_name INTO server FROM ringshard.nodes n WHERE n.node_name = node;
@@ -365,7 +365,7 @@ COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	PERFORM ringshard.lock_node(node);
+	PERFORM ringshard_internal.lock_node(node);
 	UPDATE ringshard.nodes n SET is_up = false WHERE n.node_name = node;
 END
 $$;
@@ -374,7 +374,7 @@ COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the no
 CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
-	PERFORM ringshard.lock_node(node);
+	PERFORM ringshard_internal.lock_node(node);
 	UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = node;
 END
 $$;

@@ -2,25 +2,25 @@
 -- A node's ranges within one map are kept merged, so the catalog holds one
 -- row per maximal range and unassigning splits at most one row.
 
-CREATE FUNCTION ringshard.lock_partition_map(map text) RETURNS void
+CREATE FUNCTION ringshard_internal.lock_partition_map(map text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
-	PERFORM ringshard.check_name('partition map', map);
+	PERFORM ringshard_internal.check_name('partition map', map);
 	PERFORM FROM ringshard.partition_maps p WHERE p.map_name = map FOR UPDATE;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'partition map "%" does not exist', map
 			USING ERRCODE = 'undefined_object',
-			      HINT = coalesce('Existing maps: ' || ringshard.first_names('partition map') || '. ', '')
+			      HINT = coalesce('Existing maps: ' || ringshard_internal.first_names('partition map') || '. ', '')
 			             || 'Create a map with ringshard.create_partition_map().';
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.lock_partition_map(text) IS 'locks a map''s catalog row for a change; raises if the map does not exist';
+COMMENT ON FUNCTION ringshard_internal.lock_partition_map(text) IS 'locks a map''s catalog row for a change; raises if the map does not exist';
 
 CREATE FUNCTION ringshard.create_partition_map(map text) RETURNS void
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
-	PERFORM ringshard.check_name('partition map', map);
+	PERFORM ringshard_internal.check_name('partition map', map);
 	IF EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map) THEN
 		RAISE EXCEPTION 'partition map "%" already exists', map
 			USING ERRCODE = 'duplicate_object';
@@ -35,7 +35,7 @@ CREATE FUNCTION ringshard.drop_partition_map(map text) RETURNS void
 DECLARE
 	users text;
 BEGIN
-	PERFORM ringshard.lock_partition_map(map);
+	PERFORM ringshard_internal.lock_partition_map(map);
 	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
 	  FROM ringshard.distributed_tables d WHERE d.map_name = map;
 	IF users IS NOT NULL THEN
@@ -45,7 +45,7 @@ BEGIN
 			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
 	END IF;
 	DELETE FROM ringshard.partition_maps p WHERE p.map_name = map;
-	PERFORM ringshard.forget_unused_nodes();
+	PERFORM ringshard_internal.forget_unused_nodes();
 END
 $$;
 COMMENT ON FUNCTION ringshard.drop_partition_map(text) IS 'drops a partition map; refused while annotated tables use it';
@@ -76,9 +76,9 @@ DECLARE
 	merged_start integer := partition_start;
 	merged_end integer := partition_end;
 BEGIN
-	PERFORM ringshard.lock_partition_map(map);
+	PERFORM ringshard_internal.lock_partition_map(map);
 	PERFORM ringshard.check_partition_range(partition_start, partition_end);
-	PERFORM ringshard.ensure_node(node, NULL);
+	PERFORM ringshard_internal.ensure_node(node, NULL);
 	-- Merge with this node's ranges that overlap or touch the new one.
 	SELECT least(merged_start, min(a.partition_start)), greatest(merged_end, max(a.partition_end))
 	  INTO merged_start, merged_end
@@ -106,8 +106,8 @@ DECLARE
 	held ringshard.partition_assignments;
 	removed boolean := false;
 BEGIN
-	PERFORM ringshard.check_name('node', node);
-	PERFORM ringshard.lock_partition_map(map);
+	PERFORM ringshard_internal.check_name('node', node);
+	PERFORM ringshard_internal.lock_partition_map(map);
 	PERFORM ringshard.check_partition_range(partition_start, partition_end);
 	FOR held IN
 		DELETE FROM ringshard.partition_assignments a
@@ -128,7 +128,7 @@ BEGIN
 		RAISE EXCEPTION 'node "%" holds none of partitions %..% in map "%"', node, partition_start, partition_end, map
 			USING ERRCODE = 'undefined_object';
 	END IF;
-	PERFORM ringshard.forget_unused_nodes();
+	PERFORM ringshard_internal.forget_unused_nodes();
 END
 $$;
 COMMENT ON FUNCTION ringshard.unassign_partitions(text, integer, integer, text) IS
@@ -162,14 +162,14 @@ DECLARE
 	gap_partitions integer;
 	gap_list text;
 BEGIN
-	PERFORM ringshard.check_name('partition map', map);
+	PERFORM ringshard_internal.check_name('partition map', map);
 	IF config IS NULL THEN
 		RAISE EXCEPTION 'a partition config must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
 	IF NOT EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map) THEN
 		INSERT INTO ringshard.partition_maps (map_name) VALUES (map);
 	END IF;
-	PERFORM ringshard.lock_partition_map(map);
+	PERFORM ringshard_internal.lock_partition_map(map);
 	-- Parse everything before changing anything.
 	CREATE TEMPORARY TABLE IF NOT EXISTS pg_temp.ringshard_config_entries
 		(address text, partition_start integer, partition_end integer, line integer) ON COMMIT DROP;
@@ -183,7 +183,7 @@ BEGIN
 		IF node IS NULL THEN
 			node := entry.address;
 			BEGIN
-				PERFORM ringshard.ensure_node(node, entry.address);
+				PERFORM ringshard_internal.ensure_node(node, entry.address);
 			EXCEPTION WHEN invalid_parameter_value OR duplicate_object THEN
 				RAISE EXCEPTION 'invalid partition config: the address at line % cannot be used', entry.line
 					USING ERRCODE = 'invalid_parameter_value',
@@ -195,7 +195,7 @@ BEGIN
 		entries := entries + 1;
 	END LOOP;
 	DROP TABLE pg_temp.ringshard_config_entries;
-	PERFORM ringshard.forget_unused_nodes();
+	PERFORM ringshard_internal.forget_unused_nodes();
 	-- A config that leaves partitions to no node loads (a map may be filled
 	-- in steps), but not silently: keys in a gap cannot be routed.  The gaps
 	-- are check_partition_map's, in its words.

@@ -36,7 +36,7 @@ COMMENT ON FUNCTION ringshard.qualified_name(regclass) IS
 	'the table''s schema-qualified, quoted name, the same on any search_path (for SQL text, above all SQL sent to nodes)';
 
 -- The live attribute number of a column, or an error naming it.
-CREATE FUNCTION ringshard.column_attnum(table_name regclass, column_name name) RETURNS smallint
+CREATE FUNCTION ringshard_internal.column_attnum(table_name regclass, column_name name) RETURNS smallint
 	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	found smallint;
@@ -50,13 +50,13 @@ BEGIN
 	RETURN found;
 END
 $$;
-COMMENT ON FUNCTION ringshard.column_attnum(regclass, name) IS 'the attribute number of a live user column, or an error';
+COMMENT ON FUNCTION ringshard_internal.column_attnum(regclass, name) IS 'the attribute number of a live user column, or an error';
 
 -- Keep attribute numbers in step with names (on insert, and on restore).
 -- The event triggers below fire it with the extension owner's rights: every
 -- name is qualified, and pg_temp comes last so that no temporary object of
 -- the user whose DDL fired them can stand in for a catalog or a type.
-CREATE FUNCTION ringshard.resolve_annotation_columns() RETURNS trigger
+CREATE FUNCTION ringshard_internal.resolve_annotation_columns() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = NEW.table_name) NOT IN ('r', 'p', 'f') THEN
@@ -64,15 +64,15 @@ BEGIN
 			USING ERRCODE = 'wrong_object_type',
 			      HINT = 'Annotate an ordinary, partitioned or foreign table.';
 	END IF;
-	NEW.key_attnum := ringshard.column_attnum(NEW.table_name, NEW.key_column);
+	NEW.key_attnum := ringshard_internal.column_attnum(NEW.table_name, NEW.key_column);
 	NEW.keyspace_attnum := CASE WHEN NEW.keyspace_column IS NOT NULL
-		THEN ringshard.column_attnum(NEW.table_name, NEW.keyspace_column) END;
+		THEN ringshard_internal.column_attnum(NEW.table_name, NEW.keyspace_column) END;
 	RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION ringshard.resolve_annotation_columns() IS 'trigger: resolves key and keyspace column names to attribute numbers';
+COMMENT ON FUNCTION ringshard_internal.resolve_annotation_columns() IS 'trigger: resolves key and keyspace column names to attribute numbers';
 CREATE TRIGGER resolve_annotation_columns BEFORE INSERT OR UPDATE OF table_name, key_column, keyspace_column
-	ON ringshard.distributed_tables FOR EACH ROW EXECUTE FUNCTION ringshard.resolve_annotation_columns();
+	ON ringshard.distributed_tables FOR EACH ROW EXECUTE FUNCTION ringshard_internal.resolve_annotation_columns();
 
 CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name, ring text DEFAULT 'default')
 	RETURNS void
@@ -81,7 +81,7 @@ BEGIN
 	IF table_name IS NULL OR key_column IS NULL THEN
 		RAISE EXCEPTION 'table and key column must not be null' USING ERRCODE = 'null_value_not_allowed';
 	END IF;
-	PERFORM ringshard.lock_ring(ring);
+	PERFORM ringshard_internal.lock_ring(ring);
 	IF EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = distribute_table.table_name) THEN
 		RAISE EXCEPTION 'table % is already annotated', table_name
 			USING ERRCODE = 'duplicate_object',
@@ -110,7 +110,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'A constant keyspace: keyspace => ''faces''; one per row: keyspace_column => ''keyspace_id''.';
 	END IF;
-	PERFORM ringshard.lock_partition_map(map);
+	PERFORM ringshard_internal.lock_partition_map(map);
 	IF EXISTS (SELECT FROM ringshard.distributed_tables d
 				WHERE d.table_name = distribute_table_by_partition.table_name) THEN
 		RAISE EXCEPTION 'table % is already annotated', table_name
@@ -155,7 +155,7 @@ COMMENT ON VIEW ringshard.annotated_tables IS 'tables annotated with a sharding 
 -- and types), and every relation, type and function is qualified, so that a
 -- temporary view named pg_attribute or a temporary domain named regclass
 -- cannot run that user's code with the owner's rights.
-CREATE FUNCTION ringshard.forget_dropped_tables() RETURNS event_trigger
+CREATE FUNCTION ringshard_internal.forget_dropped_tables() RETURNS event_trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	dropped record;
@@ -183,16 +183,16 @@ BEGIN
 	END LOOP;
 	-- Nodes kept only for the dropped table's rows are not needed any more.
 	IF forgotten THEN
-		PERFORM ringshard.forget_unused_nodes();
+		PERFORM ringshard_internal.forget_unused_nodes();
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.forget_dropped_tables() IS
+COMMENT ON FUNCTION ringshard_internal.forget_dropped_tables() IS
 	'event trigger: drops the annotation, placement and unfinished rebalance of a dropped table, and the annotation of a table whose key column was dropped';
 CREATE EVENT TRIGGER ringshard_forget_dropped_tables ON sql_drop
-	EXECUTE FUNCTION ringshard.forget_dropped_tables();
+	EXECUTE FUNCTION ringshard_internal.forget_dropped_tables();
 
-CREATE FUNCTION ringshard.follow_renamed_columns() RETURNS event_trigger
+CREATE FUNCTION ringshard_internal.follow_renamed_columns() RETURNS event_trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.distributed_tables d
@@ -204,7 +204,7 @@ BEGIN
 	        OR d.keyspace_column IS DISTINCT FROM (SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.keyspace_attnum));
 END
 $$;
-COMMENT ON FUNCTION ringshard.follow_renamed_columns() IS 'event trigger: keeps annotation column names in step with ALTER TABLE ... RENAME';
+COMMENT ON FUNCTION ringshard_internal.follow_renamed_columns() IS 'event trigger: keeps annotation column names in step with ALTER TABLE ... RENAME';
 CREATE EVENT TRIGGER ringshard_follow_renamed_columns ON ddl_command_end
 	WHEN TAG IN ('ALTER TABLE', 'ALTER FOREIGN TABLE')
-	EXECUTE FUNCTION ringshard.follow_renamed_columns();
+	EXECUTE FUNCTION ringshard_internal.follow_renamed_columns();

@@ -12,9 +12,9 @@ INSERT INTO ringshard.cluster_state DEFAULT VALUES;
 COMMENT ON TABLE ringshard.cluster_state IS
 	'this server''s role: on a worker its node name; everywhere the version of the topology it holds';
 CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.cluster_state FOR EACH STATEMENT EXECUTE FUNCTION ringshard.invalidate_topology_cache();
+	ON ringshard.cluster_state FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 -- A restored row updates the one CREATE EXTENSION made.
-CREATE FUNCTION ringshard.merge_cluster_state() RETURNS trigger
+CREATE FUNCTION ringshard_internal.merge_cluster_state() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.cluster_state) THEN
@@ -29,9 +29,9 @@ BEGIN
 	RETURN NEW;
 END
 $$;
-COMMENT ON FUNCTION ringshard.merge_cluster_state() IS 'trigger: a restored cluster_state row updates the existing one';
+COMMENT ON FUNCTION ringshard_internal.merge_cluster_state() IS 'trigger: a restored cluster_state row updates the existing one';
 CREATE TRIGGER merge_cluster_state BEFORE INSERT ON ringshard.cluster_state
-	FOR EACH ROW EXECUTE FUNCTION ringshard.merge_cluster_state();
+	FOR EACH ROW EXECUTE FUNCTION ringshard_internal.merge_cluster_state();
 SELECT pg_catalog.pg_extension_config_dump('ringshard.cluster_state', '');
 
 CREATE FUNCTION ringshard.node_execute(nodes text[], sql text, params text[] DEFAULT '{}',
@@ -59,7 +59,7 @@ COMMENT ON FUNCTION ringshard.node_table_rows(regclass) IS
 	'rows of a distributed table on each node (copies included), counted as the calling role';
 
 -- The topology as JSON, for workers.  Addresses stay on the coordinator.
-CREATE FUNCTION ringshard.topology_snapshot() RETURNS json
+CREATE FUNCTION ringshard_internal.topology_snapshot() RETURNS json
 	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard AS $$
 	SELECT json_build_object(
 		'rings', (SELECT coalesce(json_agg(r), '[]') FROM ringshard.rings r),
@@ -68,7 +68,7 @@ CREATE FUNCTION ringshard.topology_snapshot() RETURNS json
 		'partition_maps', (SELECT coalesce(json_agg(p), '[]') FROM ringshard.partition_maps p),
 		'partition_assignments', (SELECT coalesce(json_agg(a), '[]') FROM ringshard.partition_assignments a));
 $$;
-COMMENT ON FUNCTION ringshard.topology_snapshot() IS 'rings, nodes (without addresses), members, maps and assignments as JSON';
+COMMENT ON FUNCTION ringshard_internal.topology_snapshot() IS 'rings, nodes (without addresses), members, maps and assignments as JSON';
 
 -- On a worker: replace the topology with the coordinator's, if newer.
 CREATE FUNCTION ringshard.apply_topology(topology json, local_node text, version bigint) RETURNS bigint
@@ -83,7 +83,7 @@ BEGIN
 	   OR EXISTS (SELECT FROM unnest(ARRAY['rings', 'nodes', 'ring_members', 'partition_maps', 'partition_assignments']) k
 	               WHERE json_typeof(topology -> k) IS DISTINCT FROM 'array') THEN
 		RAISE EXCEPTION 'a topology is a JSON object with the arrays rings, nodes, ring_members, partition_maps and partition_assignments'
-			USING ERRCODE = 'invalid_parameter_value', HINT = 'It comes from ringshard.topology_snapshot() on the coordinator.';
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'It comes from ringshard_internal.topology_snapshot() on the coordinator.';
 	END IF;
 	SELECT s.topology_version INTO held FROM ringshard.cluster_state s FOR UPDATE;
 	-- The coordinator serializes its syncs; an equal version is a retry of one
@@ -122,7 +122,7 @@ COMMENT ON FUNCTION ringshard.apply_topology(json, text, bigint) IS
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	snapshot json := ringshard.topology_snapshot();
+	snapshot json := ringshard_internal.topology_snapshot();
 	targets text[] := ringshard.addressed_nodes();
 	new_version bigint;
 	failed record;
@@ -181,7 +181,7 @@ COMMENT ON FUNCTION ringshard.reject_misrouted_rows() IS
 -- On a worker: take a distributed table's definition and annotation.  The
 -- table is created from the coordinator's SQL (with its constraints and
 -- indexes) if it does not exist yet; it runs as the calling role.
-CREATE FUNCTION ringshard.adopt_distributed_table(table_name text, create_sql text, extra_sql text[],
+CREATE FUNCTION ringshard_internal.adopt_distributed_table(table_name text, create_sql text, extra_sql text[],
 												  key_column name, ring text, map text, keyspace text,
 												  keyspace_column name)
 	RETURNS void
@@ -206,7 +206,7 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.adopt_distributed_table(text, text, text[], name, text, text, text, name) IS
+COMMENT ON FUNCTION ringshard_internal.adopt_distributed_table(text, text, text[], name, text, text, text, name) IS
 	'on a worker: creates a distributed table (if missing) from the coordinator''s SQL and annotates it, with the trigger that refuses misrouted rows';
 
 CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS void
@@ -222,13 +222,13 @@ COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
 -- DDL on a distributed table goes through the library's ProcessUtility hook,
 -- which sends it to the nodes; in a session where the library was not loaded
 -- yet, this refuses the command instead of changing the coordinator alone.
-CREATE FUNCTION ringshard.ddl_guard() RETURNS event_trigger
+CREATE FUNCTION ringshard_internal.ddl_guard() RETURNS event_trigger
 	AS 'MODULE_PATHNAME', 'ringshard_ddl_guard' LANGUAGE C;
-COMMENT ON FUNCTION ringshard.ddl_guard() IS
+COMMENT ON FUNCTION ringshard_internal.ddl_guard() IS
 	'event trigger: refuses DDL on a distributed table that would miss the nodes (library not loaded at the command''s start)';
 CREATE EVENT TRIGGER ringshard_ddl_guard ON ddl_command_start
 	WHEN TAG IN ('ALTER TABLE', 'ALTER FOREIGN TABLE', 'CREATE INDEX', 'DROP TABLE', 'DROP FOREIGN TABLE')
-	EXECUTE FUNCTION ringshard.ddl_guard();
+	EXECUTE FUNCTION ringshard_internal.ddl_guard();
 
 -- cluster_get and cluster_fanout of 1.0: plain queries of the distributed table now.
 CREATE FUNCTION ringshard.cluster_get(row_type anyelement, key text, keyspace text DEFAULT NULL)

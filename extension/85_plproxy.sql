@@ -6,18 +6,18 @@
 ALTER TABLE ringshard.cluster_state ADD COLUMN change_counter bigint NOT NULL DEFAULT 0;
 
 -- Count every change of maps and nodes: PL/Proxy reloads when it grows.
-CREATE FUNCTION ringshard.count_topology_change() RETURNS trigger
+CREATE FUNCTION ringshard_internal.count_topology_change() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.cluster_state SET change_counter = change_counter + 1;
 	RETURN NULL;
 END
 $$;
-COMMENT ON FUNCTION ringshard.count_topology_change() IS 'trigger: counts catalog changes, for PL/Proxy''s cluster version';
+COMMENT ON FUNCTION ringshard_internal.count_topology_change() IS 'trigger: counts catalog changes, for PL/Proxy''s cluster version';
 CREATE TRIGGER count_topology_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.partition_assignments FOR EACH STATEMENT EXECUTE FUNCTION ringshard.count_topology_change();
+	ON ringshard.partition_assignments FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.count_topology_change();
 CREATE TRIGGER count_topology_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.nodes FOR EACH STATEMENT EXECUTE FUNCTION ringshard.count_topology_change();
+	ON ringshard.nodes FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.count_topology_change();
 
 CREATE FUNCTION ringshard.plproxy_partitions(map text) RETURNS SETOF text
 	AS 'MODULE_PATHNAME', 'ringshard_plproxy_partitions' LANGUAGE C STABLE STRICT;

@@ -55,15 +55,15 @@ SELECT p.table_name,
 COMMENT ON VIEW ringshard.rebalance_status IS
 	'per table with a running (or interrupted) rebalance: steps, steps done, rows of the whole plan, rows copied so far, percent done';
 
-CREATE FUNCTION ringshard.ring_move_plan(old_nodes text[], old_weights float8[], old_vnodes integer,
+CREATE FUNCTION ringshard_internal.ring_move_plan(old_nodes text[], old_weights float8[], old_vnodes integer,
 										 old_replicas integer, ring text)
 	RETURNS TABLE (range_start ringtoken, range_end ringtoken, fraction float8, old_nodes text[], new_nodes text[])
 	AS 'MODULE_PATHNAME', 'ringshard_ring_move_plan' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.ring_move_plan(text[], float8[], integer, integer, text) IS
+COMMENT ON FUNCTION ringshard_internal.ring_move_plan(text[], float8[], integer, integer, text) IS
 	'token ranges whose replica set differs between a ring as it was (members, weights, vnodes, replicas) and as it is now';
 
 -- The topology a table's rows would be laid out under now.
-CREATE FUNCTION ringshard.placement_snapshot(table_name regclass) RETURNS json
+CREATE FUNCTION ringshard_internal.placement_snapshot(table_name regclass) RETURNS json
 	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN d.ring_name IS NOT NULL THEN
 		json_build_object('ring', d.ring_name, 'algorithm', r.algorithm, 'vnodes', r.vnodes,
@@ -80,10 +80,10 @@ CREATE FUNCTION ringshard.placement_snapshot(table_name regclass) RETURNS json
 	  FROM ringshard.distributed_tables d LEFT JOIN ringshard.rings r ON r.ring_name = d.ring_name
 	 WHERE d.table_name = placement_snapshot.table_name;
 $$;
-COMMENT ON FUNCTION ringshard.placement_snapshot(regclass) IS 'the ring or map a table''s rows would be laid out under now, as JSON';
+COMMENT ON FUNCTION ringshard_internal.placement_snapshot(regclass) IS 'the ring or map a table''s rows would be laid out under now, as JSON';
 
 -- Holders of each partition under a map snapshot, and now.
-CREATE FUNCTION ringshard.partition_holders_of(snapshot json, map text)
+CREATE FUNCTION ringshard_internal.partition_holders_of(snapshot json, map text)
 	RETURNS TABLE (partition integer, old_nodes text[], new_nodes text[])
 	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT p,
@@ -95,7 +95,7 @@ CREATE FUNCTION ringshard.partition_holders_of(snapshot json, map text)
 	                  WHERE x.map_name = map AND p BETWEEN x.partition_start AND x.partition_end), '{}')
 	  FROM generate_series(0, 255) p;
 $$;
-COMMENT ON FUNCTION ringshard.partition_holders_of(json, text) IS 'per partition, its holders under a placement snapshot and now';
+COMMENT ON FUNCTION ringshard_internal.partition_holders_of(json, text) IS 'per partition, its holders under a placement snapshot and now';
 
 -- The plan: one row per step, with the SQL predicate that selects its rows.
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
@@ -134,7 +134,7 @@ BEGIN
 		                m.old_nodes[1]),
 		       ARRAY(SELECT n FROM unnest(m.new_nodes) n WHERE n <> ALL (m.old_nodes)),
 		       ARRAY(SELECT o FROM unnest(m.old_nodes) o WHERE o <> ALL (m.new_nodes))
-		  FROM ringshard.ring_move_plan(
+		  FROM ringshard_internal.ring_move_plan(
 		         ARRAY(SELECT x->>'node' FROM json_array_elements(placed->'members') x),
 		         ARRAY(SELECT (x->>'weight')::float8 FROM json_array_elements(placed->'members') x),
 		         (placed->>'vnodes')::integer, (placed->>'replication_factor')::integer,
@@ -146,7 +146,7 @@ BEGIN
 		WITH changed AS (
 			SELECT h.partition, h.old_nodes, h.new_nodes,
 			       h.partition - row_number() OVER (PARTITION BY h.old_nodes, h.new_nodes ORDER BY h.partition) AS run
-			  FROM ringshard.partition_holders_of(placed, annotation.map_name) h
+			  FROM ringshard_internal.partition_holders_of(placed, annotation.map_name) h
 			 WHERE h.old_nodes IS DISTINCT FROM h.new_nodes AND cardinality(h.old_nodes) > 0),
 		     runs AS (
 			SELECT min(c.partition) AS first_p, max(c.partition) AS last_p, c.old_nodes, c.new_nodes
@@ -166,7 +166,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan(regclass) IS
 	'the steps of moving a table from its recorded placement to the current topology: rows selected by predicate are copied from source to targets, then deleted from deletes';
 
 -- Run one statement on one node; raise if it fails.
-CREATE FUNCTION ringshard.node_value(node text, sql text, params text[] DEFAULT '{}', in_transaction boolean DEFAULT true)
+CREATE FUNCTION ringshard_internal.node_value(node text, sql text, params text[] DEFAULT '{}', in_transaction boolean DEFAULT true)
 	RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -180,13 +180,13 @@ BEGIN
 	RETURN outcome.value;
 END
 $$;
-COMMENT ON FUNCTION ringshard.node_value(text, text, text[], boolean) IS 'runs one statement on a node and returns its first value, or raises the node''s error';
+COMMENT ON FUNCTION ringshard_internal.node_value(text, text, text[], boolean) IS 'runs one statement on a node and returns its first value, or raises the node''s error';
 
 -- Every node a plan names must still be known, with an address: its rows are
 -- copied from it, to it, or deleted there.  A node that leaves its last ring
 -- or map is kept until the rebalance that drains it (forget_unused_nodes);
 -- this catches a catalog where one was deleted anyway, before anything moves.
-CREATE FUNCTION ringshard.check_rebalance_nodes(table_name regclass, nodes text[]) RETURNS void
+CREATE FUNCTION ringshard_internal.check_rebalance_nodes(table_name regclass, nodes text[]) RETURNS void
 	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	missing text;
@@ -209,13 +209,13 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard.check_rebalance_nodes(regclass, text[]) IS
+COMMENT ON FUNCTION ringshard_internal.check_rebalance_nodes(regclass, text[]) IS
 	'raises unless every node a rebalance plan names is in ringshard.nodes with an address';
 
 -- The rows each step will copy, counted on the step's source: one scan of
 -- the source per 100 steps (one count per step, each with its predicate),
 -- rather than one scan per step.
-CREATE FUNCTION ringshard.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
+CREATE FUNCTION ringshard_internal.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
 										  plan_predicates text[])
 	RETURNS TABLE (step integer, rows bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -230,7 +230,7 @@ BEGIN
 		          FROM unnest(plan_steps, plan_sources, plan_predicates) x(step, source, predicate)) u
 		 GROUP BY u.source, u.part ORDER BY u.source, u.part
 	LOOP
-		counts := ringshard.node_value(chunk.source,
+		counts := ringshard_internal.node_value(chunk.source,
 			format('SELECT ARRAY[%s] FROM %s t',
 			       (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s)', p.predicate), ', ' ORDER BY p.i)
 			          FROM unnest(chunk.predicates) WITH ORDINALITY p(predicate, i)),
@@ -240,7 +240,7 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION ringshard.count_plan_rows(regclass, integer[], text[], text[]) IS
+COMMENT ON FUNCTION ringshard_internal.count_plan_rows(regclass, integer[], text[], text[]) IS
 	'for each step of a plan (step numbers, sources, predicates), the rows it will copy, counted on its source';
 
 -- A table's plan with every step's rows to copy: for a table with an
@@ -248,7 +248,7 @@ COMMENT ON FUNCTION ringshard.count_plan_rows(regclass, integer[], text[], text[
 -- steps from its placement to the current topology, counted on their
 -- sources now (after checking that every node they name can be reached).
 -- A JSON array of {step, source, targets, deletes, rows}.
-CREATE FUNCTION ringshard.rebalance_counted_plan(table_name regclass) RETURNS json
+CREATE FUNCTION ringshard_internal.rebalance_counted_plan(table_name regclass) RETURNS json
 	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	planned json;
@@ -265,7 +265,7 @@ BEGIN
 	  INTO planned
 	  FROM ringshard.rebalance_plan(table_name) p;
 	planned := coalesce(planned, '[]');
-	PERFORM ringshard.check_rebalance_nodes(table_name,
+	PERFORM ringshard_internal.check_rebalance_nodes(table_name,
 		ARRAY(SELECT x.node FROM json_array_elements(planned) s,
 		             LATERAL (SELECT s->>'source' UNION ALL SELECT json_array_elements_text(s->'targets')
 		                      UNION ALL SELECT json_array_elements_text(s->'deletes')) x(node)));
@@ -273,18 +273,18 @@ BEGIN
 	                                           'deletes', s->'deletes', 'rows', c.rows) ORDER BY c.step), '[]')
 	  INTO planned
 	  FROM json_array_elements(planned) s
-	  JOIN ringshard.count_plan_rows(table_name,
+	  JOIN ringshard_internal.count_plan_rows(table_name,
 	         ARRAY(SELECT (x->>'step')::integer FROM json_array_elements(planned) x),
 	         ARRAY(SELECT x->>'source' FROM json_array_elements(planned) x),
 	         ARRAY(SELECT x->>'predicate' FROM json_array_elements(planned) x)) c ON c.step = (s->>'step')::integer;
 	RETURN planned;
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_counted_plan(regclass) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_counted_plan(regclass) IS
 	'a table''s rebalance steps (recorded, or from its placement to the current topology) with the rows each copies, counted on its source, as JSON';
 
 -- Steps and rows per (source, target) pair of a counted plan.
-CREATE FUNCTION ringshard.summarize_rebalance(planned json)
+CREATE FUNCTION ringshard_internal.summarize_rebalance(planned json)
 	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
 	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT s.source, s.target, count(*)::integer, sum(s.rows)::bigint,
@@ -293,14 +293,14 @@ CREATE FUNCTION ringshard.summarize_rebalance(planned json)
 	          FROM json_array_elements(planned) x, json_array_elements_text(x->'targets') t(target)) s
 	 GROUP BY s.source, s.target ORDER BY s.source COLLATE "C", s.target COLLATE "C";
 $$;
-COMMENT ON FUNCTION ringshard.summarize_rebalance(json) IS
+COMMENT ON FUNCTION ringshard_internal.summarize_rebalance(json) IS
 	'per (source, target) pair of a counted rebalance plan: steps, rows to copy, share of the copies';
 
 -- The plan in a few lines.
 CREATE FUNCTION ringshard.rebalance_plan_summary(table_name regclass)
 	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
 	LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-	SELECT * FROM ringshard.summarize_rebalance(ringshard.rebalance_counted_plan(table_name));
+	SELECT * FROM ringshard_internal.summarize_rebalance(ringshard_internal.rebalance_counted_plan(table_name));
 $$;
 COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
 	'a table''s rebalance plan per (source, target) pair: steps, rows to copy (counted on the sources) and share of the copies; the recorded plan while a rebalance is unfinished';
@@ -308,17 +308,17 @@ COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
 -- A title with the plan's steps and rows, then its summary as a small
 -- table, for a NOTICE: psql prints a notice as its text, so the columns are
 -- aligned here as psql aligns a result (names left, numbers right).
-CREATE FUNCTION ringshard.rebalance_summary_text(table_name regclass, title text) RETURNS text
+CREATE FUNCTION ringshard_internal.rebalance_summary_text(table_name regclass, title text) RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	planned json := ringshard.rebalance_counted_plan(table_name);
+	planned json := ringshard_internal.rebalance_counted_plan(table_name);
 	heading text;
 	body text;
 BEGIN
 	SELECT format('%s: %s steps, %s rows to copy', title, count(*), coalesce(sum((x->>'rows')::bigint), 0))
 	  INTO heading FROM json_array_elements(planned) x;
 	WITH s AS (SELECT r.from_node, r.to_node, r.steps::text AS steps, r.rows::text AS rows, coalesce(r.share::text, '') AS share
-	             FROM ringshard.summarize_rebalance(planned) r),
+	             FROM ringshard_internal.summarize_rebalance(planned) r),
 	     w AS (SELECT greatest(9, max(length(s.from_node))) AS f, greatest(7, max(length(s.to_node))) AS t,
 	                  greatest(5, max(length(s.steps))) AS st, greatest(4, max(length(s.rows))) AS r,
 	                  greatest(5, max(length(s.share))) AS sh FROM s)
@@ -333,7 +333,7 @@ BEGIN
 	RETURN heading || coalesce(E'\n' || body, '');
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_summary_text(regclass, text) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_summary_text(regclass, text) IS
 	'the title with the plan''s steps and rows to copy, then rebalance_plan_summary() as an aligned text table (for notices)';
 
 -- The first transaction of rebalance(): check the arguments; a dry run
@@ -342,7 +342,7 @@ COMMENT ON FUNCTION ringshard.rebalance_summary_text(regclass, text) IS
 -- step's rows counted on its source, and prints the summary; an interrupted
 -- one says where it resumes.  Returns true when the caller should commit
 -- and move.
-CREATE FUNCTION ringshard.rebalance_begin(table_name regclass, dry_run boolean, batch integer, pause_ms integer)
+CREATE FUNCTION ringshard_internal.rebalance_begin(table_name regclass, dry_run boolean, batch integer, pause_ms integer)
 	RETURNS boolean
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -359,7 +359,7 @@ BEGIN
 	qualified := ringshard.qualified_name(table_name);
 
 	IF dry_run THEN
-		RAISE NOTICE '%', ringshard.rebalance_summary_text(table_name,
+		RAISE NOTICE '%', ringshard_internal.rebalance_summary_text(table_name,
 			format('rebalance plan of %s (dry run, nothing changed)', qualified))
 			USING HINT = format('ringshard.rebalance_plan(%L) lists the steps, ringshard.rebalance_plan_summary(%L) gives this table as rows.',
 			                    qualified, qualified);
@@ -377,7 +377,7 @@ BEGIN
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_begin.table_name) THEN
 		-- Steps recorded before their rows were counted (by an older version) are counted now.
 		UPDATE ringshard.rebalance_progress p SET rows_total = c.rows
-		  FROM ringshard.count_plan_rows(rebalance_begin.table_name,
+		  FROM ringshard_internal.count_plan_rows(rebalance_begin.table_name,
 		         ARRAY(SELECT q.step FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step),
 		         ARRAY(SELECT q.source FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step),
 		         ARRAY(SELECT q.predicate FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step)) c
@@ -391,7 +391,7 @@ BEGIN
 	END IF;
 
 	-- A new move: check the plan can run before anything changes.
-	PERFORM ringshard.check_rebalance_nodes(table_name,
+	PERFORM ringshard_internal.check_rebalance_nodes(table_name,
 		ARRAY(SELECT x.node FROM ringshard.rebalance_plan(table_name) p, unnest(ARRAY[p.source] || p.targets || p.deletes) x(node)));
 	PERFORM ringshard.sync_topology();
 	PERFORM ringshard.push_table_definition(table_name);
@@ -399,30 +399,30 @@ BEGIN
 	SELECT rebalance_begin.table_name, p.step, p.predicate, p.source, p.targets, p.deletes, p.fraction
 	  FROM ringshard.rebalance_plan(table_name) p;
 	UPDATE ringshard.rebalance_progress p SET rows_total = c.rows
-	  FROM ringshard.count_plan_rows(rebalance_begin.table_name,
+	  FROM ringshard_internal.count_plan_rows(rebalance_begin.table_name,
 	         ARRAY(SELECT q.step FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step),
 	         ARRAY(SELECT q.source FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step),
 	         ARRAY(SELECT q.predicate FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step)) c
 	 WHERE p.table_name = rebalance_begin.table_name AND p.step = c.step;
-	RAISE NOTICE '%', ringshard.rebalance_summary_text(table_name, format('rebalance of %s', qualified));
+	RAISE NOTICE '%', ringshard_internal.rebalance_summary_text(table_name, format('rebalance of %s', qualified));
 	RETURN true;
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_begin(regclass, boolean, integer, integer) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_begin(regclass, boolean, integer, integer) IS
 	'rebalance(): checks; a dry run prints the plan summary; a new move pushes the topology, records the plan with its rows counted on the sources; returns whether to move';
 
 -- The steps still to do, in order.
-CREATE FUNCTION ringshard.rebalance_unfinished_steps(table_name regclass) RETURNS integer[]
+CREATE FUNCTION ringshard_internal.rebalance_unfinished_steps(table_name regclass) RETURNS integer[]
 	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT coalesce(array_agg(p.step ORDER BY p.step), '{}') FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = rebalance_unfinished_steps.table_name AND p.state <> 'done';
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_unfinished_steps(regclass) IS 'rebalance(): the steps not done yet, in order';
+COMMENT ON FUNCTION ringshard_internal.rebalance_unfinished_steps(regclass) IS 'rebalance(): the steps not done yet, in order';
 
 -- Where a step's copy starts: at the beginning for a step not yet copied
 -- (a copy interrupted half way starts again: identical rows already on a
 -- target are skipped), NULL for a step whose rows are all copied.
-CREATE FUNCTION ringshard.rebalance_copy_start(table_name regclass, step integer) RETURNS text
+CREATE FUNCTION ringshard_internal.rebalance_copy_start(table_name regclass, step integer) RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.rebalance_progress p SET rows_copied = 0, updated_at = now()
@@ -430,13 +430,13 @@ BEGIN
 	RETURN CASE WHEN FOUND THEN '(0,0)' END;
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_copy_start(regclass, integer) IS 'rebalance(): the ctid a step''s copy starts after, or NULL if the step is copied';
+COMMENT ON FUNCTION ringshard_internal.rebalance_copy_start(regclass, integer) IS 'rebalance(): the ctid a step''s copy starts after, or NULL if the step is copied';
 
 -- Copy one page of a step: up to batch rows of the step from its source
 -- (by ctid, after the given one), inserted on every target where missing,
 -- then checked there.  Returns the ctid to continue after, or NULL once the
 -- step is copied (and marks it so).
-CREATE FUNCTION ringshard.rebalance_copy_page(table_name regclass, step integer, after_ctid text, batch integer)
+CREATE FUNCTION ringshard_internal.rebalance_copy_page(table_name regclass, step integer, after_ctid text, batch integer)
 	RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -454,7 +454,7 @@ BEGIN
 	SELECT d.key_column INTO key_column FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_copy_page.table_name;
 	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
 	  FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
-	page := ringshard.node_value(item.source, format(
+	page := ringshard_internal.node_value(item.source, format(
 		'SELECT pg_catalog.json_build_object(''rows'', coalesce(pg_catalog.json_agg(pg_catalog.row_to_json(s) ORDER BY s.row_ctid), ''[]''::pg_catalog.json),
 		                                     ''last'', pg_catalog.max(s.row_ctid)::pg_catalog.text)
 		   FROM (SELECT t.ctid AS row_ctid, %s FROM %s t
@@ -465,12 +465,12 @@ BEGIN
 	page_rows := json_array_length(page->'rows');
 	IF page_rows > 0 THEN
 		FOREACH target IN ARRAY item.targets LOOP
-			PERFORM ringshard.node_value(target, format(
+			PERFORM ringshard_internal.node_value(target, format(
 				'INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
 				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I IS NOT DISTINCT FROM r.%3$I
 				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
 				qualified, columns, key_column), ARRAY[(page->'rows')::text]);
-			missing := ringshard.node_value(target, format(
+			missing := ringshard_internal.node_value(target, format(
 				'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
 				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
 				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
@@ -493,12 +493,12 @@ BEGIN
 	RETURN CASE WHEN page_rows < batch THEN NULL ELSE page->>'last' END;
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_copy_page(regclass, integer, text, integer) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_copy_page(regclass, integer, text, integer) IS
 	'rebalance(): copies one page of a step''s rows from its source to its targets where missing and checks them; the ctid to continue after, or NULL when the step is copied';
 
 -- Delete a copied step's rows from the nodes that left its replica set:
 -- every row of the step is on every target now.
-CREATE FUNCTION ringshard.rebalance_finish_step(table_name regclass, step integer) RETURNS void
+CREATE FUNCTION ringshard_internal.rebalance_finish_step(table_name regclass, step integer) RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	item ringshard.rebalance_progress;
@@ -508,7 +508,7 @@ BEGIN
 	SELECT * INTO item FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;
 	FOREACH target IN ARRAY item.deletes LOOP
-		removed := removed + ringshard.node_value(target,
+		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
 			       ringshard.qualified_name(table_name), item.predicate))::bigint;
 	END LOOP;
@@ -516,13 +516,13 @@ BEGIN
 	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_finish_step(regclass, integer) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_finish_step(regclass, integer) IS
 	'rebalance(): deletes a copied step''s rows from the nodes that left its replica set and marks it done';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval: a
 -- move of hundreds of steps says how far it is without a line per step.
 -- Returns when the last line was printed.
-CREATE FUNCTION ringshard.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz)
+CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz)
 	RETURNS timestamptz
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -537,12 +537,12 @@ BEGIN
 	RETURN clock_timestamp();
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_report_progress(regclass, integer, timestamptz) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_report_progress(regclass, integer, timestamptz) IS
 	'rebalance(): a NOTICE "step k of N, rows x of y" if ringshard.rebalance_notice_interval has passed since the last; returns the time of the last';
 
 -- The last transaction of rebalance(): the table is laid out under the
 -- current topology now.  Nodes kept only for its rows are forgotten.
-CREATE FUNCTION ringshard.rebalance_finish(table_name regclass) RETURNS void
+CREATE FUNCTION ringshard_internal.rebalance_finish(table_name regclass) RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	totals record;
@@ -551,10 +551,10 @@ DECLARE
 BEGIN
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
-	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard.placement_snapshot(table_name))
+	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard_internal.placement_snapshot(table_name))
 	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
 	DELETE FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
-	PERFORM ringshard.forget_unused_nodes();
+	PERFORM ringshard_internal.forget_unused_nodes();
 	SELECT string_agg(format('"%s"', k.node_name), ', ' ORDER BY k.node_name COLLATE "C") INTO forgotten
 	  FROM unnest(known) k(node_name)
 	 WHERE NOT EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = k.node_name);
@@ -564,7 +564,7 @@ BEGIN
 		     THEN format('; forgotten, in no ring or map and holding no table''s rows any more: %s', forgotten) ELSE '' END;
 END
 $$;
-COMMENT ON FUNCTION ringshard.rebalance_finish(regclass) IS
+COMMENT ON FUNCTION ringshard_internal.rebalance_finish(regclass) IS
 	'rebalance(): records the table''s new placement, clears its progress and forgets the nodes nothing needs any more';
 
 -- The move.  A procedure that commits cannot carry a SET clause (a COMMIT
@@ -580,27 +580,27 @@ DECLARE
 	after_ctid pg_catalog.text;
 	last_notice pg_catalog.timestamptz;
 BEGIN
-	IF NOT ringshard.rebalance_begin(table_name, dry_run, batch, pause_ms) THEN
+	IF NOT ringshard_internal.rebalance_begin(table_name, dry_run, batch, pause_ms) THEN
 		RETURN;
 	END IF;
 	COMMIT;
 	last_notice := pg_catalog.clock_timestamp();
-	FOREACH step IN ARRAY ringshard.rebalance_unfinished_steps(table_name) LOOP
+	FOREACH step IN ARRAY ringshard_internal.rebalance_unfinished_steps(table_name) LOOP
 		-- Copy in committed pages; then delete where the rows left.
-		after_ctid := ringshard.rebalance_copy_start(table_name, step);
+		after_ctid := ringshard_internal.rebalance_copy_start(table_name, step);
 		WHILE after_ctid IS NOT NULL LOOP
-			after_ctid := ringshard.rebalance_copy_page(table_name, step, after_ctid, batch);
+			after_ctid := ringshard_internal.rebalance_copy_page(table_name, step, after_ctid, batch);
 			COMMIT;
-			last_notice := ringshard.rebalance_report_progress(table_name, step, last_notice);
+			last_notice := ringshard_internal.rebalance_report_progress(table_name, step, last_notice);
 			IF pause_ms OPERATOR(pg_catalog.>) 0 THEN
 				PERFORM pg_catalog.pg_sleep(pause_ms OPERATOR(pg_catalog./) 1000.0);
 			END IF;
 		END LOOP;
-		PERFORM ringshard.rebalance_finish_step(table_name, step);
+		PERFORM ringshard_internal.rebalance_finish_step(table_name, step);
 		COMMIT;
-		last_notice := ringshard.rebalance_report_progress(table_name, step, last_notice);
+		last_notice := ringshard_internal.rebalance_report_progress(table_name, step, last_notice);
 	END LOOP;
-	PERFORM ringshard.rebalance_finish(table_name);
+	PERFORM ringshard_internal.rebalance_finish(table_name);
 	COMMIT;
 END
 $$;

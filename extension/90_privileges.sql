@@ -18,6 +18,10 @@ GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA ringshard
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON ringshard.write_queue, ringshard.transaction_records FROM ringshard_admin;
 REVOKE INSERT, UPDATE, TRUNCATE ON ringshard.dead_letters FROM ringshard_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
+-- The internal helpers: for administrators' functions only (triggers and
+-- event triggers run their functions without an EXECUTE check).
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ringshard_internal FROM PUBLIC;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard_internal TO ringshard_admin;
 
 -- Read-only helpers anyone may call.
 GRANT EXECUTE ON FUNCTION
@@ -32,11 +36,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.check_partition_map(text),
 	ringshard.parse_partition_config(text),
 	ringshard.format_partition_config(text[], integer[], integer[]),
-	ringshard.column_attnum(regclass, name),
 	ringshard.qualified_name(regclass),
-	ringshard.invalidate_topology_cache(),
-	ringshard.merge_builtin_ring(),
-	ringshard.resolve_annotation_columns(),
 	ringshard.key_bytes(text),
 	ringshard.key_bytes(anyelement)
 TO PUBLIC;
@@ -76,8 +76,6 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.cluster_get(anyelement, text, text),
 	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),
 	ringshard.last_fanout_missing(),
-	ringshard.merge_cluster_state(),
-	ringshard.count_topology_change(),
 	ringshard.plproxy_partitions(text),
 	ringshard.plproxy_version(text)
 TO PUBLIC;

@@ -115,9 +115,9 @@ FROM (VALUES
 	('distribute_table',              $$SELECT ringshard.distribute_table('routed', 'id')$$),
 	('distribute_table_by_partition', $$SELECT ringshard.distribute_table_by_partition('routed', 'id', 'k')$$),
 	('undistribute_table',            $$SELECT ringshard.undistribute_table('routed')$$),
-	('ensure_node (internal)',        $$SELECT ringshard.ensure_node('node-4', NULL)$$),
-	('forget_unused_nodes (internal)', $$SELECT ringshard.forget_unused_nodes()$$),
-	('lock_ring (internal)',          $$SELECT ringshard.lock_ring('default')$$)
+	('ensure_node (internal)',        $$SELECT ringshard_internal.ensure_node('node-4', NULL)$$),
+	('forget_unused_nodes (internal)', $$SELECT ringshard_internal.forget_unused_nodes()$$),
+	('lock_ring (internal)',          $$SELECT ringshard_internal.lock_ring('default')$$)
 ) v(label, stmt);
 -- nor write the catalog directly
 SELECT label, pg_temp.err(stmt) AS error
@@ -262,7 +262,15 @@ WHERE p.pronamespace = 'ringshard'::regnamespace
   AND p.provolatile = 'v' AND p.prorettype NOT IN ('trigger'::regtype, 'event_trigger'::regtype)
 ORDER BY 1::text;
 SET ROLE regress_ringshard_reader;
-SELECT pg_temp.err($$SELECT ringshard.invalidate_topology_cache()$$) AS trigger_function_called_directly;
+SELECT pg_temp.err($$SELECT ringshard_internal.invalidate_topology_cache()$$) AS trigger_function_called_directly;
+RESET ROLE;
+-- The internal helpers' schema is for administrators only; nothing in it is
+-- granted to PUBLIC, and a member of ringshard_admin may call them.
+SELECT has_schema_privilege('public', 'ringshard_internal', 'USAGE') AS public_uses_internal,
+       has_schema_privilege('ringshard_admin', 'ringshard_internal', 'USAGE') AS admin_uses_internal,
+       (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = 'ringshard_internal' AND has_function_privilege('public', p.oid, 'EXECUTE')) AS public_functions;
+SET ROLE regress_ringshard_reader;
 RESET ROLE;
 
 --

@@ -9,7 +9,7 @@
  * an error raised in a helper with a CONTEXT line for every PL/pgSQL frame
  * and SQL statement between it and the user ("PL/pgSQL function
  * lock_ring(text) line 10 at RAISE", "SQL statement "SELECT
- * ringshard.lock_ring(ring)"", the text of a dynamic query, ...).  Those
+ * ringshard_internal.lock_ring(ring)"", the text of a dynamic query, ...).  Those
  * lines describe ringshard's internals, not the user's mistake, and every
  * edit of a helper would change them.
  *
@@ -27,7 +27,7 @@
  * refused key types); any other error keeps its full context for diagnosis.
  * The dropped context is logged at DEBUG1.  The hook is installed when the
  * library loads; the administration functions call a C function
- * (ringshard.check_name) before they can raise, which loads it.
+ * (ringshard_internal.check_name) before they can raise, which loads it.
  */
 #include "postgres.h"
 
@@ -77,7 +77,8 @@ is_ringshard_function(Oid fn_oid)
 	namespace_oid = ((Form_pg_proc) GETSTRUCT(tuple))->pronamespace;
 	ReleaseSysCache(tuple);
 	namespace_name = get_namespace_name(namespace_oid);
-	return namespace_name != NULL && strcmp(namespace_name, "ringshard") == 0;
+	return namespace_name != NULL &&
+		(strcmp(namespace_name, "ringshard") == 0 || strcmp(namespace_name, "ringshard_internal") == 0);
 }
 
 /*

@@ -23,7 +23,7 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Read by ringshard.rebalance_report_progress() through current_setting(). */
+/* Read by ringshard_internal.rebalance_report_progress() through current_setting(). */
 static int	rebalance_notice_interval_ms = 5000;
 
 /*

@@ -565,7 +565,7 @@ ringshard_invalidate_topology_cache(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ringshard.invalidate_topology_cache() must be called as a trigger")));
+				 errmsg("ringshard_internal.invalidate_topology_cache() must be called as a trigger")));
 
 	rings_relid = get_relname_relid("rings", RelationGetNamespace(trigdata->tg_relation));
 	if (OidIsValid(rings_relid))

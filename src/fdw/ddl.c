@@ -379,7 +379,7 @@ node_definition_sql(Oid relid, const char *schema, const char *table, List *part
 	appendStringInfoString(&extra, "]::pg_catalog.text[]");
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE SCHEMA IF NOT EXISTS %s; SELECT ringshard.adopt_distributed_table(%s, %s, %s, %s)",
+	appendStringInfo(&buf, "CREATE SCHEMA IF NOT EXISTS %s; SELECT ringshard_internal.adopt_distributed_table(%s, %s, %s, %s)",
 					 quote_identifier(schema), quote_literal_cstr(table),
 					 quote_literal_cstr(psprintf("CREATE TABLE %s (%s)", table, column_definitions(relid, true))),
 					 extra.data, annotation_args);
@@ -658,7 +658,7 @@ ringshard_create_distributed_table(PG_FUNCTION_ARGS)
 								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, &changed);
 		/* its rows are laid out under the current topology from now on */
 		(void) owner_catalog_query("INSERT INTO ringshard.placements (table_name, snapshot) "
-								   "VALUES ($2::pg_catalog.regclass, ringshard.placement_snapshot($2::pg_catalog.regclass)) "
+								   "VALUES ($2::pg_catalog.regclass, ringshard_internal.placement_snapshot($2::pg_catalog.regclass)) "
 								   "ON CONFLICT (table_name) DO UPDATE SET snapshot = EXCLUDED.snapshot, "
 								   "placed_at = pg_catalog.now()", 2, argtypes, values, false, &changed);
 	}
