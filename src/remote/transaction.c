@@ -294,6 +294,16 @@ pre_commit(bool preparing)
 						 errhint("Nodes need max_prepared_transactions > 0.")));
 		remote_fault_point("after_prepare");
 		record_prepared(&writers);
+
+		/*
+		 * The local commit is the decision, and post_commit() acts on it: it
+		 * must be on disk before any node commits its part.  With
+		 * synchronous_commit off the commit record would only be queued for
+		 * the WAL writer, and a crash could then lose the decision (and the
+		 * records) after some nodes committed: recovery would roll back the
+		 * others.
+		 */
+		ForceSyncCommit();
 		remote_fault_point("after_records");
 	}
 	else if (writers.n > 0)
