@@ -18,6 +18,8 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
+#include "catalog/pg_control.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -202,6 +204,26 @@ make_gid(RemoteConnection *c, FullTransactionId fxid)
 			 U64FromFullTransactionId(fxid), c->userid, c->serverid);
 }
 
+/*
+ * Make the local transaction id durable before any node prepares a part
+ * named after it.  After a crash, the server hands out again every id that
+ * no WAL record on disk carries; a transaction whose writes all went to nodes
+ * has written none yet.  The next transaction after the crash could then
+ * take the same id, and so the same prepared-transaction names: its PREPARE
+ * fails on every node where the crashed one's part still waits, and recovery
+ * running in a transaction with that id takes those parts for its own, still
+ * in progress.  A no-op record carries the id; it is flushed at once.
+ */
+static void
+log_transaction_id(void)
+{
+	XLogRecPtr	end;
+
+	XLogBeginInsert();
+	end = XLogInsert(RM_XLOG_ID, XLOG_NOOP);
+	XLogFlush(end);
+}
+
 /* One record per prepared node, in the local transaction: the commit decision. */
 static void
 record_prepared(Collected *writers)
@@ -264,6 +286,7 @@ pre_commit(bool preparing)
 	{
 		FullTransactionId fxid = GetTopFullTransactionId();
 
+		log_transaction_id();
 		for (int i = 0; i < writers.n; i++)
 		{
 			make_gid(writers.conns[i], fxid);
@@ -294,6 +317,16 @@ pre_commit(bool preparing)
 						 errhint("Nodes need max_prepared_transactions > 0.")));
 		remote_fault_point("after_prepare");
 		record_prepared(&writers);
+
+		/*
+		 * The local commit is the decision, and post_commit() acts on it: it
+		 * must be on disk before any node commits its part.  With
+		 * synchronous_commit off the commit record would only be queued for
+		 * the WAL writer, and a crash could then lose the decision (and the
+		 * records) after some nodes committed: recovery would roll back the
+		 * others.
+		 */
+		ForceSyncCommit();
 		remote_fault_point("after_records");
 	}
 	else if (writers.n > 0)
