@@ -31,7 +31,8 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.merge_builtin_ring(),
 	ringshard.resolve_annotation_columns(),
 	ringshard.key_bytes(text),
-	ringshard.key_bytes(anyelement)
+	ringshard.key_bytes(anyelement),
+	ringshard.version()
 TO PUBLIC;
 
 -- Previews change nothing: anyone may look.
