@@ -10,6 +10,13 @@ GRANT SELECT ON ringshard.rings, ringshard.ring_members, ringshard.partition_map
 GRANT SELECT (node_name, server_name, is_up) ON ringshard.nodes TO PUBLIC;
 
 GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA ringshard TO ringshard_admin;
+-- ... except the records that decide what the coordinator does with other
+-- roles' work: queued writes are replayed as the role recorded in them, and a
+-- transaction record makes recovery commit a prepared transaction.  Only the
+-- extension's own code (as the catalog's owner) writes them; administrators
+-- read them, and may clear dead letters they have dealt with.
+REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON ringshard.write_queue, ringshard.transaction_records FROM ringshard_admin;
+REVOKE INSERT, UPDATE, TRUNCATE ON ringshard.dead_letters FROM ringshard_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
 
 -- Read-only helpers anyone may call.

@@ -210,7 +210,9 @@ column_definitions(Oid relid, bool for_nodes)
 					 "    WHERE co.oid = a.attcollation) END, "
 					 "pg_catalog.pg_get_expr(d.adbin, d.adrelid), a.attgenerated::pg_catalog.text, "
 					 "EXISTS (SELECT FROM pg_catalog.pg_depend dep WHERE dep.classid = 'pg_catalog.pg_attrdef'::pg_catalog.regclass "
-					 "        AND dep.objid = d.oid AND dep.refobjid >= 16384), a.attidentity::pg_catalog.text "
+					 "        AND dep.objid = d.oid AND dep.refobjid >= 16384 "
+					 "        AND NOT (dep.refclassid = 'pg_catalog.pg_class'::pg_catalog.regclass AND dep.refobjid = a.attrelid)), "
+					 "a.attidentity::pg_catalog.text "
 					 "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
 					 "LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
 					 "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",

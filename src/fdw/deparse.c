@@ -139,6 +139,24 @@ ship_walker(Node *node, ShipContext *ctx)
 			if (!type_is_shippable(((RelabelType *) node)->resulttype, ctx))
 				return true;
 			break;
+		case T_CoerceViaIO:
+			{
+				/* a cast through text, e.g. integer to text: when both I/O functions are immutable */
+				CoerceViaIO *c = (CoerceViaIO *) node;
+				Oid			argtype = exprType((Node *) c->arg);
+				Oid			output;
+				Oid			input;
+				Oid			ioparam;
+				bool		varlena;
+
+				if (!is_builtin(argtype) || !is_builtin(c->resulttype))
+					return true;
+				getTypeOutputInfo(argtype, &output, &varlena);
+				getTypeInputInfo(c->resulttype, &input, &ioparam);
+				if (func_volatile(output) != PROVOLATILE_IMMUTABLE || func_volatile(input) != PROVOLATILE_IMMUTABLE)
+					return true;
+				break;
+			}
 		case T_ArrayExpr:
 			if (!type_is_shippable(((ArrayExpr *) node)->array_typeid, ctx))
 				return true;
@@ -414,6 +432,15 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 					rsfdw_append_expr(ctx, r->arg);
 					appendStringInfo(&ctx->current, ")::%s", rsfdw_type_name(r->resulttype, r->resulttypmod));
 				}
+				break;
+			}
+		case T_CoerceViaIO:
+			{
+				CoerceViaIO *c = (CoerceViaIO *) expr;
+
+				rsfdw_append(ctx, "(");
+				rsfdw_append_expr(ctx, c->arg);
+				appendStringInfo(&ctx->current, ")::%s", rsfdw_type_name(c->resulttype, -1));
 				break;
 			}
 		case T_ArrayExpr:

@@ -64,6 +64,32 @@ is_column(Node *node, Index varno, AttrNumber attnum)
 }
 
 /*
+ * A join clause column = outer expression: the outer side becomes a
+ * parameter of a nested loop's inner scan (createplan replaces its Vars).
+ */
+static bool
+match_join_equality(PlannerInfo *root, Expr *clause, Index varno, AttrNumber attnum, Oid eqop, Expr **value)
+{
+	OpExpr	   *op;
+	Node	   *other;
+
+	if (!IsA(clause, OpExpr) || ((OpExpr *) clause)->opno != eqop || list_length(((OpExpr *) clause)->args) != 2)
+		return false;
+	op = (OpExpr *) clause;
+	if (is_column(linitial(op->args), varno, attnum))
+		other = lsecond(op->args);
+	else if (is_column(lsecond(op->args), varno, attnum))
+		other = linitial(op->args);
+	else
+		return false;
+	if (contain_volatile_functions(other) || contain_subplans(other) ||
+		bms_is_member(varno, pull_varnos(root, other)))
+		return false;
+	*value = (Expr *) other;
+	return true;
+}
+
+/*
  * column = value, value = column, or column = ANY (array value), with the
  * column type's own equality (so that equal values have equal key bytes).
  */
@@ -209,6 +235,70 @@ useful_pathkeys(PlannerInfo *root, RelOptInfo *rel)
 	return keys;
 }
 
+/* An equivalence-class member that is the sharding key column of this rel. */
+static bool
+ec_member_is_key(PlannerInfo *root, RelOptInfo *rel, EquivalenceClass *ec, EquivalenceMember *em, void *arg)
+{
+	RsRelInfo  *info = arg;
+
+	return is_column((Node *) em->em_expr, rel->relid, info->key_attnum);
+}
+
+/*
+ * Joins by key (local_table.nik = faces.nik): a path parameterized by the
+ * other side, so that a nested loop routes each outer row's key to one
+ * replica instead of reading the whole table.
+ */
+static void
+add_key_parameterized_paths(PlannerInfo *root, RelOptInfo *baserel, RsRelInfo *info)
+{
+	List	   *clauses;
+	ListCell   *lc;
+
+	if (info->key_clause != NULL || info->keyspace_attnum > 0)
+		return;
+	clauses = generate_implied_equalities_for_column(root, baserel, ec_member_is_key, info,
+													 baserel->lateral_referencers);
+	foreach(lc, baserel->joininfo)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+
+		if (!rinfo->can_join || !IsA(rinfo->clause, OpExpr))
+			continue;
+		clauses = lappend(clauses, rinfo);
+	}
+	foreach(lc, clauses)
+	{
+		RestrictInfo *rinfo = lfirst(lc);
+		Relids		required_outer;
+		ParamPathInfo *ppi;
+		Oid			eqop = lookup_type_cache(info->key_type, TYPECACHE_EQ_OPR)->eq_opr;
+		double		rows;
+
+		if (!OidIsValid(eqop) || !IsA(rinfo->clause, OpExpr) || ((OpExpr *) rinfo->clause)->opno != eqop)
+			continue;
+		/* the key on our side, the other side from other rels only */
+		required_outer = bms_difference(rinfo->clause_relids, baserel->relids);
+		if (bms_is_empty(required_outer) || bms_overlap(required_outer, baserel->relids))
+			continue;
+		{
+			OpExpr	   *op = (OpExpr *) rinfo->clause;
+			Node	   *other = is_column(linitial(op->args), baserel->relid, info->key_attnum)
+				? lsecond(op->args) : is_column(lsecond(op->args), baserel->relid, info->key_attnum)
+				? linitial(op->args) : NULL;
+
+			if (other == NULL || contain_volatile_functions(other) || bms_is_member(baserel->relid, pull_varnos(root, other)))
+				continue;
+		}
+		required_outer = bms_union(required_outer, baserel->lateral_relids);
+		ppi = get_baserel_parampathinfo(root, baserel, required_outer);
+		rows = ppi->ppi_rows;
+		add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL, rows, RS_ROUNDTRIP_COST,
+														   RS_ROUNDTRIP_COST + rows * (cpu_tuple_cost + RS_ROW_TRANSFER_COST),
+														   NIL, required_outer, NULL, NIL));
+	}
+}
+
 void
 rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
@@ -221,6 +311,8 @@ rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 
 	add_path(baserel, (Path *) create_foreignscan_path(root, baserel, NULL, rows, startup, startup + run,
 													   NIL, baserel->lateral_relids, NULL, NIL));
+
+	add_key_parameterized_paths(root, baserel, info);
 
 	/* Sorted by the nodes and merged here: a little dearer than unsorted. */
 	pathkeys = useful_pathkeys(root, baserel);
@@ -281,6 +373,43 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 
 	if (info->is_upper)
 		elog(ERROR, "ringshard: aggregate scans are planned elsewhere");
+
+	/*
+	 * A parameterized path (a join by key): its join clause, with the outer
+	 * side turned into a parameter, routes by key like a WHERE clause.
+	 */
+	{
+		RestrictInfo *key_clause = info->key_clause;
+		Expr	   *key_values = info->key_values;
+		bool		key_is_array = info->key_is_array;
+		Oid			eqop = lookup_type_cache(info->key_type, TYPECACHE_EQ_OPR)->eq_opr;
+
+		if (key_clause == NULL && best_path->path.param_info != NULL && OidIsValid(eqop) && info->keyspace_attnum == 0)
+		{
+			foreach(lc, scan_clauses)
+			{
+				RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+				if (match_join_equality(root, rinfo->clause, foreignrel->relid, info->key_attnum, eqop, &key_values))
+				{
+					key_clause = rinfo;
+					key_is_array = false;
+					break;
+				}
+			}
+		}
+		if (key_clause != info->key_clause)
+		{
+			/* this plan only: the rel's info serves its other paths too */
+			RsRelInfo  *copy = palloc(sizeof(RsRelInfo));
+
+			memcpy(copy, info, sizeof(RsRelInfo));
+			copy->key_clause = key_clause;
+			copy->key_values = key_values;
+			copy->key_is_array = key_is_array;
+			info = copy;
+		}
+	}
 
 	/* Every scan clause: sent, routed, or evaluated here. */
 	foreach(lc, scan_clauses)

@@ -217,6 +217,10 @@ load_node_servers(void)
 		entry = hash_search(node_servers, node, HASH_ENTER, &found);
 		entry->has_server = server != NULL;
 		entry->serverid = server ? get_foreign_server_oid(server, true) : InvalidOid;
+		/* only a server of ringshard's wrapper: its validator keeps credentials out of it */
+		if (OidIsValid(entry->serverid) &&
+			GetForeignServer(entry->serverid)->fdwid != GetForeignDataWrapperByName("ringshard", false)->fdwid)
+			entry->serverid = InvalidOid;
 	}
 	if (pushed)
 		PopActiveSnapshot();
@@ -245,7 +249,7 @@ remote_node_server(const char *node)
 	if (!OidIsValid(entry->serverid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("the foreign server of node \"%s\" does not exist", node),
+				 errmsg("node \"%s\" has no server of the foreign-data wrapper ringshard", node),
 				 errhint("Give the node an address again with ringshard.set_node_address().")));
 	return entry->serverid;
 }
