@@ -18,6 +18,7 @@ CORE_OBJS = \
 
 GLUE_OBJS = \
 	src/ringshard.o \
+	src/version.o \
 	src/admin_errors.o \
 	src/ringtoken.o \
 	src/key_bytes.o \
@@ -53,13 +54,13 @@ OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 EXTENSION_PIECES = $(sort $(wildcard extension/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 
-PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir)
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir) -DRINGSHARD_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK = -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
 	partitions partition_config annotated_tables privileges definer_hijack \
-	previews keys pushdown
+	previews keys pushdown version
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8
 
 TAP_TESTS = 1
@@ -78,3 +79,5 @@ unit:
 
 # PGXS tracks no header dependencies for extensions: rebuild on any change.
 $(OBJS): $(wildcard src/*.h src/*/*.h)
+# The library's version comes from the control file.
+src/version.o: ringshard.control

@@ -139,9 +139,9 @@ free_plain(plain_ring *plain)
 /* ---- the timed loops; each returns elapsed ns ---- */
 
 static double
-loop_rng_only(uint64_t n, uint64_t seed)
+loop_rng_only(uint64_t n, uint64_t rng_start)
 {
-	uint64_t	s = seed,
+	uint64_t	s = rng_start,
 				sum = 0;
 	double		t0 = now_ns();
 
@@ -152,9 +152,9 @@ loop_rng_only(uint64_t n, uint64_t seed)
 }
 
 static double
-loop_ring(const rs_ring *ring, uint64_t n, uint64_t seed)
+loop_ring(const rs_ring *ring, uint64_t n, uint64_t rng_start)
 {
-	uint64_t	s = seed,
+	uint64_t	s = rng_start,
 				sum = 0;
 	double		t0 = now_ns();
 
@@ -165,9 +165,9 @@ loop_ring(const rs_ring *ring, uint64_t n, uint64_t seed)
 }
 
 static double
-loop_lower_bound(const plain_ring *ring, uint64_t n, uint64_t seed)
+loop_lower_bound(const plain_ring *ring, uint64_t n, uint64_t rng_start)
 {
-	uint64_t	s = seed,
+	uint64_t	s = rng_start,
 				sum = 0;
 	double		t0 = now_ns();
 
@@ -183,9 +183,9 @@ loop_lower_bound(const plain_ring *ring, uint64_t n, uint64_t seed)
  * row's lookup is separated from the next by the executor's work).
  */
 static double
-loop_ring_dependent(const rs_ring *ring, uint64_t n, uint64_t seed)
+loop_ring_dependent(const rs_ring *ring, uint64_t n, uint64_t rng_start)
 {
-	uint64_t	s = seed,
+	uint64_t	s = rng_start,
 				last = 0;
 	double		t0 = now_ns();
 
@@ -196,9 +196,9 @@ loop_ring_dependent(const rs_ring *ring, uint64_t n, uint64_t seed)
 }
 
 static double
-loop_lower_bound_dependent(const plain_ring *ring, uint64_t n, uint64_t seed)
+loop_lower_bound_dependent(const plain_ring *ring, uint64_t n, uint64_t rng_start)
 {
-	uint64_t	s = seed,
+	uint64_t	s = rng_start,
 				last = 0;
 	double		t0 = now_ns();
 
@@ -209,9 +209,9 @@ loop_lower_bound_dependent(const plain_ring *ring, uint64_t n, uint64_t seed)
 }
 
 static double
-loop_replicas(const rs_ring *ring, uint64_t n, uint64_t seed, uint32_t want)
+loop_replicas(const rs_ring *ring, uint64_t n, uint64_t rng_start, uint32_t want)
 {
-	uint64_t	s = seed,
+	uint64_t	s = rng_start,
 				last = 0;
 	uint16_t	out[64];
 	uint32_t	count = 0;
@@ -514,16 +514,16 @@ main(int argc, char **argv)
 		loop_hash_ring(ring, &keys, nlookups / 10);
 		for (int r = 0; r < repeats; r++)
 		{
-			uint64_t	seed = 0x9E3779B97F4A7C15ULL * (uint64_t) (r + 1);
+			uint64_t	rng_start = 0x9E3779B97F4A7C15ULL * (uint64_t) (r + 1);
 
-			t_rng[r] = loop_rng_only(nlookups, seed) / nlookups;
-			t_ring[r] = loop_ring(ring, nlookups, seed) / nlookups;
-			t_lb[r] = loop_lower_bound(&plain, nlookups, seed) / nlookups;
+			t_rng[r] = loop_rng_only(nlookups, rng_start) / nlookups;
+			t_ring[r] = loop_ring(ring, nlookups, rng_start) / nlookups;
+			t_lb[r] = loop_lower_bound(&plain, nlookups, rng_start) / nlookups;
 			t_hash[r] = loop_hash_only(&keys, nlookups) / nlookups;
 			t_hring[r] = loop_hash_ring(ring, &keys, nlookups) / nlookups;
 			t_hlb[r] = loop_hash_lower_bound(&plain, &keys, nlookups) / nlookups;
-			t_dring[r] = loop_ring_dependent(ring, nlookups, seed) / nlookups;
-			t_dlb[r] = loop_lower_bound_dependent(&plain, nlookups, seed) / nlookups;
+			t_dring[r] = loop_ring_dependent(ring, nlookups, rng_start) / nlookups;
+			t_dlb[r] = loop_lower_bound_dependent(&plain, nlookups, rng_start) / nlookups;
 		}
 		{
 			double		m_ring = median(t_ring, repeats),
@@ -565,10 +565,10 @@ main(int argc, char **argv)
 		loop_replicas(ring, n / 10, 1, 3);
 		for (int r = 0; r < repeats; r++)
 		{
-			uint64_t	seed = 0x9E3779B97F4A7C15ULL * (uint64_t) (r + 1);
+			uint64_t	rng_start = 0x9E3779B97F4A7C15ULL * (uint64_t) (r + 1);
 
-			t_own[r] = loop_ring_dependent(ring, n, seed) / n;
-			t_rep[r] = loop_replicas(ring, n, seed, 3) / n;
+			t_own[r] = loop_ring_dependent(ring, n, rng_start) / n;
+			t_rep[r] = loop_replicas(ring, n, rng_start, 3) / n;
 		}
 		{
 			char		label[32];

@@ -1,25 +1,28 @@
--- ringshard cluster walkthrough: the seed's FREMIS-N cluster (coordinator,
--- two nodes with partitions 0-127 / 128-255, then three nodes).
+-- ringshard cluster walkthrough: a coordinator and three workers.  Tables
+-- are distributed with create_distributed_table() and then used with plain
+-- SQL; then the FREMIS-N partition map grows from two workers to three.
 --   bash demo/run      (runs demo.sql, then this in database "coordinator")
 --
 -- NOTE: to stay one command on one machine, the "workers" here are three
 -- databases (worker1, worker2, worker3) of the same throwaway server as
 -- this coordinator database.  Real deployments put each worker on its own
--- PostgreSQL server; the TAP tests (test/t/003_cluster.pl, 005-007) do so,
--- with a separate server per worker.  demo/run has already created the
--- worker databases and run CREATE EXTENSION ringshard in each.
+-- PostgreSQL server; the TAP tests (test/t/003_cluster.pl and others) do so.
+-- demo/run has already created the worker databases and run CREATE
+-- EXTENSION ringshard in each.  The server runs with
+-- shared_preload_libraries = 'ringshard' (needed on a coordinator) and
+-- max_prepared_transactions = 20 (needed on every worker: each transaction
+-- that writes on workers commits there in two phases).
 \set SHOW_CONTEXT never
 \pset null '(null)'
 
 CREATE EXTENSION ringshard;
 
 ------------------------------------------------------------------------------
--- 1. Two workers: the coordinator's config.yml (partitions 0-127 / 128-255)
+-- 1. Nodes: the three shards of the hash-ring chapter, one per worker
 ------------------------------------------------------------------------------
--- A worker's address is a libpq connection string without a password (one
--- with a password is refused: it belongs in the coordinator server's
--- ~/.pgpass or a service file).  On real servers it would look like
--- 'host=10.0.1.10 port=5432 dbname=fremis'; here it is this server's socket
+-- A node's address is 'host:port' or a libpq connection string without
+-- credentials.  On real servers it would look like
+-- 'host=10.0.1.10 port=5432 dbname=census'; here it is this server's socket
 -- directory and port, and the worker's database.
 SELECT format('host=%s port=%s dbname=', split_part(current_setting('unix_socket_directories'), ',', 1),
               current_setting('port')) AS server \gset
@@ -27,8 +30,191 @@ SELECT format('host=%s port=%s dbname=', split_part(current_setting('unix_socket
 \set worker2 :server 'worker2'
 \set worker3 :server 'worker3'
 
--- The seed's two-node config, with the workers' addresses.  A node is found
--- by its address, and a new one is named after it.
+SELECT ringshard.set_replication_factor('default', 2);
+SELECT ringshard.add_node('shard-jakarta-01',  :'worker1');
+SELECT ringshard.add_node('shard-surabaya-02', :'worker2');
+SELECT ringshard.add_node('shard-makassar-03', :'worker3');
+
+-- Each node with an address is a foreign server of the foreign-data wrapper
+-- ringshard, named after the node; its options are the address.
+SELECT s.srvname AS server, w.fdwname AS wrapper, s.srvowner::regrole AS owner
+  FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+ WHERE w.fdwname = 'ringshard' ORDER BY 1;
+
+-- Credentials are user mappings, as for postgres_fdw.  This demo runs as a
+-- superuser, which connects as itself when it has no mapping.  Any other
+-- role needs a mapping with a password for every node it reaches:
+--   CREATE USER MAPPING FOR clerk SERVER "shard-jakarta-01"
+--     OPTIONS (user 'clerk', password '...');
+
+-- Every node answers and can take two-phase commits.
+SELECT node, reachable, two_phase_commit FROM ringshard.node_health() ORDER BY node;
+
+-- Push the topology (without addresses) to every worker, with a version.
+SELECT * FROM ringshard.sync_topology();
+
+------------------------------------------------------------------------------
+-- 2. A distributed table
+------------------------------------------------------------------------------
+-- An ordinary table with rows: the four example NIKs and 10,000 generated ones.
+CREATE TABLE residents (
+    nik      bigint PRIMARY KEY,
+    name     text NOT NULL,
+    city     text NOT NULL,
+    balance  numeric(12,2) NOT NULL DEFAULT 0 CHECK (balance >= 0)
+);
+CREATE INDEX residents_city ON residents (city);
+INSERT INTO residents (nik, name, city, balance) VALUES
+    (3201012345670001, 'Siti Rahayu',    'Bogor',    250.00),
+    (3578021122330002, 'Agus Setiawan',  'Surabaya', 120.50),
+    (7371034455660003, 'Andi Makkasau',  'Makassar',  75.25),
+    (3171059988770004, 'Dewi Lestari',   'Jakarta',  980.00);
+INSERT INTO residents (nik, name, city, balance)
+SELECT 3201010000000000 + g * 7919, 'resident ' || g,
+       (ARRAY['Jakarta', 'Surabaya', 'Bandung', 'Makassar', 'Medan'])[g % 5 + 1],
+       (g * 37 % 1000) + 0.5
+  FROM generate_series(1, 10000) g;
+
+-- Annotate it (the sharding key, the ring), then distribute it: the table is
+-- created on every worker (columns, keys, checks, indexes, defaults), its
+-- rows move to their replicas, and the local table becomes a foreign table
+-- of the same name.
+SELECT ringshard.distribute_table('residents', 'nik');
+SELECT ringshard.create_distributed_table('residents') AS rows_moved;
+\d residents
+
+-- Each row is on its two replicas: 20,008 copies of 10,004 rows.
+SELECT * FROM ringshard.node_table_rows('residents');
+SELECT * FROM ringshard.table_balance_report('residents');
+
+------------------------------------------------------------------------------
+-- 3. Plain SQL: reads
+------------------------------------------------------------------------------
+-- By key: routed to one healthy replica of the key.
+EXPLAIN (COSTS OFF) SELECT * FROM residents WHERE nik = 3201012345670001;
+SELECT r.*, replicas_for(r.nik) AS replicas FROM residents r WHERE nik = 3201012345670001;
+SELECT nik, name, city FROM residents
+ WHERE nik IN (3578021122330002, 7371034455660003, 3171059988770004) ORDER BY nik;
+
+-- Anything else: every worker in parallel, each row read once (on its first
+-- healthy replica); the sort is done on the workers and merged here.
+EXPLAIN (COSTS OFF, VERBOSE) SELECT nik, name, balance FROM residents ORDER BY balance DESC, nik LIMIT 5;
+SELECT nik, name, balance FROM residents ORDER BY balance DESC, nik LIMIT 5;
+SELECT count(*) AS residents FROM residents;
+SELECT city, count(*) AS residents, sum(balance) AS balance FROM residents GROUP BY city ORDER BY city;
+
+-- Joins with local tables work as with any table.
+CREATE TEMP TABLE watchlist (nik bigint);
+INSERT INTO watchlist VALUES (3201012345670001), (3171059988770004);
+SELECT r.nik, r.name FROM residents r JOIN watchlist w USING (nik) ORDER BY r.nik;
+
+------------------------------------------------------------------------------
+-- 4. Plain SQL: writes
+------------------------------------------------------------------------------
+-- INSERT goes to each row's replicas (batched per node); the coordinator
+-- evaluates defaults, so RETURNING shows them.
+INSERT INTO residents (nik, name, city) VALUES (3273015500000009, 'Budi Santoso', 'Bandung') RETURNING *;
+
+-- UPDATE and DELETE by key: sent whole to the key's replicas.
+EXPLAIN (COSTS OFF) UPDATE residents SET balance = balance + 100 WHERE nik = 3201012345670001;
+UPDATE residents SET balance = balance + 100 WHERE nik = 3201012345670001;
+DELETE FROM residents WHERE nik = 3273015500000009;
+
+-- By any other predicate: sent to every worker, each row counted once.
+UPDATE residents SET city = 'Jakarta Pusat' WHERE city = 'Jakarta' AND balance > 990;
+DELETE FROM residents WHERE city = 'Medan' AND balance < 10;
+SELECT count(*) AS residents FROM residents;
+
+-- A duplicate key fails on the workers: the error keeps the worker's
+-- SQLSTATE (23505, unique_violation) and names the node.
+\set ON_ERROR_STOP off
+INSERT INTO residents (nik, name, city) VALUES (3201012345670001, 'Siti again', 'Bogor');
+\set ON_ERROR_STOP on
+\echo SQLSTATE :LAST_ERROR_SQLSTATE
+
+-- A transaction commits on every worker or on none (two-phase commit): the
+-- first insert is rolled back with the failed second one.
+BEGIN;
+INSERT INTO residents (nik, name, city) VALUES (3204012345670010, 'Rina Wati', 'Bandung');
+\set ON_ERROR_STOP off
+INSERT INTO residents (nik, name, city) VALUES (3578021122330002, 'Agus again', 'Surabaya');
+\set ON_ERROR_STOP on
+ROLLBACK;
+SELECT count(*) AS rows_of_the_failed_transaction FROM residents WHERE nik = 3204012345670010;
+
+-- Moving a row to another key is not an UPDATE: it would change its nodes.
+\set ON_ERROR_STOP off
+UPDATE residents SET nik = 3201012345670099 WHERE nik = 3201012345670001;
+\set ON_ERROR_STOP on
+
+------------------------------------------------------------------------------
+-- 5. Schema changes reach every worker in the same transaction
+------------------------------------------------------------------------------
+ALTER TABLE residents ADD COLUMN phone text;
+UPDATE residents SET phone = '+62 812 0000 0001' WHERE nik = 3201012345670001;
+SELECT nik, name, phone FROM residents WHERE phone IS NOT NULL;
+
+------------------------------------------------------------------------------
+-- 6. Roles and workers
+------------------------------------------------------------------------------
+-- A role below superuser reaches the workers only with its own user mapping.
+CREATE ROLE clerk;
+GRANT SELECT ON residents TO clerk;
+SET ROLE clerk;
+\set ON_ERROR_STOP off
+SELECT name FROM residents WHERE nik = 3201012345670001;
+\set ON_ERROR_STOP on
+RESET ROLE;
+
+-- On a worker: its own node name and the topology version it was given.  It
+-- refuses a row it does not hold (7371034455660003 is on shard-makassar-03
+-- and shard-surabaya-02): writes go through the coordinator.
+\c worker1
+SELECT local_node, topology_version FROM ringshard.cluster_state;
+\set ON_ERROR_STOP off
+INSERT INTO residents (nik, name, city) VALUES (7371034455660003, 'written directly', 'Makassar');
+\set ON_ERROR_STOP on
+\c coordinator
+
+------------------------------------------------------------------------------
+-- 7. A worker goes away
+------------------------------------------------------------------------------
+-- An outage of worker2 (shard-surabaya-02), simulated: its database refuses
+-- new connections.  (This session reconnected above, so it has no open link
+-- to it yet.)
+ALTER DATABASE worker2 WITH ALLOW_CONNECTIONS false;
+
+-- Reads fail over to the other replica; a fan-out still reads every row once.
+SELECT nik, name FROM residents WHERE nik = 3201012345670001;
+SELECT count(*) AS residents FROM residents;
+
+-- A write whose replicas include the missing node succeeds on the other one
+-- (ringshard.write_quorum is 1) and is queued for the missing one, which is
+-- then marked down for reads.
+INSERT INTO residents (nik, name, city) VALUES (3201012345670002, 'Rudi Hartono', 'Bogor');
+SELECT replicas_for(3201012345670002::bigint) AS replicas;
+SELECT node, queued FROM ringshard.write_queue_status;
+SELECT node_name, is_up FROM ringshard.nodes ORDER BY node_name;
+
+-- UPDATE and DELETE need every node they touch to be up.
+\set ON_ERROR_STOP off
+UPDATE residents SET balance = 0 WHERE city = 'Bogor';
+\set ON_ERROR_STOP on
+
+-- The worker comes back.  The watchdog (a background worker, when
+-- ringshard.watchdog_database names this database) replays the queue every
+-- few seconds; here one round is run by hand.
+ALTER DATABASE worker2 WITH ALLOW_CONNECTIONS true;
+SELECT * FROM ringshard.watchdog_tick();
+SELECT node_name, is_up FROM ringshard.nodes ORDER BY node_name;
+SELECT * FROM ringshard.node_table_rows('residents');
+UPDATE residents SET balance = 0 WHERE city = 'Bogor';
+
+------------------------------------------------------------------------------
+-- 8. The FREMIS-N partition map: two workers (partitions 0-127 / 128-255)
+------------------------------------------------------------------------------
+-- The coordinator's config.yml, with the workers' addresses.  An entry
+-- names a node by its address: worker1 and worker2 are the nodes above.
 SELECT ringshard.load_partition_config(format($yaml$version: "v1"
 nodes:
 - address: "%s"  # node1
@@ -41,100 +227,34 @@ $yaml$, :'worker1', :'worker2')) AS entries;
 SELECT * FROM ringshard.check_partition_map();  -- no rows: no gap, no overlap
 SELECT node_name, partition_start, partition_end
   FROM ringshard.partition_assignments ORDER BY partition_start;
-
--- Push the topology (without addresses) to every worker, with a version.
 SELECT * FROM ringshard.sync_topology();
 
-------------------------------------------------------------------------------
--- 2. A distributed table, placed by partition_for(keyspace_id, face_id)
-------------------------------------------------------------------------------
+-- Enrollments, placed by partition_for(keyspace_id, face_id).
 CREATE TABLE faces (
-    keyspace_id text,
-    face_id     text,
+    keyspace_id text NOT NULL,
+    face_id     text NOT NULL,
     score       float8,   -- stands in for a recognition similarity
-    camera      text
+    camera      text,
+    PRIMARY KEY (keyspace_id, face_id)
 );
-SELECT ringshard.distribute_table_by_partition('faces', 'face_id', keyspace_column => 'keyspace_id');
--- Creates the table on every worker (with a trigger there that refuses rows
--- the worker does not hold) and a routing trigger here.
-SELECT * FROM ringshard.create_distributed_table('faces');
-
--- Enrollment through the coordinator: each row goes to every holder of its
--- partition; the coordinator keeps none.
--- ("INSERT 0 0": the rows went to the workers.)
 INSERT INTO faces (keyspace_id, face_id, score, camera)
 SELECT 'faces', 'face-' || lpad(g::text, 4, '0'), ((g * 7919) % 1000) / 1000.0, 'cam-' || (g % 7)
   FROM generate_series(1, 1000) g;
-SELECT count(*) AS rows_kept_on_the_coordinator FROM faces;
+SELECT ringshard.distribute_table_by_partition('faces', 'face_id', keyspace_column => 'keyspace_id');
+SELECT ringshard.create_distributed_table('faces') AS rows_moved;
 
--- Where the rows landed (the seed's loaded-vectors per node).
+-- Where the rows landed (loaded vectors per node).
 SELECT * FROM ringshard.node_table_rows('faces');
 SELECT face_id, partition_for('faces', face_id) AS partition, nodes_for('faces', face_id) AS nodes
   FROM (VALUES ('face-0001'), ('face-0002'), ('face-0003')) AS v(face_id);
 
--- On a worker: its own node name and the topology version it was given.
--- It refuses a row that is not its own (face-0001 is in partition 143, on
--- worker2): every write goes through the coordinator.
-\c worker1
-SELECT local_node, topology_version FROM ringshard.cluster_state;
-\set ON_ERROR_STOP off
-INSERT INTO faces VALUES ('faces', 'face-0001', 0.5, 'written directly');
-\set ON_ERROR_STOP on
-\c coordinator
+-- Get by key, and the 1:N search: every worker in parallel, the top 5 merged.
+SELECT * FROM faces WHERE keyspace_id = 'faces' AND face_id = 'face-0003';
+SELECT face_id, score, camera FROM faces ORDER BY score DESC, face_id LIMIT 5;
+SELECT face_id, score FROM faces WHERE camera = 'cam-3' ORDER BY score DESC, face_id LIMIT 3;
 
 ------------------------------------------------------------------------------
--- 3. Reads: get by key, and the 1:N fan-out with a top-k merge
-------------------------------------------------------------------------------
--- Get by face_id: one healthy holder, failing over to the others.
-SELECT * FROM ringshard.cluster_get(NULL::faces, 'face-0003', 'faces');
-
--- Recognition 1:N: every worker in parallel, each range read once, each
--- worker's top 5 by score merged into the overall top 5.
-SELECT * FROM ringshard.cluster_fanout(NULL::faces, NULL, 'score', 5);
--- The same with a filter, run on the workers.
-SELECT * FROM ringshard.cluster_fanout(NULL::faces, $$camera = 'cam-3'$$, 'score', 3);
-SELECT ringshard.last_fanout_missing() AS missing_nodes;
-
--- UPDATE and DELETE are not routed: on the coordinator they touch its own
--- (empty) table and nothing on the workers.
-UPDATE faces SET score = 0 WHERE face_id = 'face-0003';
-
--- Monitoring: every worker probed in parallel.
-SELECT node, reachable, server_version, connections, last_error FROM ringshard.node_health();
-
-------------------------------------------------------------------------------
--- 4. A worker goes away
-------------------------------------------------------------------------------
--- An outage of worker2, simulated: its database refuses new connections and
--- the open ones are closed.
-ALTER DATABASE worker2 WITH ALLOW_CONNECTIONS false;
-SELECT count(pg_terminate_backend(pid, 5000)) AS connections_closed
-  FROM pg_stat_activity WHERE datname = 'worker2' AND application_name = 'ringshard coordinator';
-SELECT node, reachable, last_error FROM ringshard.node_health();
-
--- Partitions 128-255 have no other holder: a fan-out that cannot read every
--- range is an error, unless partial results are allowed (with a warning and
--- the missing nodes listed), as the seed's allow_partial_search.
-\set ON_ERROR_STOP off
-SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces);
-\set ON_ERROR_STOP on
-SELECT count(*) AS rows_from_worker1 FROM ringshard.cluster_fanout(NULL::faces, allow_partial => true);
-SELECT ringshard.last_fanout_missing() AS missing_nodes;
-
--- Reads and writes of worker1's partitions go on; a write whose only holder
--- is down fails (fewer than ringshard.write_quorum holders took it).  With a
--- replicated partition it would succeed and be queued for the missing one.
-SELECT face_id, score FROM ringshard.cluster_get(NULL::faces, 'face-0003', 'faces');
-\set ON_ERROR_STOP off
-INSERT INTO faces VALUES ('faces', 'face-2001', 0.5, 'cam-0');
-\set ON_ERROR_STOP on
-SELECT partition_for('faces', 'face-2001') AS partition_of_face_2001;
-
-ALTER DATABASE worker2 WITH ALLOW_CONNECTIONS true;
-SELECT node, reachable FROM ringshard.node_health();
-
-------------------------------------------------------------------------------
--- 5. Growing to three workers (0-85 / 86-170 / 171-255) and rebalancing
+-- 9. Growing to three workers (0-85 / 86-170 / 171-255) and rebalancing
 ------------------------------------------------------------------------------
 SELECT format($yaml$version: "v1"
 nodes:
@@ -155,30 +275,22 @@ SELECT * FROM ringshard.preview_partition_config(:'three_nodes');
 SELECT ringshard.load_partition_config(:'three_nodes') AS entries;
 SELECT * FROM ringshard.check_partition_map();  -- still no gap, no overlap
 
--- The plan: one step per run of partitions with new holders.  A dry run
--- prints it and changes nothing.
+-- The plan, summed per pair of nodes; a dry run prints it and changes nothing.
+SELECT * FROM ringshard.rebalance_plan_summary('faces');
 CALL ringshard.rebalance('faces', dry_run => true);
 
--- The move: pushes the new topology, then per step copies the rows to their
--- new holders, checks every copied row is there, and only then deletes them
--- from the holders that lost them; committed batch by batch, resumable.
+-- The move: pushes the new topology, then step by step copies the rows to
+-- their new holders, checks every copied row is there, and only then
+-- deletes them from the holders that lost them; committed batch by batch,
+-- resumable after a crash.
+SET ringshard.rebalance_notice_interval = 0;  -- progress after every step (default: every 5 s)
 CALL ringshard.rebalance('faces');
 
 SELECT * FROM ringshard.node_table_rows('faces');
-SELECT count(*) AS rows_read_once FROM ringshard.cluster_fanout(NULL::faces);
+SELECT count(*) AS rows_read_once FROM faces;
 SELECT face_id, nodes_for('faces', face_id) AS nodes_now, camera
-  FROM ringshard.cluster_get(NULL::faces, 'face-0003', 'faces');
-
-------------------------------------------------------------------------------
--- 6. Troubleshooting: balance
-------------------------------------------------------------------------------
--- table_balance_report and suggest_partition_boundaries count the rows of a
--- table in this database, and the coordinator keeps none: gather the rows
--- (or a sample) into a local table with the same annotation first.
-CREATE TEMP TABLE faces_copy AS SELECT * FROM ringshard.cluster_fanout(NULL::faces);
-SELECT ringshard.distribute_table_by_partition('faces_copy', 'face_id', keyspace_column => 'keyspace_id');
-SELECT * FROM ringshard.table_balance_report('faces_copy');
-SELECT * FROM ringshard.suggest_partition_boundaries('faces_copy');
+  FROM faces WHERE keyspace_id = 'faces' AND face_id = 'face-0003';
+SELECT * FROM ringshard.table_balance_report('faces');
 
 -- Nothing is waiting: no queued writes, no unfinished rebalance.
 SELECT * FROM ringshard.write_queue_status;

@@ -1,4 +1,7 @@
--- ringshard demo: the seed documents' scenarios, end to end.
+-- ringshard demo: routing in SQL, end to end.  The hash-ring chapter's three
+-- shards with NIKs (Indonesian national identity numbers) as keys, a fourth
+-- shard joining, a node going down, and the FREMIS-N coordinator's
+-- 256-partition map.  The cluster walkthrough (demo/cluster.sql) follows.
 --   bash demo/run      (installs, builds, starts a throwaway server, runs this)
 \set SHOW_CONTEXT never
 \pset null '(null)'
@@ -24,10 +27,18 @@ SELECT nik, ring_token(nik) AS token, shard_for(nik) AS owner, replicas_for(nik)
                ('7371034455660003'), ('3171059988770004')) AS v(nik);
 
 -- The same NIKs as bigint route by their decimal text: the same answers.
+-- Every key routes by its canonical bytes (docs/routing.md §1), which
+-- ringshard.key_bytes() shows: equal values route alike whatever their type
+-- or spelling, and no session setting changes them.
 SELECT nik, ring_token(nik) AS token, shard_for(nik) AS owner, replicas_for(nik) AS replicas,
        shard_for(nik) = shard_for(nik::text) AND replicas_for(nik) = replicas_for(nik::text) AS same_as_text
   FROM (VALUES (3201012345670001::bigint), (3578021122330002),
                (7371034455660003), (3171059988770004)) AS v(nik);
+
+SELECT k AS key, pg_typeof(k) AS type, convert_from(ringshard.key_bytes(k), 'UTF8') AS bytes, ring_token(k) AS token
+  FROM (VALUES (3201012345670001::numeric(16,0)), (1.50), ('-0.000'::numeric)) AS v(k);
+SELECT convert_from(ringshard.key_bytes('2026-01-31 14:05:00+07'::timestamptz), 'UTF8') AS timestamptz_bytes,
+       convert_from(ringshard.key_bytes('ab'::char(5)), 'UTF8') || '|' AS char_bytes;
 
 -- ringtoken is an unsigned 64-bit type: ordered, castable to numeric.
 SELECT ring_token('3201012345670001') > ring_token('3578021122330002') AS unsigned_order,
@@ -103,7 +114,7 @@ SELECT ringshard.mark_node_up('shard-jakarta-01');
 SELECT ringshard.mark_node_up('shard-surabaya-02');
 
 ------------------------------------------------------------------------------
--- 4. The 256-partition map: the coordinator's config.yml
+-- 4. The 256-partition map: the FREMIS-N coordinator's config.yml
 ------------------------------------------------------------------------------
 SELECT ringshard.load_partition_config($$version: "v1"
 nodes:
@@ -122,7 +133,7 @@ SELECT partition_for('faces', 'face-001') AS partition,
 SELECT * FROM ringshard.check_partition_map();  -- no rows: no gap, no overlap
 SELECT ringshard.partition_config();
 
--- The seed's invalid example: node1 0-100, node2 150-255 (gap 101-149).
+-- The FREMIS-N manual's invalid example: node1 0-100, node2 150-255 (gap 101-149).
 SELECT ringshard.load_partition_config($$version: "v1"
 nodes:
 - address: "0.0.0.0:4003"

@@ -38,7 +38,8 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.format_partition_config(text[], integer[], integer[]),
 	ringshard.qualified_name(regclass),
 	ringshard.key_bytes(text),
-	ringshard.key_bytes(anyelement)
+	ringshard.key_bytes(anyelement),
+	ringshard.version()
 TO PUBLIC;
 
 -- Previews change nothing: anyone may look.

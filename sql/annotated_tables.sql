@@ -24,7 +24,7 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- The seed topology: three shards on ring 'default' (replication 2), and the
+-- The example topology: three shards on ring 'default' (replication 2), and the
 -- coordinator config of the face-recognition cluster as map 'default'.
 SELECT ringshard.set_replication_factor('default', 2);
 SELECT ringshard.add_node('shard-jakarta-01', 'jakarta.example:5432');
@@ -52,12 +52,12 @@ SELECT ringshard.add_node('orders-2', ring => 'orders');
 CREATE TABLE accounts (nik bigint PRIMARY KEY, holder text);
 INSERT INTO accounts
 SELECT 3201012345670000 + g, 'holder ' || g FROM generate_series(1, 300) g;
-INSERT INTO accounts VALUES (3578021122330002, 'seed'), (7371034455660003, 'seed'), (3171059988770004, 'seed');
+INSERT INTO accounts VALUES (3578021122330002, 'example'), (7371034455660003, 'example'), (3171059988770004, 'example');
 SELECT ringshard.distribute_table('accounts', 'nik');
 
 CREATE TABLE users (email text, note text);
 INSERT INTO users SELECT 'user' || g || '@example.com', 'n' || g FROM generate_series(1, 200) g;
-INSERT INTO users VALUES ('key-1', 'seed'), ('key-4', 'seed'), (NULL, 'no key');
+INSERT INTO users VALUES ('key-1', 'example'), ('key-4', 'example'), (NULL, 'no key');
 SELECT ringshard.distribute_table('users', 'email');
 
 CREATE TABLE devices (device_id uuid, label text);
@@ -81,10 +81,10 @@ SELECT count(*) AS rows,
        count(*) FILTER (WHERE replicas_of(d) IS DISTINCT FROM replicas_for(d.device_id, 'orders')) AS replica_disagreements,
        count(*) FILTER (WHERE shard_of(d) IS DISTINCT FROM shard_for(lower(d.device_id::text), 'orders')) AS text_form_disagreements
 FROM devices d;
--- a few rows: the seed's keys place as ROUTING.md §6 says
+-- a few rows: the example keys place as docs/routing.md §6 says
 SELECT nik, shard_of(a), replicas_of(a) FROM accounts a
 WHERE nik IN (3201012345670001, 3578021122330002, 7371034455660003, 3171059988770004) ORDER BY nik;
-SELECT email, shard_of(u), replicas_of(u) FROM users u WHERE note IN ('seed', 'no key') ORDER BY email;
+SELECT email, shard_of(u), replicas_of(u) FROM users u WHERE note IN ('example', 'no key') ORDER BY email;
 SELECT device_id, shard_of(d), replicas_of(d), ring_token(device_id) = ring_token('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11') AS lowercase_token
 FROM devices d WHERE label = 'upper-case input';
 -- a partitioned table is annotated once, on its parent
@@ -109,7 +109,7 @@ INSERT INTO faces SELECT 'face-' || lpad(g::text, 3, '0'), g FROM generate_serie
 INSERT INTO faces VALUES (NULL, 0);
 SELECT ringshard.distribute_table_by_partition('faces', 'face_id', 'faces');
 
--- the seed: a keyspace_id and a face_id per row
+-- FREMIS-N: a keyspace_id and a face_id per row
 CREATE TABLE enrollments (keyspace_id text, face_id text, enrolled_at int);
 INSERT INTO enrollments
 SELECT 'ks-' || (g % 4), 'face-' || lpad(g::text, 3, '0'), g FROM generate_series(1, 200) g;
@@ -135,7 +135,7 @@ SELECT count(*) AS rows,
        count(*) FILTER (WHERE replicas_of(o) IS DISTINCT FROM nodes_for(o.tenant_id::text, o.order_no)) AS holder_disagreements,
        count(*) FILTER (WHERE replicas_of(o) IS DISTINCT FROM nodes_for(o.tenant_id::text, o.order_no::text)) AS text_form_disagreements
 FROM tenant_orders o;
--- a few rows, with the partitions of ROUTING.md §6
+-- a few rows, with the partitions of docs/routing.md §6
 SELECT face_id, partition_for('faces', face_id), shard_of(f), replicas_of(f) FROM faces f
 WHERE payload IN (0, 1, 2, 200) ORDER BY payload;
 SELECT keyspace_id, face_id, partition_for(keyspace_id, face_id), shard_of(e), replicas_of(e)

@@ -96,7 +96,7 @@ SELECT p.pronamespace::regnamespace AS schema, p.proname AS function,
  GROUP BY 1, 2, 4, 5 ORDER BY 2;
 
 --
--- A ring of the seed's three shards (replication 2) and a two-node map
+-- A ring of the hash-ring chapter's three shards (replication 2) and a two-node map
 --
 SELECT ringshard.add_node('shard-jakarta-01'), ringshard.add_node('shard-surabaya-02'),
        ringshard.add_node('shard-makassar-03');

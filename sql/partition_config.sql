@@ -3,7 +3,7 @@ SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS ringshard CASCADE;
 CREATE EXTENSION ringshard;
 RESET client_min_messages;
--- The seed's YAML coordinator config: load, write back, errors.
+-- The FREMIS-N coordinator's YAML config: load, write back, errors.
 \set SHOW_CONTEXT never
 SELECT ringshard.load_partition_config($$version: "v1"
 nodes:
@@ -20,9 +20,9 @@ SELECT nodes_for('faces', 'face-001') AS faces_001, nodes_for('users', '1') AS u
 SELECT ringshard.partition_config();
 
 -- a round trip is lossless
-SELECT ringshard.partition_config() AS seed_config \gset
-SELECT ringshard.load_partition_config(:'seed_config', 'copy') AS entries;
-SELECT ringshard.partition_config('copy') = :'seed_config' AS lossless,
+SELECT ringshard.partition_config() AS fremis_config \gset
+SELECT ringshard.load_partition_config(:'fremis_config', 'copy') AS entries;
+SELECT ringshard.partition_config('copy') = :'fremis_config' AS lossless,
        (SELECT array_agg(ringshard.partition_nodes(p, 'copy') = ringshard.partition_nodes(p)) @> '{f}'
           FROM generate_series(0, 255) p) AS any_partition_differs;
 
@@ -121,7 +121,7 @@ SELECT ringshard.partition_config('three') = :'before_errors' AS unchanged;
 SELECT ringshard.partition_config('no-such-map');
 
 -- A config that leaves partitions to no node loads, with a WARNING naming
--- the gaps as check_partition_map reports them (the seed's invalid example:
+-- the gaps as check_partition_map reports them (the FREMIS-N manual's invalid example:
 -- node1 0..100, node2 150..255)
 SELECT ringshard.load_partition_config($$version: "v1"
 nodes:

@@ -3,7 +3,7 @@ SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS ringshard CASCADE;
 CREATE EXTENSION ringshard;
 RESET client_min_messages;
--- ROUTING.md §5: the 256 partitions and partition maps.
+-- docs/routing.md §5: the 256 partitions and partition maps.
 \set SHOW_CONTEXT never
 
 -- §6 partition vectors
@@ -30,7 +30,7 @@ SELECT * FROM ringshard.check_partition_map();
 SELECT ringshard.partition_nodes(28);
 SELECT nodes_for('faces', 'face-001');
 
--- the seed's two nodes
+-- the FREMIS-N manual's two nodes
 SELECT ringshard.assign_partitions('node1', 0, 127);
 SELECT ringshard.assign_partitions('node2', 128, 255);
 SELECT * FROM ringshard.check_partition_map();
@@ -38,7 +38,7 @@ SELECT nodes_for('faces', 'face-001') AS faces_001, nodes_for('users', '1') AS u
        nodes_for('users', '1', 'default') AS users_1_default_map;
 SELECT ringshard.partition_nodes(127) AS p127, ringshard.partition_nodes(128) AS p128;
 
--- the seed's invalid example: node1 0..100, node2 150..255 (gap 101..149)
+-- the FREMIS-N manual's invalid example: node1 0..100, node2 150..255 (gap 101..149)
 SELECT ringshard.create_partition_map('broken');
 SELECT ringshard.assign_partitions('node1', 0, 100, 'broken');
 SELECT ringshard.assign_partitions('node2', 150, 255, 'broken');

@@ -34,7 +34,7 @@ SELECT from_node, to_node, range_start, range_end FROM ringshard.preview_remove_
 EXCEPT
 SELECT to_node, from_node, range_start, range_end FROM previewed;
 
--- The seed's ring: 3 -> 4 nodes moves about a quarter, all to the new node
+-- The hash-ring chapter's ring: 3 -> 4 nodes moves about a quarter, all to the new node
 SELECT ringshard.add_node('shard-jakarta-01');
 SELECT ringshard.add_node('shard-surabaya-02');
 SELECT ringshard.add_node('shard-makassar-03');
@@ -104,7 +104,7 @@ SELECT count(*) FILTER (WHERE ringshard.proposed_replicas(('k' || g)::char(6), '
                               <> replicas_for(g::bigint)) AS bigint_keys_differing
   FROM generate_series(1, 300) g;
 
--- Scheme comparison: the seeds' 3 -> 4 servers, measured
+-- Scheme comparison: 3 -> 4 servers, measured
 SELECT scheme, round(moved_fraction::numeric, 2) AS moved, ideal_fraction AS ideal,
        max_over_mean < 1.1 AS balanced
   FROM ringshard.compare_schemes(3, 4);

@@ -217,7 +217,7 @@ FROM (VALUES
 ) v(label, stmt);
 SELECT node, weight FROM ringshard.ring_balance('orders') ORDER BY node COLLATE "C";
 
--- The weighted ring of ROUTING.md §6: a, b weight 1, c weight 2, 4 vnodes, R=3,
+-- The weighted ring of docs/routing.md §6: a, b weight 1, c weight 2, 4 vnodes, R=3,
 -- reached by changing c's weight after the fact.
 SELECT ringshard.create_ring('weighted', 4, 3);
 SELECT ringshard.add_node(n, ring => 'weighted') FROM (VALUES ('a'), ('b'), ('c')) v(n);
@@ -228,7 +228,7 @@ SELECT k, shard_for(k, 'weighted') AS owner, replicas_for(k, 'weighted') AS repl
 FROM (VALUES ('k1'), ('k2'), ('k3'), ('k4'), ('k5'), ('k6')) v(k);
 SELECT ringshard.drop_ring('weighted');
 
--- A ketama ring (ROUTING.md §6 "Ketama"): 40 labels of 4 points per server,
+-- A ketama ring (docs/routing.md §6 "Ketama"): 40 labels of 4 points per server,
 -- shared by weight: 30, 30 and 60 labels.
 SELECT ringshard.add_node(n, ring => 'memcached', weight => w)
 FROM (VALUES ('10.0.0.1:11211', 1), ('10.0.0.2:11211', 1), ('10.0.0.3:11211', 2)) v(n, w);
@@ -483,7 +483,7 @@ SELECT count(*) AS dropped FROM (SELECT ringshard.drop_ring('many-' || lpad(g::t
 \set SHOW_CONTEXT never
 
 --
--- The seed: three shards, 256 vnodes each, replication 2 (ROUTING.md §6 "Ring")
+-- The hash-ring chapter's three shards, 256 vnodes each, replication 2 (docs/routing.md §6 "Ring")
 --
 SELECT ringshard.drop_ring('orders');
 SELECT ringshard.drop_ring('memcached');
@@ -495,8 +495,8 @@ SELECT ringshard.add_node('shard-surabaya-02');
 SELECT ringshard.add_node('shard-makassar-03');
 SELECT count(*) AS points FROM ringshard.ring_points();
 SELECT token, node FROM ringshard.ring_points() LIMIT 3;
-CREATE TEMP TABLE seed_ring (k text, token ringtoken, owner text, replicas text[]);
-INSERT INTO seed_ring VALUES
+CREATE TEMP TABLE chapter_ring (k text, token ringtoken, owner text, replicas text[]);
+INSERT INTO chapter_ring VALUES
 	('3201012345670001', '15884386775397619189', 'shard-surabaya-02', '{shard-surabaya-02,shard-jakarta-01}'),
 	('3578021122330002', '8811238047343097349', 'shard-makassar-03', '{shard-makassar-03,shard-surabaya-02}'),
 	('7371034455660003', '14745517588873323327', 'shard-makassar-03', '{shard-makassar-03,shard-surabaya-02}'),
@@ -505,15 +505,15 @@ INSERT INTO seed_ring VALUES
 	('key-2', '15933830083902091493', 'shard-surabaya-02', '{shard-surabaya-02,shard-jakarta-01}'),
 	('key-3', '2277932087057949865', 'shard-makassar-03', '{shard-makassar-03,shard-surabaya-02}'),
 	('key-4', '5869623425920187448', 'shard-makassar-03', '{shard-makassar-03,shard-jakarta-01}');
-SELECT k, ring_token(k) AS token, shard_for(k) AS owner, replicas_for(k) AS replicas FROM seed_ring;
-SELECT count(*) AS mismatches FROM seed_ring
+SELECT k, ring_token(k) AS token, shard_for(k) AS owner, replicas_for(k) AS replicas FROM chapter_ring;
+SELECT count(*) AS mismatches FROM chapter_ring
 WHERE ring_token(k) <> token OR shard_for(k) <> owner OR replicas_for(k) <> replicas;
 -- the numeric keys route alike as bigint
-SELECT count(*) AS bigint_mismatches FROM seed_ring
+SELECT count(*) AS bigint_mismatches FROM chapter_ring
 WHERE k ~ '^[0-9]+$' AND (shard_for(k::bigint) <> owner OR replicas_for(k::bigint) <> replicas);
 -- an owner marked down keeps its keys; reads go to the other replica
 SELECT ringshard.mark_node_down('shard-makassar-03');
-SELECT k, shard_for(k) AS owner, read_node_for(k) AS read_node FROM seed_ring WHERE owner = 'shard-makassar-03';
+SELECT k, shard_for(k) AS owner, read_node_for(k) AS read_node FROM chapter_ring WHERE owner = 'shard-makassar-03';
 SELECT ringshard.mark_node_up('shard-makassar-03');
 
 -- The backend cache frees what a rebuilt ring or map replaces: 30 topology

@@ -3,7 +3,7 @@ SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS ringshard CASCADE;
 CREATE EXTENSION ringshard;
 RESET client_min_messages;
--- ROUTING.md §4 and §6: libketama-compatible rings.
+-- docs/routing.md §4 and §6: libketama-compatible rings.
 SELECT ringshard.create_ring('memcached', algorithm => 'ketama');
 SELECT ringshard.add_node('10.0.0.1:11211', ring => 'memcached');
 SELECT ringshard.add_node('10.0.0.2:11211', ring => 'memcached');

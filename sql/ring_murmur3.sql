@@ -3,10 +3,10 @@ SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS ringshard CASCADE;
 CREATE EXTENSION ringshard;
 RESET client_min_messages;
--- ROUTING.md §3 and §6: the murmur3 ring.
+-- docs/routing.md §3 and §6: the murmur3 ring.
 \set SHOW_CONTEXT never
 
--- The seed's three shards, 256 vnodes each, replication 2.
+-- The hash-ring chapter's three shards, 256 vnodes each, replication 2.
 SELECT ringshard.set_replication_factor('default', 2);
 SELECT ringshard.add_node('shard-jakarta-01');
 SELECT ringshard.add_node('shard-surabaya-02');

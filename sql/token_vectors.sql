@@ -3,7 +3,7 @@ SET client_min_messages = warning;
 DROP EXTENSION IF EXISTS ringshard CASCADE;
 CREATE EXTENSION ringshard;
 RESET client_min_messages;
--- ROUTING.md §1 and §2: canonical key bytes and MurmurHash3 ring tokens.
+-- docs/routing.md §1 and §2: canonical key bytes and MurmurHash3 ring tokens.
 
 -- §6 token vectors
 SELECT key, ring_token(key) AS token

@@ -1,6 +1,6 @@
 /*
  * partitions.c
- *		Partition maps in SQL: gap/overlap checks and the seed's YAML config.
+ *		Partition maps in SQL: gap/overlap checks and the FREMIS-N YAML config.
  */
 #include "postgres.h"
 

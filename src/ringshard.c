@@ -17,6 +17,7 @@
 #include "remote/queue.h"
 #include "remote/transaction.h"
 #include "topology_cache.h"
+#include "version.h"
 #include "watchdog.h"
 
 PG_MODULE_MAGIC;
@@ -108,7 +109,8 @@ PG_FUNCTION_INFO_V1(ringshard_check_name);
 
 /*
  * check_name(kind, name): raises unless a ring, map or node name is non-empty
- * and at most 1024 bytes (the catalog's CHECK constraints, checked first for
+ * and at most 1024 bytes, or unless the library and the SQL objects are the
+ * same version (version.c) (the catalog's CHECK constraints, checked first for
  * a better message).  In C rather than PL/pgSQL so that the administration
  * functions, which all call it before they can raise, load the library and
  * with it the hook that keeps their errors clean (admin_errors.c).
@@ -120,6 +122,8 @@ ringshard_check_name(PG_FUNCTION_ARGS)
 	text	   *name;
 	int			len;
 
+	/* Every administration function starts here: check the SQL version once. */
+	ringshard_check_version();
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

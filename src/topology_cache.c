@@ -16,6 +16,7 @@
 #include "utils/snapmgr.h"
 
 #include "topology_cache.h"
+#include "version.h"
 
 uint64		topology_cache_generation = 1;
 
@@ -142,6 +143,8 @@ resolve_sentinel(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ringshard catalog not found"),
 				 errhint("Run CREATE EXTENSION ringshard in this database.")));
+	/* Every cached ring or map is built here first: check the SQL version once. */
+	ringshard_check_version();
 }
 
 /* Report a core status as an ERROR with a SQLSTATE; never returns. */

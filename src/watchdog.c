@@ -2,8 +2,8 @@
  * watchdog.c
  *		The health watchdog: a background worker that, every
  *		ringshard.watchdog_interval, probes the nodes, marks them up or down
- *		and replays each returning node's queued writes (the seed's
- *		coordinator watchdog of the FREMIS-N design).  It runs
+ *		and replays each returning node's queued writes (as the FREMIS-N
+ *		coordinator's watchdog does).  It runs
  *		ringshard.watchdog_tick() in its own transaction (which also resolves
  *		prepared transactions a crash left in doubt), so a crash at any point
  *		leaves the queue and the nodes consistent.

@@ -2,7 +2,7 @@
  * rs_config.h
  *		The YAML partition-map config: parse it into entries and write it back.
  *
- * The format is the seed coordinator's config:
+ * The format is the FREMIS-N coordinator's config:
  *
  *		version: "v1"
  *		nodes:

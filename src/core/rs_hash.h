@@ -1,6 +1,6 @@
 /*
  * rs_hash.h
- *		The three hashes of the routing contract (ROUTING.md §2, §4, §5).
+ *		The three hashes of the routing contract (docs/routing.md §2, §4, §5).
  *
  * MD5 and SHA-1 come from OpenSSL.  MurmurHash3_x64_128 is written out here,
  * inline, because it runs once per routed row and the library's generic

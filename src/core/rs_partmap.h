@@ -1,6 +1,6 @@
 /*
  * rs_partmap.h
- *		The fixed 256-partition map (ROUTING.md §5): who holds which partition,
+ *		The fixed 256-partition map (docs/routing.md §5): who holds which partition,
  *		and where the map has gaps or overlaps.
  */
 #ifndef RS_PARTMAP_H

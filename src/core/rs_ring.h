@@ -1,6 +1,6 @@
 /*
  * rs_ring.h
- *		Consistent hash rings: murmur3 (ROUTING.md §3) and ketama (§4).
+ *		Consistent hash rings: murmur3 (docs/routing.md §3) and ketama (§4).
  *
  * A ring is built once from its members and then only read, so lookups need
  * no locking and the layout is chosen for lookup speed (see struct rs_ring).

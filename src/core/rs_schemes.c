@@ -81,7 +81,7 @@ ring_node_number(const rs_ring *ring, uint32_t index)
 /* The node of one key under one scheme with n nodes. */
 static uint32_t
 place(rs_scheme scheme, uint64_t token, uint32_t n, const rs_ring *ring,
-	  const uint64_t *node_seeds)
+	  const uint64_t *node_tokens)
 {
 	switch (scheme)
 	{
@@ -100,7 +100,7 @@ place(rs_scheme scheme, uint64_t token, uint32_t n, const rs_ring *ring,
 
 				for (uint32_t i = 0; i < n; i++)
 				{
-					uint64_t	score = mix64(token ^ node_seeds[i]);
+					uint64_t	score = mix64(token ^ node_tokens[i]);
 
 					if (i == 0 || score > best_score)
 					{
@@ -125,7 +125,7 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 	rs_ring    *from_ring = NULL;
 	rs_ring    *to_ring = NULL;
 	uint64_t   *tokens = NULL;
-	uint64_t   *seeds = NULL;
+	uint64_t   *node_tokens = NULL;
 	uint64_t   *counts = NULL;
 	rs_status	status;
 
@@ -134,9 +134,9 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 		return RS_ERR_INVALID;
 
 	tokens = malloc((size_t) keys * sizeof(uint64_t));
-	seeds = malloc((size_t) max_nodes * sizeof(uint64_t));
+	node_tokens = malloc((size_t) max_nodes * sizeof(uint64_t));
 	counts = malloc((size_t) to_nodes * sizeof(uint64_t));
-	status = (tokens && seeds && counts) ? RS_OK : RS_ERR_NOMEM;
+	status = (tokens && node_tokens && counts) ? RS_OK : RS_ERR_NOMEM;
 	if (status == RS_OK)
 		status = scheme_ring(from_nodes, vnodes, &from_ring);
 	if (status == RS_OK)
@@ -156,7 +156,7 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 		char		name[32];
 		int			len = snprintf(name, sizeof(name), "node-%u", i);
 
-		seeds[i] = rs_murmur3_token(name, (size_t) len);
+		node_tokens[i] = rs_murmur3_token(name, (size_t) len);
 	}
 
 	for (int s = 0; s < RS_SCHEME_COUNT; s++)
@@ -169,8 +169,8 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 		memset(counts, 0, (size_t) to_nodes * sizeof(uint64_t));
 		for (uint32_t k = 0; k < keys; k++)
 		{
-			uint32_t	before = place((rs_scheme) s, tokens[k], from_nodes, from_ring, seeds);
-			uint32_t	after = place((rs_scheme) s, tokens[k], to_nodes, to_ring, seeds);
+			uint32_t	before = place((rs_scheme) s, tokens[k], from_nodes, from_ring, node_tokens);
+			uint32_t	after = place((rs_scheme) s, tokens[k], to_nodes, to_ring, node_tokens);
 
 			moved += before != after;
 			counts[after]++;
@@ -195,7 +195,7 @@ done:
 	rs_ring_free(from_ring);
 	rs_ring_free(to_ring);
 	free(tokens);
-	free(seeds);
+	free(node_tokens);
 	free(counts);
 	return status;
 }

@@ -2,8 +2,8 @@
  * rs_schemes.h
  *		Placement schemes compared on the same keys: how many keys move when a
  *		cluster grows or shrinks, and how evenly each scheme spreads them.
- *		This is the Bengali seed's experiment (mod N against consistent
- *		hashing) and the Indonesian seed's movement table, measured.
+ *		This measures the classic experiment (mod N against consistent
+ *		hashing) and the hash-ring chapter's table of keys moved.
  */
 #ifndef RS_SCHEMES_H
 #define RS_SCHEMES_H

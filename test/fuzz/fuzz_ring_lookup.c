@@ -7,7 +7,7 @@
  * per unit weight, fewer when the ring would pass POINT_BUDGET points) or
  * ketama (1-4 members, ~160 points each), members with names and weights
  * (1/8 .. 4).  The target then checks, against slow and obvious oracles
- * written here from ROUTING.md:
+ * written here from docs/routing.md:
  *
  *	- the built ring: node order, point counts per node, sorted points with
  *	  the contract's tie order, and (when labels are kept) points' tokens

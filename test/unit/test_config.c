@@ -8,7 +8,7 @@
 #include "rs_config.h"
 #include "unit.h"
 
-#define SEED_CONFIG \
+#define FREMIS_CONFIG \
 	"version: \"v1\"\n" \
 	"nodes:\n" \
 	"- address: \"0.0.0.0:4003\"  # node1\n" \
@@ -90,17 +90,17 @@ expect_error(const char *what, const char *text, rs_status want_status,
 					 want_message);
 }
 
-/* The seed coordinator's config: two entries, exact values and lines. */
+/* The FREMIS-N coordinator's config: two entries, exact values and lines. */
 static void
-test_seed_config(void)
+test_fremis_config(void)
 {
 	rs_config	config;
 	rs_config_error err;
 
-	UNIT_EQ_INT(parse_str(SEED_CONFIG, &config, &err), RS_OK);
+	UNIT_EQ_INT(parse_str(FREMIS_CONFIG, &config, &err), RS_OK);
 	UNIT_EQ_INT(config.nentries, 2);
-	check_entry("seed", &config, 0, "0.0.0.0:4003", 0, 127, 3);
-	check_entry("seed", &config, 1, "0.0.0.0:4004", 128, 255, 6);
+	check_entry("fremis", &config, 0, "0.0.0.0:4003", 0, 127, 3);
+	check_entry("fremis", &config, 1, "0.0.0.0:4004", 128, 255, 6);
 	rs_config_free(&config);
 	UNIT_CHECK(config.entries == NULL && config.nentries == 0, "free leaves it empty");
 	rs_config_free(&config);	/* twice is fine */
@@ -589,9 +589,9 @@ test_partial_failure(void)
 				 RS_ERR_SYNTAX, "", 5, "");
 }
 
-/* Format the seed entries and compare with the expected text exactly. */
+/* Format the FREMIS-N entries and compare with the expected text exactly. */
 static void
-test_format_seed(void)
+test_format_fremis(void)
 {
 	rs_config_entry entries[] = {
 		{"0.0.0.0:4003", 0, 127, 0},
@@ -738,7 +738,7 @@ test_format_errors(void)
 int
 main(void)
 {
-	test_seed_config();
+	test_fremis_config();
 	test_three_nodes();
 	test_flow_style();
 	test_comments_and_markers();
@@ -752,7 +752,7 @@ main(void)
 	test_syntax_errors();
 	test_size_limit();
 	test_partial_failure();
-	test_format_seed();
+	test_format_fremis();
 	test_format_round_trip();
 	test_format_errors();
 	return unit_report();

@@ -1,7 +1,7 @@
 /*
  * test_routing.c
  *		Unit tests of hashing, rings and partition maps against every vector
- *		of ROUTING.md §6, plus the properties the contract states in words.
+ *		of docs/routing.md §6, plus the properties the contract states in words.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -77,7 +77,7 @@ test_tokens(void)
 	UNIT_EQ_U64(rs_murmur3_token("\xc3\xb1" "and\xc3\xba", 7), 9900926414339375407ULL);
 }
 
-/* §6 the seed's three shards, 256 vnodes, R = 2. */
+/* §6 the hash-ring chapter's three shards, 256 vnodes, R = 2. */
 /*
  * The inline MurmurHash3 against the reference (libmurmurhash) on every
  * length from 0 to 300, at every alignment of the input, on varied bytes:
@@ -116,7 +116,7 @@ test_murmur3_matches_reference(void)
 }
 
 static void
-test_seed_ring(void)
+test_chapter_ring(void)
 {
 	const char *names[] = {"shard-surabaya-02", "shard-jakarta-01", "shard-makassar-03"};
 	rs_ring    *ring = build(RS_RING_MURMUR3, names, NULL, 3, 256, RS_RING_KEEP_LABELS);
@@ -517,7 +517,7 @@ test_build_errors(void)
 static void
 test_partmap(void)
 {
-	rs_partition_range seed[] = {{0, 0, 127}, {1, 128, 255}};
+	rs_partition_range fremis[] = {{0, 0, 127}, {1, 128, 255}};
 	rs_partition_range gappy[] = {{0, 0, 100}, {1, 150, 255}, {2, 200, 255}, {2, 210, 220}};
 	rs_partition_range bad[] = {{0, 0, 256}};
 	rs_partmap	map;
@@ -525,7 +525,7 @@ test_partmap(void)
 	long		bad_index = -1;
 	size_t		n;
 
-	UNIT_EQ_INT(rs_partmap_build(seed, 2, &map, NULL), RS_OK);
+	UNIT_EQ_INT(rs_partmap_build(fremis, 2, &map, NULL), RS_OK);
 	UNIT_EQ_INT(rs_partmap_check(&map, issues), 0);
 	UNIT_EQ_INT(rs_partmap_holder_count(&map, 28), 1);
 	UNIT_EQ_INT(map.holders[map.offsets[28]], 0);
@@ -588,7 +588,7 @@ main(void)
 {
 	test_tokens();
 	test_murmur3_matches_reference();
-	test_seed_ring();
+	test_chapter_ring();
 	test_weighted_ring();
 	test_partitions();
 	test_partition_paths_agree();

@@ -1,6 +1,6 @@
 /*
  * test_schemes.c
- *		The scheme comparison reproduces the seeds' claims: mod N moves about
+ *		The scheme comparison reproduces the textbook claims: mod N moves about
  *		(N-1)/N keys when a node joins, the consistent schemes about 1/(N+1).
  */
 #include <math.h>
