@@ -51,7 +51,7 @@ COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catal
 
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
-									  algorithm text DEFAULT 'murmur3') RETURNS void
+									  algorithm text DEFAULT 'murmur3') RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
@@ -80,6 +80,8 @@ BEGIN
 	END IF;
 	INSERT INTO ringshard.rings (ring_name, algorithm, vnodes, replication_factor)
 	VALUES (ring, algorithm, vnodes, replication_factor);
+	RETURN format('ring "%s" created: %s, %s points per unit of weight, %s cop%s of each key', ring, algorithm, vnodes,
+	              replication_factor, CASE WHEN replication_factor = 1 THEN 'y' ELSE 'ies' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.create_ring(text, integer, integer, text) IS
@@ -161,9 +163,11 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
-CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS void
+CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
+	members bigint;
+	forgotten bigint;
 	users text;
 BEGIN
 	PERFORM ringshard_internal.lock_ring(ring);
@@ -175,15 +179,22 @@ BEGIN
 			      DETAIL = format('Tables placed by this ring: %s.', users),
 			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
 	END IF;
+	SELECT count(*) INTO members FROM ringshard.ring_members m WHERE m.ring_name = ring;
+	SELECT count(*) INTO forgotten FROM ringshard.nodes;
 	DELETE FROM ringshard.rings r WHERE r.ring_name = ring;
 	PERFORM ringshard_internal.forget_unused_nodes();
+	forgotten := forgotten - (SELECT count(*) FROM ringshard.nodes);
+	RETURN format('ring "%s" dropped with its %s member%s%s', ring, members, CASE WHEN members = 1 THEN '' ELSE 's' END,
+	              CASE WHEN forgotten > 0 THEN format('; %s node%s in no ring or map any more forgotten', forgotten,
+	                                                  CASE WHEN forgotten = 1 THEN '' ELSE 's' END) ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
 
-CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS void
+CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
 DECLARE
+	previous integer;
 	members integer;
 BEGIN
 	PERFORM ringshard_internal.lock_ring(ring);
@@ -191,6 +202,7 @@ BEGIN
 		RAISE EXCEPTION 'replication factor % is outside 1..64', coalesce(replication_factor::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	SELECT r.replication_factor INTO previous FROM ringshard.rings r WHERE r.ring_name = ring;
 	UPDATE ringshard.rings r SET replication_factor = set_replication_factor.replication_factor
 	 WHERE r.ring_name = ring;
 	-- Allowed (nodes may join later), but a replica set cannot hold more
@@ -203,6 +215,8 @@ BEGIN
 			                      CASE WHEN members = 1 THEN '' ELSE 's' END),
 			      HINT = 'Add nodes with ringshard.add_node(node, address, ring).';
 	END IF;
+	RETURN format('ring "%s" keeps %s cop%s of each key (it kept %s)', ring, replication_factor,
+	              CASE WHEN replication_factor = 1 THEN 'y' ELSE 'ies' END, previous);
 END
 $$;
 COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
@@ -250,8 +264,10 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.ensure_node(text, text) IS 'creates a node if it is new; raises if it exists with another address';
 
 CREATE FUNCTION ringshard.add_node(node text, address text DEFAULT NULL, ring text DEFAULT 'default',
-								   weight float8 DEFAULT 1) RETURNS void
+								   weight float8 DEFAULT 1) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	balance record;
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	PERFORM ringshard_internal.lock_ring(ring);
@@ -264,12 +280,15 @@ BEGIN
 	END IF;
 	INSERT INTO ringshard.ring_members (ring_name, node_name, weight) VALUES (ring, node, weight);
 	PERFORM ringshard.validate_ring(ring);
+	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = add_node.node;
+	RETURN format('node "%s" added to ring "%s" with weight %s: %s points, %s of the ring', node, ring, weight,
+	              balance.points, to_char(balance.share * 100, 'FM990.0') || ' %');
 END
 $$;
 COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8) IS
 	'adds a node (created if new) to a ring with a weight; its address is host:port or a libpq connection string without a password';
 
-CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS void
+CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	users text;
@@ -305,17 +324,28 @@ BEGIN
 			USING DETAIL = format('Rows of %s are laid out on it.', coalesce(holding, 'an unfinished rebalance')),
 			      HINT = 'CALL ringshard.rebalance(table) for each of them: it copies the rows to their new replicas, deletes them on this node, and then forgets the node.';
 	END IF;
+	RETURN format('node "%s" removed from ring "%s"%s', node, ring,
+	              CASE WHEN NOT EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = node)
+	                   THEN '; it is in no ring or map now and was forgotten'
+	                   WHEN holding IS NOT NULL OR NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = node)
+	                        AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = node)
+	                   THEN '; it is kept until rebalance() has moved its rows'
+	                   ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
 	'removes a node from a ring; a node left in no ring and no map is forgotten once no distributed table''s rows are on it (after the rebalance that moves them)';
 
-CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS void
+CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	previous float8;
+	balance record;
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_ring(ring);
 	PERFORM ringshard_internal.check_weight(weight);
+	SELECT m.weight INTO previous FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
 	UPDATE ringshard.ring_members m SET weight = set_node_weight.weight
 	 WHERE m.ring_name = ring AND m.node_name = node;
 	IF NOT FOUND THEN
@@ -323,6 +353,9 @@ BEGIN
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	PERFORM ringshard.validate_ring(ring);
+	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = set_node_weight.node;
+	RETURN format('node "%s" on ring "%s": weight %s (it was %s), %s points, %s of the ring', node, ring, weight, previous,
+	              balance.points, to_char(balance.share * 100, 'FM990.0') || ' %');
 END
 $$;
 COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a node''s weight on a ring (points = round(vnodes * weight))';
@@ -342,7 +375,7 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.lock_node(text) IS 'locks a node''s catalog row; raises if the node does not exist';
 
-CREATE FUNCTION ringshard.set_node_address(node text, address text) RETURNS void
+CREATE FUNCTION ringshard.set_node_address(node text, address text) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name;
@@ -350,32 +383,43 @@ BEGIN
 	PERFORM ringshard_internal.lock_node(node);
 	IF address IS NOT NULL THEN
 		PERFORM ringshard_internal.set_server(node, address);
-		RETURN;
+		RETURN (SELECT format('node "%s" is at %s (server %I)', node, ringshard.server_address(n.server_name), n.server_name)
+		          FROM ringshard.nodes n WHERE n.node_name = node);
 	END IF;
 	SELECT n.server_name INTO server FROM ringshard.nodes n WHERE n.node_name = node;
 	UPDATE ringshard.nodes n SET server_name = NULL WHERE n.node_name = node;
 	IF server IS NOT NULL THEN
 		EXECUTE format('DROP SERVER IF EXISTS %I CASCADE', server);
 	END IF;
+	RETURN format('node "%s" has no address now%s', node,
+	              CASE WHEN server IS NOT NULL THEN format('; its server %I and the server''s user mappings were dropped', server) ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
 	'changes the address of a node (its foreign server''s options; its user mappings stay), or with NULL drops it';
 
-CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS void
+CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	was boolean;
 BEGIN
 	PERFORM ringshard_internal.lock_node(node);
+	SELECT n.is_up INTO was FROM ringshard.nodes n WHERE n.node_name = node;
 	UPDATE ringshard.nodes n SET is_up = false WHERE n.node_name = node;
+	RETURN format('node "%s" is marked %s%s', node, 'down', CASE WHEN was IS NOT DISTINCT FROM false THEN ' (it was already)' ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the node; ownership does not change';
 
-CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS void
+CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+DECLARE
+	was boolean;
 BEGIN
 	PERFORM ringshard_internal.lock_node(node);
+	SELECT n.is_up INTO was FROM ringshard.nodes n WHERE n.node_name = node;
 	UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = node;
+	RETURN format('node "%s" is marked %s%s', node, 'up', CASE WHEN was IS NOT DISTINCT FROM true THEN ' (it was already)' ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.mark_node_up(text) IS 'read routing uses the node again';

@@ -17,7 +17,7 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.lock_partition_map(text) IS 'locks a map''s catalog row for a change; raises if the map does not exist';
 
-CREATE FUNCTION ringshard.create_partition_map(map text) RETURNS void
+CREATE FUNCTION ringshard.create_partition_map(map text) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('partition map', map);
@@ -26,13 +26,15 @@ BEGIN
 			USING ERRCODE = 'duplicate_object';
 	END IF;
 	INSERT INTO ringshard.partition_maps (map_name) VALUES (map);
+	RETURN format('partition map "%s" created; its 256 partitions are unassigned', map);
 END
 $$;
 COMMENT ON FUNCTION ringshard.create_partition_map(text) IS 'creates an empty partition map (all 256 partitions are gaps)';
 
-CREATE FUNCTION ringshard.drop_partition_map(map text) RETURNS void
+CREATE FUNCTION ringshard.drop_partition_map(map text) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
+	assignments bigint;
 	users text;
 BEGIN
 	PERFORM ringshard_internal.lock_partition_map(map);
@@ -44,8 +46,10 @@ BEGIN
 			      DETAIL = format('Tables placed by this map: %s.', users),
 			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
 	END IF;
+	SELECT count(*) INTO assignments FROM ringshard.partition_assignments a WHERE a.map_name = map;
 	DELETE FROM ringshard.partition_maps p WHERE p.map_name = map;
 	PERFORM ringshard_internal.forget_unused_nodes();
+	RETURN format('partition map "%s" dropped with its %s assignment%s', map, assignments, CASE WHEN assignments = 1 THEN '' ELSE 's' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.drop_partition_map(text) IS 'drops a partition map; refused while annotated tables use it';
@@ -70,7 +74,7 @@ $$;
 COMMENT ON FUNCTION ringshard.check_partition_range(integer, integer) IS 'raises unless 0 <= start <= end <= 255';
 
 CREATE FUNCTION ringshard.assign_partitions(node text, partition_start integer, partition_end integer,
-											map text DEFAULT 'default') RETURNS void
+											map text DEFAULT 'default') RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	merged_start integer := partition_start;
@@ -94,13 +98,16 @@ BEGIN
 	   AND a.partition_end >= assign_partitions.partition_start - 1;
 	INSERT INTO ringshard.partition_assignments (map_name, node_name, partition_start, partition_end)
 	VALUES (map, node, merged_start, merged_end);
+	RETURN (SELECT format('node "%s" holds %s of map "%s": %s', node, sum(a.partition_end - a.partition_start + 1)::text || ' of 256 partitions',
+	                map, string_agg(a.partition_start || '..' || a.partition_end, ', ' ORDER BY a.partition_start))
+	          FROM ringshard.partition_assignments a WHERE a.map_name = map AND a.node_name = node HAVING count(*) > 0);
 END
 $$;
 COMMENT ON FUNCTION ringshard.assign_partitions(text, integer, integer, text) IS
 	'gives a node the partitions start..end (inclusive) of a map; several holders of a partition replicate it';
 
 CREATE FUNCTION ringshard.unassign_partitions(node text, partition_start integer, partition_end integer,
-											  map text DEFAULT 'default') RETURNS void
+											  map text DEFAULT 'default') RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	held ringshard.partition_assignments;
@@ -129,6 +136,10 @@ BEGIN
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	PERFORM ringshard_internal.forget_unused_nodes();
+	RETURN coalesce((SELECT format('node "%s" holds %s of map "%s": %s', node, sum(a.partition_end - a.partition_start + 1)::text || ' of 256 partitions',
+	                map, string_agg(a.partition_start || '..' || a.partition_end, ', ' ORDER BY a.partition_start))
+	          FROM ringshard.partition_assignments a WHERE a.map_name = map AND a.node_name = node HAVING count(*) > 0),
+	              format('node "%s" holds no partition of map "%s" now', node, map));
 END
 $$;
 COMMENT ON FUNCTION ringshard.unassign_partitions(text, integer, integer, text) IS

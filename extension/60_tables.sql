@@ -75,7 +75,7 @@ CREATE TRIGGER resolve_annotation_columns BEFORE INSERT OR UPDATE OF table_name,
 	ON ringshard.distributed_tables FOR EACH ROW EXECUTE FUNCTION ringshard_internal.resolve_annotation_columns();
 
 CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name, ring text DEFAULT 'default')
-	RETURNS void
+	RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL OR key_column IS NULL THEN
@@ -89,6 +89,7 @@ BEGIN
 	END IF;
 	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, ring_name)
 	VALUES (table_name, key_column, 0, ring);
+	RETURN format('table %s is placed by ring "%s" on column %I', table_name, ring, key_column);
 END
 $$;
 COMMENT ON FUNCTION ringshard.distribute_table(regclass, name, text) IS
@@ -98,7 +99,7 @@ CREATE FUNCTION ringshard.distribute_table_by_partition(table_name regclass, key
 														keyspace text DEFAULT NULL,
 														map text DEFAULT 'default',
 														keyspace_column name DEFAULT NULL)
-	RETURNS void
+	RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL OR key_column IS NULL OR map IS NULL THEN
@@ -119,12 +120,14 @@ BEGIN
 	END IF;
 	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, map_name, keyspace, keyspace_column)
 	VALUES (table_name, key_column, 0, map, keyspace, keyspace_column);
+	RETURN format('table %s is placed by partition map "%s" on column %I, keyspace %s', table_name, map, key_column,
+	              coalesce(quote_literal(keyspace), format('from column %I', keyspace_column)));
 END
 $$;
 COMMENT ON FUNCTION ringshard.distribute_table_by_partition(regclass, name, text, text, name) IS
 	'annotates a table: its rows are placed by partition_for(keyspace, key) in a partition map; the keyspace is a constant or a column';
 
-CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS void
+CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL THEN
@@ -135,6 +138,7 @@ BEGIN
 		RAISE EXCEPTION 'table % is not annotated', table_name
 			USING ERRCODE = 'undefined_object';
 	END IF;
+	RETURN format('table %s is no longer annotated; its data is untouched', table_name);
 END
 $$;
 COMMENT ON FUNCTION ringshard.undistribute_table(regclass) IS 'removes a table''s annotation (its data is untouched)';

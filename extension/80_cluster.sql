@@ -209,7 +209,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.adopt_distributed_table(text, text, text[], name, text, text, text, name) IS
 	'on a worker: creates a distributed table (if missing) from the coordinator''s SQL and annotates it, with the trigger that refuses misrouted rows';
 
-CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS void
+CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS text
 	AS 'MODULE_PATHNAME', 'ringshard_push_table_definition' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.push_table_definition(regclass) IS
 	'creates a distributed table, with its constraints and indexes, on every node with an address that lacks it';

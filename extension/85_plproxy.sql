@@ -32,7 +32,7 @@ $$;
 COMMENT ON FUNCTION ringshard.plproxy_version(text) IS
 	'a version that grows with every change of maps or nodes (PL/Proxy''s get_cluster_version); NULL for an unknown map';
 
-CREATE FUNCTION ringshard.install_plproxy_bridge() RETURNS void
+CREATE FUNCTION ringshard.install_plproxy_bridge() RETURNS text
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	CREATE SCHEMA IF NOT EXISTS plproxy;
@@ -59,6 +59,7 @@ BEGIN
 	COMMENT ON FUNCTION plproxy.get_cluster_version(text) IS 'ringshard bridge: PL/Proxy cluster = ringshard partition map';
 	COMMENT ON FUNCTION plproxy.get_cluster_partitions(text) IS 'ringshard bridge: the first healthy holder of each of the 256 partitions';
 	COMMENT ON FUNCTION plproxy.get_cluster_config(text) IS 'ringshard bridge: no extra PL/Proxy settings';
+	RETURN 'PL/Proxy bridge installed: plproxy.get_cluster_version, get_cluster_partitions and get_cluster_config read ringshard''s partition maps';
 END
 $$;
 COMMENT ON FUNCTION ringshard.install_plproxy_bridge() IS

@@ -117,8 +117,11 @@ is_distributed_table(Oid relid)
 	return strcmp(server->servername, CLUSTER_SERVER) == 0;
 }
 
-/* Run one statement on every node with an address, in this transaction; ERROR on any failure. */
-void
+/*
+ * Run one statement on every node with an address, in this transaction;
+ * ERROR on any failure.  Returns how many nodes ran it.
+ */
+int
 run_on_all_nodes(const char *sql)
 {
 	int			nnodes;
@@ -147,6 +150,7 @@ run_on_all_nodes(const char *sql)
 		}
 	for (int i = 0; i < nnodes; i++)
 		PQclear(out[i].result);
+	return nnodes;
 }
 
 /* Every node must be able to take two-phase commits before it gets a table. */
@@ -714,6 +718,7 @@ ringshard_push_table_definition(PG_FUNCTION_ARGS)
 	char	   *schema;
 	char	   *table;
 	int			qualified;
+	int			nnodes;
 
 	if (!is_distributed_table(relid))
 		ereport(ERROR,
@@ -724,8 +729,10 @@ ringshard_push_table_definition(PG_FUNCTION_ARGS)
 	schema = get_namespace_name(get_rel_namespace(relid));
 	table = quote_qualified_identifier(schema, get_rel_name(relid));
 	qualified = begin_qualified_names();
-	run_on_all_nodes(node_definition_sql(relid, schema, table, recorded_node_ddl(relid), annotation_arguments(relid)));
+	nnodes = run_on_all_nodes(node_definition_sql(relid, schema, table, recorded_node_ddl(relid),
+												  annotation_arguments(relid)));
 	end_qualified_names(qualified);
 	SPI_finish();
-	PG_RETURN_VOID();
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("table %s is defined on %d node%s (created where it was missing)",
+											  table, nnodes, nnodes == 1 ? "" : "s")));
 }

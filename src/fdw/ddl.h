@@ -18,7 +18,7 @@ extern SPITupleTable *spi_query(const char *sql, int nargs, Oid *argtypes, Datum
 extern void spi_exec(const char *sql);
 extern int	begin_qualified_names(void);
 extern void end_qualified_names(int level);
-extern void run_on_all_nodes(const char *sql);
+extern int run_on_all_nodes(const char *sql);
 extern char *column_definitions(Oid relid, bool for_nodes);
 extern void record_node_ddl(Oid relid, List *names, List *parts, bool replace);
 

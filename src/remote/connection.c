@@ -102,6 +102,7 @@ set_last_error(RemoteConnection *c, const char *error)
 	if (c->last_error)
 		pfree(c->last_error);
 	c->last_error = copy;
+	c->last_sqlstate = 0;
 }
 
 /* A statement prepared on a link. */
@@ -987,6 +988,13 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 			c->partial = r;
 			c->partial_ok = false;
 			set_last_error(c, PQresultErrorMessage(r));
+			if (PQresultErrorField(r, PG_DIAG_SQLSTATE))
+			{
+				const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+				if (strlen(state) == 5)
+					c->last_sqlstate = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+			}
 			if (c->xact == RXACT_OPEN)
 				c->xact = RXACT_FAILED;
 		}

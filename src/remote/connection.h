@@ -64,6 +64,7 @@ typedef struct RemoteConnection
 	char		gid[200];		/* the prepared transaction's name, once prepared */
 	List	   *statements;		/* PreparedStatements on this link (SQL text and name) */
 	char	   *last_error;		/* the last failure, for node_health() */
+	int			last_sqlstate;	/* its SQLSTATE when the node reported it, else 0 */
 } RemoteConnection;
 
 /* Register settings and cache invalidation; called from _PG_init. */

@@ -314,7 +314,8 @@ pre_commit(bool preparing)
 						 errmsg("node \"%s\" could not prepare its part of the transaction, so nothing was committed anywhere",
 								writers.conns[i]->node),
 						 writers.conns[i]->last_error ? errdetail_internal("%s", writers.conns[i]->last_error) : 0,
-						 errhint("Nodes need max_prepared_transactions > 0.")));
+						 writers.conns[i]->last_sqlstate == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE ?
+						 errhint("Nodes need max_prepared_transactions > 0.") : 0));
 		remote_fault_point("after_prepare");
 		record_prepared(&writers);
 
