@@ -66,7 +66,8 @@ TO PUBLIC;
 
 -- Cluster: reading and writing distributed tables is for everyone;
 -- running statements on nodes and changing them is for administrators.
-GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status, ringshard.rebalance_status TO PUBLIC;
+GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status, ringshard.rebalance_status,
+	ringshard.table_overview, ringshard.table_nodes TO PUBLIC;
 GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
 	ringshard.addressed_nodes(),

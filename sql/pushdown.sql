@@ -393,6 +393,33 @@ SELECT count(*) BETWEEN 1 AND 399 AS some_rows FROM (SELECT id FROM items_single
 RESET ringshard.allow_partial_reads;
 SELECT ringshard.mark_node_up('w3');
 
+-- The overview: every annotated table, and its nodes, from the catalog.
+SELECT table_name, kind, key_column, placed_by, keyspace, copies, nodes, nodes_down, queued_writes,
+       dead_letters, layout, owner = current_user AS mine
+  FROM ringshard.table_overview ORDER BY table_name::text COLLATE "C";
+SELECT node, is_up, role, weight, key_share, partitions, queued_writes, dead_letters
+  FROM ringshard.table_nodes WHERE table_name = 'items_pair'::regclass ORDER BY node;
+SELECT node, is_up, role, key_share, partitions FROM ringshard.table_nodes
+ WHERE table_name = 'items_map'::regclass ORDER BY node;
+SELECT sum(key_share) AS ring_shares FROM ringshard.table_nodes WHERE table_name = 'items_pair'::regclass;
+-- A node down shows; a topology change the rows have not followed yet shows.
+SELECT ringshard.mark_node_down('w2');
+SELECT ringshard.set_node_weight('w1', 2, 'pair');
+SELECT table_name, nodes_down, layout FROM ringshard.table_overview
+ WHERE table_name IN ('items_pair'::regclass, 'items_single'::regclass, 'items_map'::regclass)
+ ORDER BY table_name::text COLLATE "C";
+SELECT ringshard.set_node_weight('w1', 1, 'pair');
+SELECT ringshard.mark_node_up('w2');
+SELECT table_name, nodes_down, layout FROM ringshard.table_overview
+ WHERE table_name = 'items_pair'::regclass;
+-- Anyone may read it; it shows no addresses.
+CREATE ROLE regress_overview_reader;
+SET ROLE regress_overview_reader;
+SELECT count(*) > 0 AS readable FROM ringshard.table_overview;
+SELECT count(*) > 0 AS readable FROM ringshard.table_nodes;
+RESET ROLE;
+DROP ROLE regress_overview_reader;
+
 -- The nodes' databases go with the coordinator's.
 \c contrib_regression
 DROP DATABASE pushdown_coord WITH (FORCE);
