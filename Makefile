@@ -46,13 +46,19 @@ GLUE_OBJS = \
 	src/admin/node_commands.o \
 	src/admin/addresses.o \
 	src/plproxy_bridge.o \
-	src/watchdog.o
+	src/watchdog.o \
+	src/legacy_1_0.o
 
 OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 
 # The install script is assembled from one file per concern, in name order.
 EXTENSION_PIECES = $(sort $(wildcard extension/*.sql))
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(EXTENSION)--1.0--1.1.sql
+# 1.0's install script, as 1.0 shipped it (the upgrade test installs 1.0 first).
+DATA = $(EXTENSION)--1.0.sql
+# The update from 1.0: hand-written steps, and every definition of 1.1 taken
+# from the install script's pieces (scripts/upgrade-script).
+UPGRADE_1_0_PIECES = $(sort $(wildcard extension/upgrade/1.0--1.1/*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir) -DRINGSHARD_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK = -lyaml -lcrypto $(libpq)
@@ -72,6 +78,9 @@ include $(PGXS)
 
 $(EXTENSION)--$(EXTVERSION).sql: $(EXTENSION_PIECES) ringshard.control
 	cat $(EXTENSION_PIECES) > $@
+
+$(EXTENSION)--1.0--1.1.sql: $(UPGRADE_1_0_PIECES) $(EXTENSION_PIECES) ringshard.control scripts/upgrade-script
+	$(if $(PERL),$(PERL),perl) scripts/upgrade-script 1.0 1.1 > $@.tmp && mv $@.tmp $@
 
 .PHONY: unit
 unit:

@@ -44,7 +44,7 @@ COMMENT ON FUNCTION ringshard.node_execute(text[], text, text[], boolean) IS
 CREATE FUNCTION ringshard.node_health()
 	RETURNS TABLE (node text, reachable boolean, rtt_ms float8, server_version text,
 				   database_size bigint, connections integer, two_phase_commit boolean, last_error text)
-	AS 'MODULE_PATHNAME', 'ringshard_node_health' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_node_health_with_2pc' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION ringshard.node_health() IS
 	'probes every node in parallel as the calling role: reachable, round trip, version, size, connections, whether it takes two-phase commits, the role''s last error there';
 
@@ -162,11 +162,11 @@ COMMENT ON FUNCTION ringshard.sync_topology() IS
 -- of its replicas not excluded by the coordinator.
 CREATE FUNCTION ringshard.reads_here(table_name regclass, key "any", excluded text[], topology_version bigint)
 	RETURNS boolean
-	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'ringshard_reads_here_by_key' LANGUAGE C STABLE PARALLEL SAFE;
 CREATE FUNCTION ringshard.reads_here(table_name regclass, key "any", keyspace "any", excluded text[],
 									 topology_version bigint)
 	RETURNS boolean
-	AS 'MODULE_PATHNAME', 'ringshard_reads_here' LANGUAGE C STABLE PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'ringshard_reads_here_by_key' LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", text[], bigint) IS
 	'on a worker: true if this node is the first replica of the key outside the excluded nodes (so a fan-out reads each row once); errors if the node holds another topology version (NULL: no check)';
 COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint) IS

@@ -82,9 +82,11 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.plproxy_version(text)
 TO PUBLIC;
 
--- Procedures are named explicitly: rebalancing is for administrators.
+-- Procedures are named explicitly: rebalancing and rehoming are for administrators.
 REVOKE ALL ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) TO ringshard_admin;
+REVOKE ALL ON PROCEDURE ringshard.rehome_rows(regclass, integer) FROM PUBLIC;
+GRANT EXECUTE ON PROCEDURE ringshard.rehome_rows(regclass, integer) TO ringshard_admin;
 
 -- Administrators create nodes (foreign servers of ringshard, owned by
 -- ringshard_admin) and distributed tables (foreign tables of ringshard_cluster).

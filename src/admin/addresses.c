@@ -31,16 +31,15 @@ option_refused(const char *keyword)
 	return false;
 }
 
-PG_FUNCTION_INFO_V1(ringshard_address_options);
-
 /*
- * address_options(address): the server options of an address.  host:port is
- * shorthand for host and port; anything with '=' or '://' is a libpq
- * connection string.  Credentials are refused: they belong in user mappings.
- * The address is never printed in an error: it may hold the very password.
+ * The options of an address as rows (option, value) of the set-returning
+ * function fcinfo.  host:port is shorthand for host and port; anything with
+ * '=' or '://' is a libpq connection string.  With refuse_credentials, an
+ * option that brings credentials is an error.  The address is never printed
+ * in an error: it may hold the very password.
  */
-Datum
-ringshard_address_options(PG_FUNCTION_ARGS)
+static void
+address_options_rows(FunctionCallInfo fcinfo, bool refuse_credentials)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *address = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -81,7 +80,7 @@ ringshard_address_options(PG_FUNCTION_ARGS)
 			values[1] = CStringGetTextDatum(colon + 1);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
-		PG_RETURN_VOID();
+		return;
 	}
 	{
 		char	   *parse_error = NULL;
@@ -97,7 +96,7 @@ ringshard_address_options(PG_FUNCTION_ARGS)
 					 errdetail("The connection string does not parse.")));
 		}
 		for (PQconninfoOption *o = options; o->keyword; o++)
-			if (o->val != NULL && o->val[0] != '\0' && option_refused(o->keyword))
+			if (refuse_credentials && o->val != NULL && o->val[0] != '\0' && option_refused(o->keyword))
 			{
 				char	   *keyword = pstrdup(o->keyword);
 
@@ -121,6 +120,33 @@ ringshard_address_options(PG_FUNCTION_ARGS)
 		}
 		PQconninfoFree(options);
 	}
+}
+
+PG_FUNCTION_INFO_V1(ringshard_address_options);
+
+/*
+ * address_options(address): the server options of an address.  Credentials
+ * are refused: they belong in user mappings.
+ */
+Datum
+ringshard_address_options(PG_FUNCTION_ARGS)
+{
+	address_options_rows(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_address_options_as_given);
+
+/*
+ * The same without refusing anything: every option an address sets.  Only
+ * the upgrade from 1.0 calls it (ringshard--1.0--1.1.sql), to turn 1.0
+ * addresses, which could carry a user name or a service, into servers and
+ * user mappings, naming what it cannot convert.
+ */
+Datum
+ringshard_address_options_as_given(PG_FUNCTION_ARGS)
+{
+	address_options_rows(fcinfo, false);
 	PG_RETURN_VOID();
 }
 

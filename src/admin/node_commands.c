@@ -152,16 +152,18 @@ ringshard_addressed_nodes(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(construct_array(elems, count, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-PG_FUNCTION_INFO_V1(ringshard_node_health);
+PG_FUNCTION_INFO_V1(ringshard_node_health_with_2pc);
 
 /*
  * node_health(): per node whether it answers the calling role, its round
  * trip, server version, database size, connections, whether it can take
  * two-phase commits, and the last error of the calling role's connection.
  * Nodes are probed in parallel; a dead one costs at most ringshard.node_timeout.
+ * (Not named ringshard_node_health: that symbol is 1.0's node_health, whose
+ * rows have no two_phase_commit column; see legacy_1_0.c.)
  */
 Datum
-ringshard_node_health(PG_FUNCTION_ARGS)
+ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			nnodes;

@@ -463,7 +463,7 @@ record_node_ddl(Oid relid, List *names, List *parts, bool replace)
 /* ----- create_distributed_table ----- */
 
 /* Refuse a table that other objects depend on, naming them. */
-static void
+void
 check_dependents(Oid relid)
 {
 	Oid			argtypes[1] = {OIDOID};
@@ -553,81 +553,35 @@ copy_comments_and_privileges(Oid from, Oid to, const char *new_table)
 	(void) to;
 }
 
-PG_FUNCTION_INFO_V1(ringshard_create_distributed_table);
-
 /*
- * create_distributed_table(table): make an annotated table a distributed
- * table (see the file header).  Returns how many rows moved to the nodes.
+ * The swap at the heart of create_distributed_table: the local table steps
+ * aside (renamed to *old_name, which is returned; the caller moves its rows
+ * and drops it) and a foreign table of server ringshard_cluster takes its
+ * name, with its columns (as column_definitions() gave them), its CHECK
+ * constraints, comments, privileges, owner and owned sequences; the
+ * annotation and placement follow the new table, whose rows are laid out
+ * under the current topology from now on, and names/parts are recorded as
+ * its node-only DDL.  Nothing is sent to a node: the upgrade from 1.0 uses it
+ * on tables whose nodes already hold the rows (legacy_1_0.c).  The caller
+ * holds an AccessExclusiveLock on the table and has run check_dependents().
  */
-Datum
-ringshard_create_distributed_table(PG_FUNCTION_ARGS)
+Oid
+replace_by_foreign_table(Oid relid, const char *columns, List *names, List *parts, char **old_name)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *schema;
-	char	   *relname;
-	char	   *table;
-	char	   *old_name;
-	char	   *annotation;
-	AttrNumber	key_attnum;
-	AttrNumber	keyspace_attnum;
-	Oid			key_type;
-	List	   *names = NIL;
-	List	   *parts;
-	int			qualified;
-	Oid			owner;
+	char	   *schema = get_namespace_name(get_rel_namespace(relid));
+	char	   *relname = get_rel_name(relid);
+	char	   *table = quote_qualified_identifier(schema, relname);
+	Oid			owner = relation_owner(relid);
 	Oid			new_relid;
-	int64		moved = 0;
-	char	   *columns;
+	int			qualified;
 	uint64		nrows;
 	SPITupleTable *rows;
 
-	if (get_rel_name(relid) == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (!pg_class_ownercheck(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
-	SPI_connect();
-	schema = get_namespace_name(get_rel_namespace(relid));
-	relname = get_rel_name(relid);
-	table = quote_qualified_identifier(schema, relname);
-	annotation = annotation_arguments(relid);
-	rsfdw_table_info(relid, &key_attnum, &key_type, &keyspace_attnum);
-	check_nodes_prepared_transactions();
-
-	/* Already distributed: (re)create it on the nodes that lack it. */
-	if (is_distributed_table(relid))
-	{
-		qualified = begin_qualified_names();
-		parts = recorded_node_ddl(relid);
-		run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation));
-		end_qualified_names(qualified);
-		SPI_finish();
-		PG_RETURN_INT64(0);
-	}
-	if (get_rel_relkind(relid) != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("%s is not an ordinary table", relname),
-				 errhint("Distribute an ordinary table; partitioned and foreign tables cannot be.")));
-
-	LockRelationOid(relid, AccessExclusiveLock);
-	check_dependents(relid);
-	owner = relation_owner(relid);
-
-	/* The definition, with every name qualified. */
-	qualified = begin_qualified_names();
-	parts = node_only_parts(relid, table, key_attnum, keyspace_attnum, &names, true);
-	columns = column_definitions(relid, false);
-	run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation));
-	end_qualified_names(qualified);
-
-	/* The local table steps aside; a foreign table takes its name. */
-	old_name = psprintf("%.40s_ringshard_%u", relname, relid);
+	*old_name = psprintf("%.40s_ringshard_%u", relname, relid);
 	ringshard_ddl_internal = true;
 	PG_TRY();
 	{
-	spi_exec(psprintf("ALTER TABLE %s RENAME TO %s", table, quote_identifier(old_name)));
+	spi_exec(psprintf("ALTER TABLE %s RENAME TO %s", table, quote_identifier(*old_name)));
 	spi_exec(psprintf("CREATE FOREIGN TABLE %s (%s) SERVER %s", table, columns, CLUSTER_SERVER));
 	new_relid = RangeVarGetRelid(makeRangeVar(schema, relname, -1), NoLock, false);
 	{
@@ -673,6 +627,78 @@ ringshard_create_distributed_table(PG_FUNCTION_ARGS)
 		ringshard_ddl_internal = false;
 	}
 	PG_END_TRY();
+
+	return new_relid;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_create_distributed_table);
+
+/*
+ * create_distributed_table(table): make an annotated table a distributed
+ * table (see the file header).  Returns how many rows moved to the nodes.
+ */
+Datum
+ringshard_create_distributed_table(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *schema;
+	char	   *relname;
+	char	   *table;
+	char	   *old_name;
+	char	   *annotation;
+	AttrNumber	key_attnum;
+	AttrNumber	keyspace_attnum;
+	Oid			key_type;
+	List	   *names = NIL;
+	List	   *parts;
+	int			qualified;
+	int64		moved = 0;
+	char	   *columns;
+	uint64		nrows;
+	SPITupleTable *rows;
+
+	if (get_rel_name(relid) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(relid));
+	SPI_connect();
+	schema = get_namespace_name(get_rel_namespace(relid));
+	relname = get_rel_name(relid);
+	table = quote_qualified_identifier(schema, relname);
+	annotation = annotation_arguments(relid);
+	rsfdw_table_info(relid, &key_attnum, &key_type, &keyspace_attnum);
+	check_nodes_prepared_transactions();
+
+	/* Already distributed: (re)create it on the nodes that lack it. */
+	if (is_distributed_table(relid))
+	{
+		qualified = begin_qualified_names();
+		parts = recorded_node_ddl(relid);
+		run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation));
+		end_qualified_names(qualified);
+		SPI_finish();
+		PG_RETURN_INT64(0);
+	}
+	if (get_rel_relkind(relid) != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s is not an ordinary table", relname),
+				 errhint("Distribute an ordinary table; partitioned and foreign tables cannot be.")));
+
+	LockRelationOid(relid, AccessExclusiveLock);
+	check_dependents(relid);
+
+	/* The definition, with every name qualified. */
+	qualified = begin_qualified_names();
+	parts = node_only_parts(relid, table, key_attnum, keyspace_attnum, &names, true);
+	columns = column_definitions(relid, false);
+	run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation));
+	end_qualified_names(qualified);
+
+	/* The local table steps aside; a foreign table takes its name. */
+	(void) replace_by_foreign_table(relid, columns, names, parts, &old_name);
 
 	/* Rows already in the table go to their replicas, with progress. */
 	rows = spi_query(psprintf("SELECT pg_catalog.count(*) FROM %s.%s", quote_identifier(schema),

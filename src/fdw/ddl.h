@@ -21,6 +21,8 @@ extern void end_qualified_names(int level);
 extern int run_on_all_nodes(const char *sql);
 extern char *column_definitions(Oid relid, bool for_nodes);
 extern void record_node_ddl(Oid relid, List *names, List *parts, bool replace);
+extern void check_dependents(Oid relid);
+extern Oid replace_by_foreign_table(Oid relid, const char *columns, List *names, List *parts, char **old_name);
 
 /* While set, DDL passes the hook untouched (ringshard's own statements). */
 extern bool ringshard_ddl_internal;

@@ -75,7 +75,7 @@ typedef struct ReadsHereState
 	ArrayType  *excluded_array; /* the argument they were read from */
 } ReadsHereState;
 
-PG_FUNCTION_INFO_V1(ringshard_reads_here);
+PG_FUNCTION_INFO_V1(ringshard_reads_here_by_key);
 
 /*
  * reads_here(table, key [, keyspace], excluded, version): on a worker,
@@ -84,10 +84,11 @@ PG_FUNCTION_INFO_V1(ringshard_reads_here);
  * columns, not the row: building each row as a value cost more than the
  * routing.  The coordinator passes its topology version: a node holding
  * another one would answer for the wrong rows, so that is an error (NULL
- * skips the check).
+ * skips the check).  (Not named ringshard_reads_here: that symbol is 1.0's
+ * reads_here(row, excluded); see legacy_1_0.c.)
  */
 Datum
-ringshard_reads_here(PG_FUNCTION_ARGS)
+ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
 {
 	ReadsHereState *state = fcinfo->flinfo->fn_extra;
 	bool		with_keyspace = PG_NARGS() == 5;

@@ -1,0 +1,224 @@
+-- Rehoming rows stored under keys whose bytes changed.  1.0 routed some keys
+-- by text that 1.1 no longer hashes (char(n) with its padding, numeric with
+-- trailing zeros, dates and times in the session's DateStyle and TimeZone,
+-- text in a database that is not UTF-8: docs/upgrading.md), so a distributed
+-- table that 1.0 wrote may hold rows on nodes that are not their replicas
+-- under 1.1.  A fan-out reads each row on its first replica only, so such
+-- rows are hidden, and a read by key looks for them on their 1.1 replicas.
+-- rehome_rows() finds them on each node (the node asks replicas_of() of each
+-- row, with the topology the coordinator has just pushed) and moves them:
+-- copy to every replica that lacks an identical row, check the copies, then
+-- delete them from the node that is not a replica, one committed batch at a
+-- time.  Copies of one row on several wrong nodes are identical, so the
+-- first node's copy is taken and the others are only deleted: no replica
+-- gets a row twice.  Rows whose keys route as before are not touched.
+
+-- The nodes that may hold a table's rows: those of its ring or map, and those
+-- its recorded placement names.
+CREATE FUNCTION ringshard_internal.rehome_nodes(table_name regclass) RETURNS text[]
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT coalesce(array_agg(DISTINCT x.node ORDER BY x.node COLLATE "C"), '{}')
+	  FROM (SELECT t.node FROM ringshard.table_nodes t WHERE t.table_name = rehome_nodes.table_name
+	        UNION ALL
+	        SELECT e->>'node' FROM ringshard.placements p,
+	               json_array_elements(coalesce(p.snapshot->'members', p.snapshot->'assignments')) e
+	         WHERE p.table_name = rehome_nodes.table_name) x;
+$$;
+COMMENT ON FUNCTION ringshard_internal.rehome_nodes(regclass) IS
+	'rehome_rows(): the nodes that may hold a table''s rows (its ring or map, and its recorded placement), in name order';
+
+-- The first transaction of rehome_rows(): checks, the topology pushed to
+-- every node (so that each node routes as the coordinator does) and the
+-- table defined there, then the rows each node holds for other nodes,
+-- counted there.  Returns [{node, misplaced}] in node order.
+CREATE FUNCTION ringshard_internal.rehome_begin(table_name regclass, batch_size integer) RETURNS json
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	qualified text;
+	nodes text[];
+	missing text;
+	counted json;
+BEGIN
+	IF table_name IS NULL OR batch_size IS NULL OR batch_size < 1 THEN
+		RAISE EXCEPTION 'rehome_rows needs a table and a positive batch size'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	qualified := ringshard.qualified_name(table_name);
+	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d
+	                JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = d.table_name
+	                JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver AND s.srvname = 'ringshard_cluster'
+	               WHERE d.table_name = rehome_begin.table_name) THEN
+		RAISE EXCEPTION '% is not a distributed table', qualified
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Only the rows of a distributed table live on nodes; an annotated table''s rows stay where they are.';
+	END IF;
+	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = rehome_begin.table_name) THEN
+		RAISE EXCEPTION 'table % has queued writes', qualified
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Let the watchdog deliver them (see ringshard.write_queue_status), or call ringshard.replay_queue().';
+	END IF;
+	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rehome_begin.table_name) THEN
+		RAISE EXCEPTION 'table % has an unfinished rebalance', qualified
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = format('Finish it first with CALL ringshard.rebalance(%L).', qualified);
+	END IF;
+	nodes := ringshard_internal.rehome_nodes(table_name);
+	SELECT string_agg(format('"%s"', x.node), ', ' ORDER BY x.node COLLATE "C") INTO missing
+	  FROM unnest(nodes) x(node) LEFT JOIN ringshard.nodes n ON n.node_name = x.node
+	 WHERE n.server_name IS NULL;
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'rehome of % needs every node that may hold its rows, with an address', qualified
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = format('Without an address: %s.', missing),
+			      HINT = 'Give them one with ringshard.set_node_address().';
+	END IF;
+	PERFORM ringshard.sync_topology();
+	PERFORM ringshard.push_table_definition(table_name);
+	SELECT coalesce(json_agg(json_build_object('node', x.node, 'misplaced',
+	           ringshard_internal.node_value(x.node, format(
+	               'SELECT pg_catalog.count(*) FROM %s t
+	                 WHERE NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))', qualified),
+	               ARRAY[x.node], false)::bigint) ORDER BY x.node COLLATE "C"), '[]')
+	  INTO counted
+	  FROM unnest(nodes) x(node);
+	RAISE NOTICE 'rehome of %: % rows are on nodes that are not their replicas%', qualified,
+		(SELECT coalesce(sum((c->>'misplaced')::bigint), 0) FROM json_array_elements(counted) c),
+		coalesce((SELECT ' (' || string_agg(format('%s on "%s"', c->>'misplaced', c->>'node'), ', ') || ')'
+		            FROM json_array_elements(counted) c WHERE (c->>'misplaced')::bigint > 0), '');
+	RETURN counted;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.rehome_begin(regclass, integer) IS
+	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows it holds that are not its own; [{node, misplaced}]';
+
+-- One batch from one node: up to batch_size of the rows it holds that are
+-- not its own (with their replicas, as the node routes them), copied to
+-- each of their replicas where no identical row is, checked there, then
+-- deleted from the node.  Everything commits with the caller's transaction,
+-- on the nodes in two phases.  Returns the rows taken from the node (0 once
+-- it holds none), the copies made and the rows deleted.
+CREATE FUNCTION ringshard_internal.rehome_batch(table_name regclass, source text, batch_size integer,
+												OUT taken bigint, OUT copied bigint, OUT deleted bigint)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	qualified text := ringshard.qualified_name(table_name);
+	key_column name := (SELECT d.key_column FROM ringshard.distributed_tables d WHERE d.table_name = rehome_batch.table_name);
+	columns text;
+	page json;
+	target text;
+	missing bigint;
+BEGIN
+	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
+	  FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
+	page := ringshard_internal.node_value(source, format(
+		'SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object(''ctid'', s.row_ctid::pg_catalog.text,
+		                                                                   ''replicas'', s.replicas, ''row'', s.row_value)
+		                                     ORDER BY s.row_ctid), ''[]''::pg_catalog.json)
+		   FROM (SELECT t.ctid AS row_ctid, pg_catalog.replicas_of(t) AS replicas, pg_catalog.row_to_json(t) AS row_value
+		           FROM %s t
+		          WHERE NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))
+		          ORDER BY t.ctid LIMIT %s) s', qualified, batch_size), ARRAY[source])::json;
+	taken := json_array_length(page);
+	copied := 0;
+	deleted := 0;
+	IF taken = 0 THEN
+		RETURN;
+	END IF;
+	FOR target IN SELECT DISTINCT r.node FROM json_array_elements(page) x, json_array_elements_text(x->'replicas') r(node)
+	               ORDER BY 1 LOOP
+		copied := copied + ringshard_internal.node_value(target, format(
+			'WITH added AS (
+			   INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
+			    WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I IS NOT DISTINCT FROM r.%3$I
+			                         AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))
+			   RETURNING 1)
+			 SELECT pg_catalog.count(*) FROM added', qualified, columns, key_column),
+			ARRAY[(SELECT json_agg(x->'row') FROM json_array_elements(page) x
+			        WHERE target IN (SELECT json_array_elements_text(x->'replicas')))::text])::bigint;
+		missing := ringshard_internal.node_value(target, format(
+			'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
+			  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
+			                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))', qualified, key_column),
+			ARRAY[(SELECT json_agg(x->'row') FROM json_array_elements(page) x
+			        WHERE target IN (SELECT json_array_elements_text(x->'replicas')))::text])::bigint;
+		IF missing <> 0 THEN
+			RAISE EXCEPTION 'verification failed: % rows of % copied from node "%" are missing on node "%"',
+				missing, qualified, source, target
+				USING ERRCODE = 'data_corrupted';
+		END IF;
+	END LOOP;
+	deleted := ringshard_internal.node_value(source, format(
+		'WITH gone AS (DELETE FROM %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.tid[])
+		                 AND NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))
+		               RETURNING 1)
+		 SELECT pg_catalog.count(*) FROM gone', qualified),
+		ARRAY[source, (SELECT array_agg(x->>'ctid') FROM json_array_elements(page) x)::text])::bigint;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer) IS
+	'rehome_rows(): moves up to batch_size rows that a node holds but is not a replica of to their replicas (copied where missing, checked, then deleted from the node); the rows taken, copies made and rows deleted';
+
+-- The move.  A procedure that commits cannot carry a SET clause: every
+-- function is schema-qualified, types and operators are pg_catalog's, and
+-- the work (and every relation) is in the helpers above.
+CREATE PROCEDURE ringshard.rehome_rows(table_name regclass, batch_size integer DEFAULT 1000)
+	LANGUAGE plpgsql AS $$
+DECLARE
+	plan pg_catalog.json;
+	sources pg_catalog.text[];
+	counts pg_catalog.int8[];
+	i pg_catalog.int4;
+	batches pg_catalog.int4;
+	batch record;
+	node_taken pg_catalog.int8;
+	node_copied pg_catalog.int8;
+	node_deleted pg_catalog.int8;
+	total_copied pg_catalog.int8 := 0;
+	total_deleted pg_catalog.int8 := 0;
+	last_notice pg_catalog.timestamptz;
+	report pg_catalog.text[] := '{}';
+BEGIN
+	plan := ringshard_internal.rehome_begin(table_name, batch_size);
+	sources := ARRAY(SELECT x OPERATOR(pg_catalog.->>) 'node' FROM pg_catalog.json_array_elements(plan) x);
+	counts := ARRAY(SELECT (x OPERATOR(pg_catalog.->>) 'misplaced')::pg_catalog.int8 FROM pg_catalog.json_array_elements(plan) x);
+	COMMIT;
+	last_notice := pg_catalog.clock_timestamp();
+	FOR i IN 1 .. pg_catalog.cardinality(sources) LOOP
+		CONTINUE WHEN counts[i] OPERATOR(pg_catalog.=) 0;
+		node_taken := 0;
+		node_copied := 0;
+		node_deleted := 0;
+		-- each batch removes rows from the node: the count bounds the loop
+		-- (two more batches for rows that changed meanwhile)
+		FOR batches IN 1 .. (counts[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
+			SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size);
+			COMMIT;
+			EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
+			node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
+			node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
+			node_deleted := node_deleted OPERATOR(pg_catalog.+) batch.deleted;
+			IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) last_notice OPERATOR(pg_catalog.+)
+			   pg_catalog.coalesce(pg_catalog.current_setting('ringshard.rebalance_notice_interval', true), '5s')::pg_catalog.interval THEN
+				RAISE NOTICE 'rehome of %: node "%", rows % of %', ringshard.qualified_name(table_name), sources[i],
+					node_taken, counts[i];
+				last_notice := pg_catalog.clock_timestamp();
+			END IF;
+		END LOOP;
+		total_copied := total_copied OPERATOR(pg_catalog.+) node_copied;
+		total_deleted := total_deleted OPERATOR(pg_catalog.+) node_deleted;
+		report := report OPERATOR(pg_catalog.||) pg_catalog.format('%s from "%s" (%s copies made)', node_deleted, sources[i], node_copied);
+		IF batch.taken OPERATOR(pg_catalog.<>) 0 THEN
+			RAISE EXCEPTION 'rehome of % did not finish on node "%": rows that are not its own keep appearing there',
+				ringshard.qualified_name(table_name), sources[i]
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      HINT = 'Stop writes to the table while rows are rehomed, then call rehome_rows again: it resumes.';
+		END IF;
+	END LOOP;
+	RAISE NOTICE 'rehome of % complete: % rows moved to their replicas, % copies made%', ringshard.qualified_name(table_name),
+		total_deleted, total_copied,
+		CASE WHEN pg_catalog.cardinality(report) OPERATOR(pg_catalog.>) 0
+		     THEN ': ' OPERATOR(pg_catalog.||) pg_catalog.array_to_string(report, ', ') ELSE '' END;
+END
+$$;
+COMMENT ON PROCEDURE ringshard.rehome_rows(regclass, integer) IS
+	'moves the rows of a distributed table that are on nodes other than their replicas (keys whose bytes changed in 1.1) to their replicas: copy where missing, check, delete, in committed batches of batch_size; resumable; prints what it moved';
