@@ -3,23 +3,33 @@
 -- trailing zeros, dates and times in the session's DateStyle and TimeZone,
 -- text in a database that is not UTF-8: docs/upgrading.md), so a distributed
 -- table that 1.0 wrote may hold rows on nodes that are not their replicas
--- under 1.1.  A fan-out reads each row on its first replica only, so such
--- rows are hidden, and a read by key looks for them on their 1.1 replicas.
--- rehome_rows() finds them on each node (the node asks replicas_of() of each
--- row, with the topology the coordinator has just pushed) and moves them:
--- copy to every replica that lacks an identical row, check the copies, then
--- delete them from the node that is not a replica, one committed batch at a
--- time.  Copies of one row on several wrong nodes are identical, so the
--- first node's copy is taken and the others are only deleted: no replica
--- gets a row twice.  Rows whose keys route as before are not touched.
+-- under 1.1, and lack them on nodes that are.  A fan-out reads each row on
+-- its first replica only, so such rows are hidden, and a read by key looks
+-- for them on their 1.1 replicas.  rehome_rows() puts every row on its 1.1
+-- replicas, node by node (each node asks replicas_of() of its rows, with the
+-- topology the coordinator has just pushed), in committed batches:
+--
+--  1. the rows a node holds but is not a replica of are copied to each of
+--     their replicas that lacks an identical row, checked there, and deleted
+--     from the node;
+--  2. for a table placed by a partition map, whose partitions may have
+--     different numbers of holders, the rows a node holds and shares with
+--     other replicas are copied to those that lack them (a row 1.0 put on
+--     one holder may belong to a partition of two now; on a ring every row
+--     has as many replicas under 1.0 as under 1.1, so a replica that lacks a
+--     row always has a node that holds it wrongly, step 1).
+--
+-- Copies of one row on several nodes are identical: the first node's is
+-- copied, the others are only deleted, so no replica gets a row twice.  Rows
+-- whose keys route as before are not touched.
 
 -- The nodes that may hold a table's rows: those of its ring or map, and those
 -- its recorded placement names.
 CREATE FUNCTION ringshard_internal.rehome_nodes(table_name regclass) RETURNS text[]
 	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-	SELECT coalesce(array_agg(DISTINCT x.node ORDER BY x.node COLLATE "C"), '{}')
+	SELECT coalesce(array_agg(x.node ORDER BY x.node COLLATE "C"), '{}')
 	  FROM (SELECT t.node FROM ringshard.table_nodes t WHERE t.table_name = rehome_nodes.table_name
-	        UNION ALL
+	        UNION
 	        SELECT e->>'node' FROM ringshard.placements p,
 	               json_array_elements(coalesce(p.snapshot->'members', p.snapshot->'assignments')) e
 	         WHERE p.table_name = rehome_nodes.table_name) x;
@@ -27,14 +37,27 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.rehome_nodes(regclass) IS
 	'rehome_rows(): the nodes that may hold a table''s rows (its ring or map, and its recorded placement), in name order';
 
+-- The rows of one node that step 1 (misplaced) or step 2 (shared) of
+-- rehome_rows() takes, as a condition on the node's table t; $1 is the node.
+CREATE FUNCTION ringshard_internal.rehome_condition(shared boolean) RETURNS text
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT CASE WHEN shared
+	            THEN '($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t))
+	                   AND pg_catalog.cardinality(pg_catalog.replicas_of(t)) OPERATOR(pg_catalog.>) 1)'
+	            ELSE 'NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))' END;
+$$;
+COMMENT ON FUNCTION ringshard_internal.rehome_condition(boolean) IS
+	'rehome_rows(): the SQL condition on a node''s row t ($1: the node) for rows it is not a replica of, or (shared) rows it holds with other replicas';
+
 -- The first transaction of rehome_rows(): checks, the topology pushed to
 -- every node (so that each node routes as the coordinator does) and the
--- table defined there, then the rows each node holds for other nodes,
--- counted there.  Returns [{node, misplaced}] in node order.
+-- table defined there, then on each node the rows of step 1 and of step 2,
+-- counted there.  Returns [{node, misplaced, shared}] in node order.
 CREATE FUNCTION ringshard_internal.rehome_begin(table_name regclass, batch_size integer) RETURNS json
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text;
+	by_map boolean;
 	nodes text[];
 	missing text;
 	counted json;
@@ -44,10 +67,11 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	qualified := ringshard.qualified_name(table_name);
-	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d
-	                JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = d.table_name
-	                JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver AND s.srvname = 'ringshard_cluster'
-	               WHERE d.table_name = rehome_begin.table_name) THEN
+	SELECT d.map_name IS NOT NULL INTO by_map FROM ringshard.distributed_tables d
+	  JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = d.table_name
+	  JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver AND s.srvname = 'ringshard_cluster'
+	 WHERE d.table_name = rehome_begin.table_name;
+	IF NOT FOUND THEN
 		RAISE EXCEPTION '% is not a distributed table', qualified
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 			      HINT = 'Only the rows of a distributed table live on nodes; an annotated table''s rows stay where they are.';
@@ -74,31 +98,38 @@ BEGIN
 	END IF;
 	PERFORM ringshard.sync_topology();
 	PERFORM ringshard.push_table_definition(table_name);
-	SELECT coalesce(json_agg(json_build_object('node', x.node, 'misplaced',
-	           ringshard_internal.node_value(x.node, format(
-	               'SELECT pg_catalog.count(*) FROM %s t
-	                 WHERE NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))', qualified),
-	               ARRAY[x.node], false)::bigint) ORDER BY x.node COLLATE "C"), '[]')
+	SELECT coalesce(json_agg(json_build_object('node', x.node,
+	           'misplaced', ringshard_internal.node_value(x.node,
+	               format('SELECT pg_catalog.count(*) FROM %s t WHERE %s', qualified, ringshard_internal.rehome_condition(false)),
+	               ARRAY[x.node], false)::bigint,
+	           'shared', CASE WHEN by_map THEN ringshard_internal.node_value(x.node,
+	               format('SELECT pg_catalog.count(*) FROM %s t WHERE %s', qualified, ringshard_internal.rehome_condition(true)),
+	               ARRAY[x.node], false)::bigint ELSE 0 END) ORDER BY x.node COLLATE "C"), '[]')
 	  INTO counted
 	  FROM unnest(nodes) x(node);
 	RAISE NOTICE 'rehome of %: % rows are on nodes that are not their replicas%', qualified,
 		(SELECT coalesce(sum((c->>'misplaced')::bigint), 0) FROM json_array_elements(counted) c),
 		coalesce((SELECT ' (' || string_agg(format('%s on "%s"', c->>'misplaced', c->>'node'), ', ') || ')'
-		            FROM json_array_elements(counted) c WHERE (c->>'misplaced')::bigint > 0), '');
+		            FROM json_array_elements(counted) c WHERE (c->>'misplaced')::bigint > 0), '')
+		|| CASE WHEN by_map THEN format('; %s copies in partitions of several holders are checked on the other holders',
+		                                (SELECT coalesce(sum((c->>'shared')::bigint), 0) FROM json_array_elements(counted) c))
+		        ELSE '' END;
 	RETURN counted;
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rehome_begin(regclass, integer) IS
-	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows it holds that are not its own; [{node, misplaced}]';
+	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows of step 1 (not its own) and of step 2 (shared, for maps); [{node, misplaced, shared}]';
 
--- One batch from one node: up to batch_size of the rows it holds that are
--- not its own (with their replicas, as the node routes them), copied to
--- each of their replicas where no identical row is, checked there, then
--- deleted from the node.  Everything commits with the caller's transaction,
--- on the nodes in two phases.  Returns the rows taken from the node (0 once
--- it holds none), the copies made and the rows deleted.
-CREATE FUNCTION ringshard_internal.rehome_batch(table_name regclass, source text, batch_size integer,
-												OUT taken bigint, OUT copied bigint, OUT deleted bigint)
+-- One batch from one node.  Step 1 (after_ctid NULL): up to batch_size of
+-- the rows it is not a replica of.  Step 2: up to batch_size of the rows it
+-- holds with other replicas, after after_ctid.  Each row is copied to every
+-- other replica of it (as the node routes it) that lacks an identical row,
+-- checked there; in step 1 it is then deleted from the node.  Everything
+-- commits with the caller's transaction, on the nodes in two phases.
+-- Returns the rows taken (0 once there are none), the copies made, the rows
+-- deleted, and the ctid the next batch of step 2 starts after.
+CREATE FUNCTION ringshard_internal.rehome_batch(table_name regclass, source text, batch_size integer, after_ctid text,
+												OUT taken bigint, OUT copied bigint, OUT deleted bigint, OUT last_ctid text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text := ringshard.qualified_name(table_name);
@@ -106,6 +137,7 @@ DECLARE
 	columns text;
 	page json;
 	target text;
+	rows_for_target text;
 	missing bigint;
 BEGIN
 	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
@@ -116,16 +148,21 @@ BEGIN
 		                                     ORDER BY s.row_ctid), ''[]''::pg_catalog.json)
 		   FROM (SELECT t.ctid AS row_ctid, pg_catalog.replicas_of(t) AS replicas, pg_catalog.row_to_json(t) AS row_value
 		           FROM %s t
-		          WHERE NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))
-		          ORDER BY t.ctid LIMIT %s) s', qualified, batch_size), ARRAY[source])::json;
+		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $2::pg_catalog.tid
+		          ORDER BY t.ctid LIMIT %s) s',
+		qualified, ringshard_internal.rehome_condition(after_ctid IS NOT NULL), batch_size),
+		ARRAY[source, coalesce(after_ctid, '(0,0)')])::json;
 	taken := json_array_length(page);
 	copied := 0;
 	deleted := 0;
+	last_ctid := (SELECT x->>'ctid' FROM json_array_elements(page) WITH ORDINALITY p(x, i) ORDER BY p.i DESC LIMIT 1);
 	IF taken = 0 THEN
 		RETURN;
 	END IF;
 	FOR target IN SELECT DISTINCT r.node FROM json_array_elements(page) x, json_array_elements_text(x->'replicas') r(node)
-	               ORDER BY 1 LOOP
+	               WHERE r.node <> source ORDER BY 1 LOOP
+		rows_for_target := (SELECT json_agg(x->'row') FROM json_array_elements(page) x
+		                     WHERE target IN (SELECT json_array_elements_text(x->'replicas')))::text;
 		copied := copied + ringshard_internal.node_value(target, format(
 			'WITH added AS (
 			   INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
@@ -133,43 +170,62 @@ BEGIN
 			                         AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))
 			   RETURNING 1)
 			 SELECT pg_catalog.count(*) FROM added', qualified, columns, key_column),
-			ARRAY[(SELECT json_agg(x->'row') FROM json_array_elements(page) x
-			        WHERE target IN (SELECT json_array_elements_text(x->'replicas')))::text])::bigint;
+			ARRAY[rows_for_target])::bigint;
 		missing := ringshard_internal.node_value(target, format(
 			'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
 			  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
 			                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))', qualified, key_column),
-			ARRAY[(SELECT json_agg(x->'row') FROM json_array_elements(page) x
-			        WHERE target IN (SELECT json_array_elements_text(x->'replicas')))::text])::bigint;
+			ARRAY[rows_for_target])::bigint;
 		IF missing <> 0 THEN
 			RAISE EXCEPTION 'verification failed: % rows of % copied from node "%" are missing on node "%"',
 				missing, qualified, source, target
 				USING ERRCODE = 'data_corrupted';
 		END IF;
 	END LOOP;
-	deleted := ringshard_internal.node_value(source, format(
-		'WITH gone AS (DELETE FROM %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.tid[])
-		                 AND NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))
-		               RETURNING 1)
-		 SELECT pg_catalog.count(*) FROM gone', qualified),
-		ARRAY[source, (SELECT array_agg(x->>'ctid') FROM json_array_elements(page) x)::text])::bigint;
+	IF after_ctid IS NULL THEN
+		deleted := ringshard_internal.node_value(source, format(
+			'WITH gone AS (DELETE FROM %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.tid[]) AND %s RETURNING 1)
+			 SELECT pg_catalog.count(*) FROM gone', qualified, ringshard_internal.rehome_condition(false)),
+			ARRAY[source, (SELECT array_agg(x->>'ctid') FROM json_array_elements(page) x)::text])::bigint;
+	END IF;
 END
 $$;
-COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer) IS
-	'rehome_rows(): moves up to batch_size rows that a node holds but is not a replica of to their replicas (copied where missing, checked, then deleted from the node); the rows taken, copies made and rows deleted';
+COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text) IS
+	'rehome_rows(): copies up to batch_size of a node''s rows that it is not a replica of (after_ctid NULL; then deletes them there) or that it shares with other replicas (after after_ctid) to their other replicas where missing, and checks them; rows taken, copies made, rows deleted, last ctid';
+
+-- A progress line, at most every ringshard.rebalance_notice_interval.
+-- Returns when the last line was printed.
+CREATE FUNCTION ringshard_internal.rehome_report_progress(table_name regclass, node text, done bigint, total bigint,
+														  last_notice timestamptz)
+	RETURNS timestamptz
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	IF clock_timestamp() < last_notice + coalesce(current_setting('ringshard.rebalance_notice_interval', true), '5s')::interval THEN
+		RETURN last_notice;
+	END IF;
+	RAISE NOTICE 'rehome of %: node "%", rows % of %', ringshard.qualified_name(table_name), node, done, total;
+	RETURN clock_timestamp();
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.rehome_report_progress(regclass, text, bigint, bigint, timestamptz) IS
+	'rehome_rows(): a NOTICE "node n, rows x of y" if ringshard.rebalance_notice_interval has passed since the last; returns the time of the last';
 
 -- The move.  A procedure that commits cannot carry a SET clause: every
 -- function is schema-qualified, types and operators are pg_catalog's, and
--- the work (and every relation) is in the helpers above.
+-- the work (and every relation) is in the helpers above.  Each loop is
+-- bounded by the rows counted at the start (two more batches for rows that
+-- changed meanwhile).
 CREATE PROCEDURE ringshard.rehome_rows(table_name regclass, batch_size integer DEFAULT 1000)
 	LANGUAGE plpgsql AS $$
 DECLARE
 	plan pg_catalog.json;
 	sources pg_catalog.text[];
-	counts pg_catalog.int8[];
+	misplaced pg_catalog.int8[];
+	shared pg_catalog.int8[];
 	i pg_catalog.int4;
 	batches pg_catalog.int4;
 	batch record;
+	after_ctid pg_catalog.text;
 	node_taken pg_catalog.int8;
 	node_copied pg_catalog.int8;
 	node_deleted pg_catalog.int8;
@@ -180,45 +236,59 @@ DECLARE
 BEGIN
 	plan := ringshard_internal.rehome_begin(table_name, batch_size);
 	sources := ARRAY(SELECT x OPERATOR(pg_catalog.->>) 'node' FROM pg_catalog.json_array_elements(plan) x);
-	counts := ARRAY(SELECT (x OPERATOR(pg_catalog.->>) 'misplaced')::pg_catalog.int8 FROM pg_catalog.json_array_elements(plan) x);
+	misplaced := ARRAY(SELECT (x OPERATOR(pg_catalog.->>) 'misplaced')::pg_catalog.int8 FROM pg_catalog.json_array_elements(plan) x);
+	shared := ARRAY(SELECT (x OPERATOR(pg_catalog.->>) 'shared')::pg_catalog.int8 FROM pg_catalog.json_array_elements(plan) x);
 	COMMIT;
 	last_notice := pg_catalog.clock_timestamp();
 	FOR i IN 1 .. pg_catalog.cardinality(sources) LOOP
-		CONTINUE WHEN counts[i] OPERATOR(pg_catalog.=) 0;
 		node_taken := 0;
 		node_copied := 0;
 		node_deleted := 0;
-		-- each batch removes rows from the node: the count bounds the loop
-		-- (two more batches for rows that changed meanwhile)
-		FOR batches IN 1 .. (counts[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
-			SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size);
-			COMMIT;
-			EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
-			node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
-			node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
-			node_deleted := node_deleted OPERATOR(pg_catalog.+) batch.deleted;
-			IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) last_notice OPERATOR(pg_catalog.+)
-			   pg_catalog.coalesce(pg_catalog.current_setting('ringshard.rebalance_notice_interval', true), '5s')::pg_catalog.interval THEN
-				RAISE NOTICE 'rehome of %: node "%", rows % of %', ringshard.qualified_name(table_name), sources[i],
-					node_taken, counts[i];
-				last_notice := pg_catalog.clock_timestamp();
+		-- step 1: each batch deletes what it takes
+		IF misplaced[i] OPERATOR(pg_catalog.>) 0 THEN
+			FOR batches IN 1 .. (misplaced[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
+				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, NULL);
+				COMMIT;
+				EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
+				node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
+				node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
+				node_deleted := node_deleted OPERATOR(pg_catalog.+) batch.deleted;
+				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
+					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
+			END LOOP;
+			IF batch.taken OPERATOR(pg_catalog.<>) 0 THEN
+				RAISE EXCEPTION 'rehome of % did not finish on node "%": rows that are not its own keep appearing there',
+					ringshard.qualified_name(table_name), sources[i]
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+					      HINT = 'Stop writes to the table while rows are rehomed, then call rehome_rows again: it resumes.';
 			END IF;
-		END LOOP;
+		END IF;
+		-- step 2: the node's shared rows, by ctid
+		IF shared[i] OPERATOR(pg_catalog.>) 0 THEN
+			after_ctid := '(0,0)';
+			FOR batches IN 1 .. (shared[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
+				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, after_ctid);
+				COMMIT;
+				EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
+				after_ctid := batch.last_ctid;
+				node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
+				node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
+				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
+					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
+			END LOOP;
+		END IF;
 		total_copied := total_copied OPERATOR(pg_catalog.+) node_copied;
 		total_deleted := total_deleted OPERATOR(pg_catalog.+) node_deleted;
-		report := report OPERATOR(pg_catalog.||) pg_catalog.format('%s from "%s" (%s copies made)', node_deleted, sources[i], node_copied);
-		IF batch.taken OPERATOR(pg_catalog.<>) 0 THEN
-			RAISE EXCEPTION 'rehome of % did not finish on node "%": rows that are not its own keep appearing there',
-				ringshard.qualified_name(table_name), sources[i]
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-				      HINT = 'Stop writes to the table while rows are rehomed, then call rehome_rows again: it resumes.';
+		IF node_copied OPERATOR(pg_catalog.>) 0 OR node_deleted OPERATOR(pg_catalog.>) 0 THEN
+			report := report OPERATOR(pg_catalog.||) pg_catalog.format('"%s": %s moved away, %s copies made from it',
+				sources[i], node_deleted, node_copied);
 		END IF;
 	END LOOP;
 	RAISE NOTICE 'rehome of % complete: % rows moved to their replicas, % copies made%', ringshard.qualified_name(table_name),
 		total_deleted, total_copied,
 		CASE WHEN pg_catalog.cardinality(report) OPERATOR(pg_catalog.>) 0
-		     THEN ': ' OPERATOR(pg_catalog.||) pg_catalog.array_to_string(report, ', ') ELSE '' END;
+		     THEN ' (' OPERATOR(pg_catalog.||) pg_catalog.array_to_string(report, '; ') OPERATOR(pg_catalog.||) ')' ELSE '' END;
 END
 $$;
 COMMENT ON PROCEDURE ringshard.rehome_rows(regclass, integer) IS
-	'moves the rows of a distributed table that are on nodes other than their replicas (keys whose bytes changed in 1.1) to their replicas: copy where missing, check, delete, in committed batches of batch_size; resumable; prints what it moved';
+	'puts every row of a distributed table on its replicas (after the update from 1.0, rows of keys whose bytes changed): copies where missing, checks, deletes where it does not belong, in committed batches of batch_size; resumable; prints what it moved';

@@ -103,18 +103,36 @@ relation_owner(Oid relid)
 	return owner;
 }
 
-/* Whether a relation is a distributed foreign table of this coordinator. */
+/*
+ * Whether a relation is a distributed foreign table of this coordinator: a
+ * foreign table of server ringshard_cluster that is annotated.  pg_restore
+ * creates such a table, and gives it its owner and defaults, before it
+ * restores the catalog rows that annotate it: until then the table is the
+ * coordinator's alone, and DDL on it stays here.
+ */
 bool
 is_distributed_table(Oid relid)
 {
 	ForeignTable *ft;
 	ForeignServer *server;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		annotated;
 
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
 		return false;
 	ft = GetForeignTable(relid);
 	server = GetForeignServer(ft->serverid);
-	return strcmp(server->servername, CLUSTER_SERVER) == 0;
+	if (strcmp(server->servername, CLUSTER_SERVER) != 0)
+		return false;
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT FROM ringshard.distributed_tables "
+							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read ringshard.distributed_tables");
+	annotated = SPI_processed == 1;
+	SPI_finish();
+	return annotated;
 }
 
 /*
@@ -601,10 +619,11 @@ replace_by_foreign_table(Oid relid, const char *columns, List *names, List *part
 		foreach(lc, checks)
 			spi_exec(lfirst(lc));
 	}
-	copy_comments_and_privileges(relid, new_relid, table);
+	/* the owner first: sequences owned by its columns must have the same */
 	if (owner != GetUserId())
 		spi_exec(psprintf("ALTER FOREIGN TABLE %s OWNER TO %s", table,
 						  quote_identifier(GetUserNameFromId(owner, false))));
+	copy_comments_and_privileges(relid, new_relid, table);
 	{
 		Oid			argtypes[2] = {OIDOID, OIDOID};
 		Datum		values[2] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(new_relid)};

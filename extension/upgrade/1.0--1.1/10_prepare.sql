@@ -1,6 +1,8 @@
 -- Update from 1.0 to 1.1 (docs/upgrading.md).  One transaction: any error
 -- leaves the database as 1.0 left it.  Everything that can refuse the update
--- is checked here, before anything changes.
+-- is checked here, before anything changes.  What the administrator must
+-- know is a WARNING: PostgreSQL shows nothing below WARNING from an
+-- extension script.
 
 --@copy CREATE SCHEMA ringshard_internal
 --@copy REVOKE ALL ON SCHEMA ringshard_internal

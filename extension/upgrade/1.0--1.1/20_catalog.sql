@@ -34,6 +34,7 @@ DO $queue$
 DECLARE
 	moved bigint;
 	tables text;
+	nodes text;
 BEGIN
 	INSERT INTO ringshard.dead_letters (write_id, node_name, table_name, writer, payload, queued_at, attempts, reason)
 	SELECT pg_catalog.gen_random_uuid(), q.node_name, q.table_name, 'ringshard_admin'::regrole, q.payload, q.queued_at,
@@ -43,10 +44,14 @@ BEGIN
 	  FROM ringshard.write_queue q ORDER BY q.id;
 	GET DIAGNOSTICS moved = ROW_COUNT;
 	IF moved > 0 THEN
-		SELECT string_agg(DISTINCT q.table_name::text, ', ') INTO tables FROM ringshard.write_queue q;
+		-- as in 1.1, a node that misses a write is down for reads until it is dealt with
+		UPDATE ringshard.nodes n SET is_up = false
+		 WHERE n.is_up AND EXISTS (SELECT FROM ringshard.dead_letters l WHERE l.node_name = n.node_name);
+		SELECT string_agg(DISTINCT q.table_name::text, ', '), string_agg(DISTINCT format('"%s"', q.node_name), ', ')
+		  INTO tables, nodes FROM ringshard.write_queue q;
 		RAISE WARNING '% writes queued under ringshard 1.0 are dead letters now: they were not delivered to their nodes', moved
-			USING DETAIL = format('1.1 replays a queued write as the role that made it, and 1.0 did not record it. Tables: %s.', tables),
-			      HINT = 'See SELECT * FROM ringshard.dead_letters; insert each row on its node by hand (INSERT INTO table SELECT * FROM json_populate_record(NULL::table, payload) there), then delete the dead letter.';
+			USING DETAIL = format('1.1 replays a queued write as the role that made it, and 1.0 did not record it. Tables: %s. Nodes, marked down for reads until their dead letters are dealt with: %s.', tables, nodes),
+			      HINT = 'See SELECT * FROM ringshard.dead_letters; insert each row on its node by hand (INSERT INTO table SELECT * FROM json_populate_record(NULL::table, payload) there), then delete the dead letter; the watchdog marks the node up again.';
 	END IF;
 END
 $queue$;

@@ -20,7 +20,7 @@ BEGIN
 		EXECUTE format('ALTER EXTENSION ringshard DROP SERVER %I', node.node_name);
 		IF login IS NOT NULL THEN
 			EXECUTE format('CREATE USER MAPPING FOR PUBLIC SERVER %I OPTIONS (user %L)', node.node_name, login);
-			RAISE NOTICE 'node "%": the user name of its address is in a user mapping for PUBLIC now', node.node_name
+			RAISE WARNING 'node "%": the user name of its address is in a user mapping for PUBLIC now', node.node_name
 				USING DETAIL = format('CREATE USER MAPPING FOR PUBLIC SERVER %I OPTIONS (user %L)', node.node_name, login),
 				      HINT = 'Superusers connect as that user, as under 1.0; other roles need a user mapping of their own, with a password.';
 		END IF;

@@ -36,14 +36,14 @@ BEGIN
 		EXECUTE format('ALTER EXTENSION ringshard DROP FOREIGN TABLE %s', ringshard.qualified_name(new_table));
 		UPDATE ringshard.dead_letters l SET table_name = new_table WHERE l.table_name = old_table;
 		IF lost IS NOT NULL THEN
-			RAISE NOTICE 'distributed table % keeps no % on the coordinator', ringshard.qualified_name(new_table), lost
+			RAISE WARNING 'distributed table % keeps no % on the coordinator', ringshard.qualified_name(new_table), lost
 				USING DETAIL = 'A foreign table has no indexes or unique constraints, and 1.0 never created them on the nodes.',
 				      HINT = 'Create them again with ALTER TABLE ... ADD CONSTRAINT or CREATE INDEX: in 1.1 they reach every node.';
 		END IF;
 		converted := converted || ringshard.qualified_name(new_table);
 	END LOOP;
 	IF cardinality(converted) > 0 THEN
-		RAISE NOTICE 'distributed tables % are foreign tables of server ringshard_cluster now; their nodes keep their rows',
+		RAISE WARNING 'distributed tables % are foreign tables of server ringshard_cluster now; their nodes keep their rows',
 			array_to_string(converted, ', ')
 			USING HINT = format('Once every node runs 1.1 (ALTER EXTENSION ringshard UPDATE there), run %s.',
 			                    (SELECT string_agg(format('SELECT ringshard.push_table_definition(%L)', t), '; ')
