@@ -213,7 +213,17 @@ $coordinator->safe_psql('postgres', q{
 	SELECT ringshard.distribute_table_by_partition('d_map', 'amount', keyspace_column => 'ks');
 	SELECT count(*) FROM ringshard.create_distributed_table('d_map');
 	INSERT INTO d_map SELECT 'ks-' || (g % 3), round(g / 8.0, 3), 'label ' || g FROM generate_series(1, 150) g;
+
+	-- 1.0 left the rows a table had before it was distributed where they were
+	CREATE TABLE d_old (id integer, note text);
+	INSERT INTO d_old SELECT g, 'old ' || g FROM generate_series(1, 12) g;
+	SELECT ringshard.distribute_table('d_old', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('d_old');
+
+	-- a view on a distributed table: the update refuses it, as create_distributed_table does
+	CREATE VIEW d_int_notes AS SELECT id, note FROM d_int;
 });
+my $d_old_rows = rows_of($coordinator, 'd_old');
 my @distributed = ('d_int', 'd_char', 'd_map');
 
 # A write queued for w3 while it is down.
@@ -504,10 +514,17 @@ for my $i (0 .. 2)
 	q{INSERT INTO d_int (id, seq, note, amount) SELECT g, 0, 'misrouted', 1 FROM generate_series(1, 50) g WHERE NOT ('w1' = ANY (replicas_for(g::bigint))) LIMIT 1});
 like($err, qr/ERROR: .*w1/, 'a worker still refuses a row that is not its own');
 
-# The coordinator's update needs no node: w1 is down meanwhile.
+# The coordinator's update needs no node: w1 is down meanwhile.  A view on
+# a 1.0 distributed table stops it first.
 $w1->stop;
 ($rc, $out, $err) = $coordinator->psql('postgres', 'ALTER EXTENSION ringshard UPDATE');
-is($rc, 0, 'the coordinator updates, with a node down') or diag $err;
+like($err, qr/ERROR:  table d_int cannot be distributed while other objects depend on it\nDETAIL:  Depending on it: view public\.d_int_notes\./,
+	'a view on a 1.0 distributed table stops the update, named');
+is($coordinator->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'ringshard'}), '1.0',
+	'and the coordinator is left as it was');
+$coordinator->safe_psql('postgres', 'DROP VIEW d_int_notes');
+($rc, $out, $err) = $coordinator->psql('postgres', 'ALTER EXTENSION ringshard UPDATE');
+is($rc, 0, 'once it is dropped, the coordinator updates, with a node down') or diag $err;
 my $update_messages = $err;
 $w1->start;
 is($coordinator->safe_psql('postgres', q{SELECT sql_version || ' ' || library_version FROM ringshard.version()}), '1.1 1.1',
@@ -527,7 +544,7 @@ for my $table (qw(ann_text ann_int ann_uuid ann_ks d_int))
 }
 like($update_messages, qr/HINT:  .*CALL ringshard\.rehome_rows\('public\.d_char'\)/, 'the hint for d_char names rehome_rows');
 like($update_messages,
-	qr/WARNING:  distributed tables public\.d_char, public\.d_int, public\.d_map are foreign tables of server ringshard_cluster now/,
+	qr/WARNING:  distributed tables public\.d_char, public\.d_int, public\.d_map, public\.d_old are foreign tables of server ringshard_cluster now/,
 	'it names the converted distributed tables');
 like($update_messages, qr/SELECT ringshard\.push_table_definition\('public\.d_int'\)/, 'and the step that brings their nodes to 1.1');
 like($update_messages, qr/WARNING:  1 writes queued under ringshard 1\.0 are dead letters now/, 'it says the queued write is a dead letter');
@@ -647,7 +664,7 @@ is($coordinator->safe_psql('postgres', q{
 is($coordinator->safe_psql('postgres', q{
 	SELECT string_agg(c.relname || ' ' || c.relkind::text || ' ' || s.srvname || ' ' || c.relowner::regrole, ', ' ORDER BY c.relname)
 	  FROM pg_class c JOIN pg_foreign_table f ON f.ftrelid = c.oid JOIN pg_foreign_server s ON s.oid = f.ftserver}),
-	"d_char f ringshard_cluster $superuser, d_int f ringshard_cluster app, d_map f ringshard_cluster $superuser",
+	"d_char f ringshard_cluster $superuser, d_int f ringshard_cluster app, d_map f ringshard_cluster $superuser, d_old f ringshard_cluster $superuser",
 	'the 1.0 distributed tables are foreign tables of ringshard_cluster, with their owners');
 is($coordinator->safe_psql('postgres', q{
 	SELECT concat_ws(' | ', obj_description('d_int'::regclass, 'pg_class'), col_description('d_int'::regclass, 3),
@@ -661,10 +678,13 @@ is($coordinator->safe_psql('postgres', q{
 	SELECT string_agg(p.table_name::text || ' ' || (p.snapshot::jsonb = ringshard_internal.placement_snapshot(p.table_name)::jsonb)::text, ', '
 	                  ORDER BY p.table_name::text)
 	  FROM ringshard.placements p}),
-	'd_char true, d_int true, d_map true', 'their placements are the current topology');
+	'd_char true, d_int true, d_map true, d_old true', 'their placements are the current topology');
+like($update_messages, qr/WARNING:  table public\.d_old held 12 rows on the coordinator, which ringshard 1\.0 never sent to its nodes\n.*public\.d_old_1_0_local_rows/,
+	'rows a 1.0 distributed table held on the coordinator are named');
+is(rows_of($coordinator, 'd_old_1_0_local_rows'), $d_old_rows, 'and kept, in an ordinary table');
 is($coordinator->safe_psql('postgres', q{
-	SELECT count(*) FROM pg_class c WHERE c.relname LIKE 'd\_%' AND c.relkind = 'r'}), '0',
-	'no local table is left over (1.0 kept no rows on the coordinator)');
+	SELECT string_agg(c.relname, ', ' ORDER BY c.relname) FROM pg_class c WHERE c.relname LIKE 'd\_%' AND c.relkind = 'r'}),
+	'd_old_1_0_local_rows', 'no other local table is left over');
 
 # The queued write is a dead letter: applied by hand, as the hint says.
 is($coordinator->safe_psql('postgres', q{
@@ -673,12 +693,15 @@ is($coordinator->safe_psql('postgres', q{
 	"w3 | d_int | ringshard_admin | $queued_payload | t", 'the write queued under 1.0 is a dead letter, its row as queued');
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.write_queue'), '0', 'nothing is queued');
 
-for my $table (@distributed)
+for my $table (@distributed, 'd_old')
 {
 	($rc, $out, $err) = $coordinator->psql('postgres', "SELECT ringshard.push_table_definition('$table')");
 	like($out, qr/table public\.$table is defined on 3 nodes/, "push_table_definition('$table') reaches the three nodes")
 	  or diag $err;
 }
+$coordinator->safe_psql('postgres', 'INSERT INTO d_old SELECT * FROM d_old_1_0_local_rows; DROP TABLE d_old_1_0_local_rows');
+is(rows_of($coordinator, 'd_old'), $d_old_rows, 'the rows set aside, inserted as the warning says, are in the distributed table');
+
 # w3 is down for reads while it misses a write: reads go to the other replicas.
 is(rows_of($coordinator, 'd_int'), $all_rows{d_int}, 'd_int reads every row once (d_int\'s keys route as in 1.0)');
 $w3->safe_psql('postgres', "INSERT INTO public.d_int SELECT * FROM json_populate_record(NULL::public.d_int, '$queued_payload')");
