@@ -117,7 +117,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard.apply_topology(json, text, bigint) IS
-	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version not newer than the one held';
+	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version older than the one held (an equal one is a retry)';
 
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
