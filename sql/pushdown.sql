@@ -393,6 +393,16 @@ SELECT count(*) BETWEEN 1 AND 399 AS some_rows FROM (SELECT id FROM items_single
 RESET ringshard.allow_partial_reads;
 SELECT ringshard.mark_node_up('w3');
 
+-- Links to the nodes that died while idle (their backends terminated) are
+-- replaced at the next statement: fan-out and router reads see every row.
+SELECT count(*) AS rows_before FROM items_pair;
+SELECT count(*) > 0 AS terminated FROM (
+	SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	 WHERE datname LIKE 'pushdown\_w_' AND backend_type = 'client backend') k;
+SELECT pg_sleep(0.3);
+SELECT count(*) AS rows_after FROM items_pair;
+SELECT id FROM items_pair WHERE id = 7;
+
 -- The overview: every annotated table, and its nodes, from the catalog.
 SELECT table_name, kind, key_column, placed_by, keyspace, copies, nodes, nodes_down, queued_writes,
        dead_letters, layout, owner = current_user AS mine
