@@ -12,7 +12,7 @@
 # Baselines: a plain local table `faces_local`, the workers run directly, the peer.
 #
 # Environment: OUT (a directory), DIST_ROWS, DIST_SELECTS, DIST_INSERTS,
-# DIST_TX10, DIST_ROUNDS, DIST_COPY_ROUNDS.  Writes OUT/dist/report.txt.
+# DIST_TX10, DIST_ROUNDS, DIST_COPY_ROUNDS, DIST_WRITE_ROUNDS.  Writes OUT/dist/report.txt.
 # Every loop is bounded; nothing is timed-asserted: figures are medians of
 # rounds, each round runs every variant once, in an order that rotates.
 set -euo pipefail
@@ -25,6 +25,7 @@ NINS=${DIST_INSERTS:-1000}
 NTX10=${DIST_TX10:-200}
 ROUNDS=${DIST_ROUNDS:-5}
 CROUNDS=${DIST_COPY_ROUNDS:-3}
+WROUNDS=${DIST_WRITE_ROUNDS:-$ROUNDS}
 D="$OUT/dist"
 mkdir -p "$D"
 chmod 755 "$D"
@@ -198,7 +199,7 @@ if [ "$total_owned" != "$NROWS" ]; then
 	log "the workers own $total_owned keys, not $NROWS"
 	exit 1
 fi
-for t in faces faces_peer; do
+for t in faces faces_peer faces_local; do
 	cat >"$D/sel_$t.sql" <<EOF
 \\set k 3201000000000000 + random(1, $NROWS)
 SELECT nik, score, payload FROM $t WHERE nik = :k;
@@ -247,6 +248,12 @@ point_run() {	# point_run VARIANT N ROUND
 	case $v in
 		sel_coord) ms=$(pgb "$C" "$D/sel_faces.sql" "$n" "FROM faces WHERE") ;;
 		sel_peer) ms=$(pgb "$C" "$D/sel_faces_peer.sql" "$n" "FROM faces_peer WHERE") ;;
+		sel_local) ms=$(pgb "$C" "$D/sel_faces_local.sql" "$n" "FROM faces_local WHERE") ;;
+		diag_scan) ms=$(timed bench_w1 "SELECT 1 FROM faces LIMIT 1;" "SELECT count(*) FROM faces;") ;;
+		diag_filter)
+			# diagnostic: what the fan-out filter costs a node (not fatal if its signature changed)
+			ms=$(timed bench_w1 "SELECT 1 FROM faces LIMIT 1;" \
+				"SELECT count(*) FROM faces t WHERE ringshard.reads_here(t, '{}'::pg_catalog.text[], $topo);" 2>/dev/null) || return 0 ;;
 		sel_direct)
 			# a weighted mean: each worker's lookup latency, by its share of the lookups
 			tot=0
@@ -270,7 +277,7 @@ point_run() {	# point_run VARIANT N ROUND
 	esac
 	[ "$r" = 0 ] || record "$r" "$v" "$ms"
 }
-reads="sel_coord sel_peer sel_direct agg_coord agg_direct topk_coord topk_peer"
+reads="sel_coord sel_peer sel_direct sel_local agg_coord agg_direct topk_coord topk_peer diag_scan diag_filter"
 log "part 5: reads, 1 warm-up round + $ROUNDS rounds ($NSEL point lookups per variant and round)"
 for v in $reads; do point_run $v $(( NSEL / 10 )) 0; done
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -307,22 +314,22 @@ write_run() {	# write_run VARIANT N ROUND
 	[ "$r" = 0 ] || record "$r" "$v" "$ms"
 }
 writes="ins_local ins_2pc ins_1pc tx10_2pc tx10_1pc"
-log "part 6: single-row INSERTs, 1 warm-up round + $ROUNDS rounds ($NINS single-row transactions, $NTX10 of 10 rows, per variant and round)"
+log "part 6: single-row INSERTs, 1 warm-up round + $WROUNDS rounds ($NINS single-row transactions, $NTX10 of 10 rows, per variant and round)"
 for v in $writes; do
 	case $v in tx10*) write_run $v $(( NTX10 / 10 )) 0 ;; *) write_run $v $(( NINS / 10 )) 0 ;; esac
 done
-for ((r = 1; r <= ROUNDS; r++)); do
+for ((r = 1; r <= WROUNDS; r++)); do
 	for v in $(rotate $r $writes); do
 		case $v in tx10*) write_run $v "$NTX10" $r ;; *) write_run $v "$NINS" $r ;; esac
 	done
-	log "  writes round $r/$ROUNDS done"
+	log "  writes round $r/$WROUNDS done"
 done
 leftover=$(qa -d postgres -c "SELECT count(*) FROM pg_prepared_xacts")
 
 # ---------------------------------------------------------------- report
 report() {	# report PART
 	awk -v part="$1" -v nsel="$NSEL" -v nins="$NINS" -v ntx10="$NTX10" -v nrows="$NROWS" -v rounds="$ROUNDS" \
-		-v crounds="$CROUNDS" -v agg_rows="${agg_rows:-}" -v nnodes=3 -v leftover="$leftover" -v shares="$shares" \
+		-v crounds="$CROUNDS" -v wrounds="$WROUNDS" -v agg_rows="${agg_rows:-}" -v nnodes=3 -v leftover="$leftover" -v shares="$shares" \
 		-f "$here/dist_report.awk" "$T" >>"$REPORT"
 }
 indent() { sed 's/^/      /' "$1" >>"$REPORT"; }

@@ -81,6 +81,7 @@ END {
 		row("sel_coord", "SELECT ... FROM faces WHERE nik = $1        (coordinator)", "us", 1000)
 		row("sel_direct", "SELECT ... FROM faces WHERE nik = $1        (directly on the owning workers)", "us", 1000)
 		row("sel_peer", "SELECT ... FROM faces_peer WHERE nik = $1   (postgres_fdw peer)", "us", 1000)
+		row("sel_local", "  diagnostic: the same on faces_local, the coordinator's local table", "us", 1000)
 		print  "      Scans: psql's \\timing of the query, in a session that ran a point lookup first (links up, caches warm)."
 		row("agg_coord", "SELECT count(*), sum(score) FROM faces      (coordinator)", "ms", 1)
 		row("agg_direct", "  its Remote SQL directly on the slowest worker (max of the three, per round)", "ms", 1)
@@ -89,6 +90,9 @@ END {
 		row("agg_w3", "    on w3", "ms", 1)
 		row("topk_coord", "SELECT ... FROM faces ORDER BY score DESC LIMIT 10       (coordinator)", "ms", 1)
 		row("topk_peer", "SELECT ... FROM faces_peer ORDER BY score DESC LIMIT 10  (postgres_fdw peer)", "ms", 1)
+		print  "      Diagnostic, on worker w1 (it holds 2/3 of the rows at R = 2), what the fan-out filter costs a node:"
+		row("diag_scan", "  SELECT count(*) FROM faces", "ms", 1)
+		row("diag_filter", "  SELECT count(*) FROM faces t WHERE ringshard.reads_here(t, '{}', version)", "ms", 1)
 		print ""
 		print "  Targets of part 5 (ratios of medians measured in this run)"
 		target("COPY 1 M rows: coordinator (R = 2) / plain local table", "copy_r2", "copy_local", 5)
@@ -102,7 +106,7 @@ END {
 	} else {
 		printf "  Single-row INSERTs in autocommit (%d transactions per variant and round) and transactions of\n", nins
 		printf "  10 single-row INSERTs between BEGIN and COMMIT (%d per variant and round), pgbench -n -M prepared,\n", ntx10
-		printf "  one client; mean latency per transaction; medians of %d rounds after one warm-up round, order rotating.\n", rounds
+		printf "  one client; mean latency per transaction; medians of %d rounds after one warm-up round, order rotating.\n", wrounds
 		print  "  New keys each time; R = 2, so a row goes to 2 of the 3 workers and 10 rows nearly always to all 3."
 		row("ins_local", "INSERT INTO faces_local   (plain local table)", "ms", 1)
 		row("ins_2pc", "INSERT INTO faces         (coordinator, R = 2, two-phase commit)", "ms", 1)
