@@ -95,7 +95,8 @@ END {
 		row("diag_filter", "  SELECT count(*) FROM faces t WHERE ringshard.reads_here(t, '{}', version)", "ms", 1)
 		print ""
 		print "  Targets of part 5 (ratios of medians measured in this run)"
-		target("COPY 1 M rows: coordinator (R = 2) / plain local table", "copy_r2", "copy_local", 5)
+		target(sprintf("COPY %s rows: coordinator (R = 2) / plain local table", nrows == 1000000 ? "1 M" : nrows),
+		       "copy_r2", "copy_local", 5)
 		target("COPY at R = 1 / postgres_fdw peer INSERT ... SELECT (batch 1000)", "copy_r1", "peer_insert", 1.0)
 		target("point SELECT: coordinator / directly on the owning workers", "sel_coord", "sel_direct", 2.5)
 		target("point SELECT: coordinator / postgres_fdw peer", "sel_coord", "sel_peer", 1.2)
