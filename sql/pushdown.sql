@@ -393,6 +393,13 @@ SELECT count(*) BETWEEN 1 AND 399 AS some_rows FROM (SELECT id FROM items_single
 RESET ringshard.allow_partial_reads;
 SELECT ringshard.mark_node_up('w3');
 
+-- enable_partitionwise_aggregate (often on for postgres_fdw setups) does not
+-- keep aggregates from the nodes: the table is grouped whole.
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*), sum(f8) FROM items_pair;
+SELECT same('SELECT count(*), sum(i4), grp FROM %s GROUP BY grp', 'items_pair', false);
+RESET enable_partitionwise_aggregate;
+
 -- Links to the nodes that died while idle (their backends terminated) are
 -- replaced at the next statement: fan-out and router reads see every row.
 SELECT count(*) AS rows_before FROM items_pair;
