@@ -197,6 +197,19 @@ BEGIN
 		END LOOP;
 		relid := to_regclass(table_name);
 	END IF;
+	-- The ring or map comes with the topology the coordinator pushes.
+	IF nullif(ring, '') IS NOT NULL AND NOT EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = ring) THEN
+		RAISE EXCEPTION 'this node does not know ring "%" yet', ring
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The ring was created on the coordinator after its topology was last pushed to the nodes.',
+			      HINT = 'Run SELECT * FROM ringshard.sync_topology(); on the coordinator, then distribute the table again.';
+	END IF;
+	IF nullif(map, '') IS NOT NULL AND NOT EXISTS (SELECT FROM ringshard.partition_maps m WHERE m.map_name = map) THEN
+		RAISE EXCEPTION 'this node does not know partition map "%" yet', map
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The map was created on the coordinator after its topology was last pushed to the nodes.',
+			      HINT = 'Run SELECT * FROM ringshard.sync_topology(); on the coordinator, then distribute the table again.';
+	END IF;
 	DELETE FROM ringshard.distributed_tables d WHERE d.table_name = relid;
 	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, ring_name, map_name, keyspace, keyspace_column)
 	VALUES (relid, key_column, 0, nullif(ring, ''), nullif(map, ''), nullif(keyspace, ''), nullif(keyspace_column, ''));
