@@ -64,6 +64,14 @@ PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir) -DRINGSHARD
 SHLIB_LINK = -lyaml -lcrypto $(libpq)
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
+# Tests only: `make FAULT_INJECTION=1` compiles in the setting
+# ringshard.fault_injection, crash and sleep points in the commit protocol
+# (test/t/010_two_phase.pl); test/run-all builds that way.  A plain build has
+# no such setting.
+ifneq ($(FAULT_INJECTION),)
+PG_CPPFLAGS += -DRINGSHARD_FAULT_INJECTION
+endif
+
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
 	partitions partition_config annotated_tables privileges definer_hijack \
 	previews keys pushdown version

@@ -38,7 +38,7 @@ BEGIN
 		FOR w IN 1 .. 3 LOOP
 			INSERT INTO timing SELECT r, 'w' || w, pg_temp.elapsed_ms(format(
 				'SELECT * FROM ringshard.node_execute(ARRAY[%L], %L, ''{}'', false)', 'w' || w,
-				'SELECT count(*) FROM faces t WHERE ' || sleepy));
+				'SELECT count(*) FROM public.faces t WHERE ' || sleepy));
 		END LOOP;
 		INSERT INTO timing SELECT r, 'fanout', pg_temp.elapsed_ms(format(
 			'SELECT count(*) FROM ringshard.cluster_fanout(NULL::faces, %L)', sleepy));

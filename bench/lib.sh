@@ -16,12 +16,18 @@ free_port() {
 	return 1
 }
 
-# throwaway_server DIR COMMAND...: run COMMAND in `pg_virtualenv -t` with the
-# benchmark's server settings; its stdout goes to DIR/server_out.txt, stderr
-# to ours and DIR/server_err.txt.  COMMAND must `touch "$BENCH_STARTED"` first
-# thing: a failure after that is real and not retried.
+# throwaway_server [-o NAME=VALUE]... DIR COMMAND...: run COMMAND in
+# `pg_virtualenv -t` with the benchmark's server settings (and the extra ones
+# given with -o); its stdout goes to DIR/server_out.txt, stderr to ours and
+# DIR/server_err.txt.  COMMAND must `touch "$BENCH_STARTED"` first thing: a
+# failure after that is real and not retried.
 throwaway_server() {
-	local dir=$1 attempt port
+	local extra=() dir attempt port
+	while [ "${1:-}" = -o ]; do
+		extra+=(-o "$2")
+		shift 2
+	done
+	dir=$1
 	shift
 	export BENCH_STARTED="$dir/server_started"
 	for attempt in 1 2 3 4 5; do
@@ -29,7 +35,7 @@ throwaway_server() {
 		rm -f "$BENCH_STARTED"
 		if PGPORT=$port pg_virtualenv -t -o "external_pid_file=/tmp/ringshard-bench-$$-$port.pid" \
 			-o shared_buffers=512MB -o max_parallel_workers_per_gather=0 -o jit=off \
-			"$@" >"$dir/server_out.txt" 2> >(tee "$dir/server_err.txt" >&2); then
+			${extra[@]+"${extra[@]}"} "$@" >"$dir/server_out.txt" 2> >(tee "$dir/server_err.txt" >&2); then
 			return 0
 		fi
 		if [ -e "$BENCH_STARTED" ] || [ "$attempt" = 5 ]; then

@@ -80,7 +80,9 @@ BEGIN
 	END IF;
 	INSERT INTO ringshard.rings (ring_name, algorithm, vnodes, replication_factor)
 	VALUES (ring, algorithm, vnodes, replication_factor);
-	RETURN format('ring "%s" created: %s, %s points per unit of weight, %s cop%s of each key', ring, algorithm, vnodes,
+	RETURN format('ring "%s" created: %s, %s, %s cop%s of each key', ring, algorithm,
+	              CASE WHEN algorithm = 'ketama' THEN 'points placed as libketama places them (160 per node at equal weights)'
+	                   ELSE vnodes || ' points per unit of weight' END,
 	              replication_factor, CASE WHEN replication_factor = 1 THEN 'y' ELSE 'ies' END);
 END
 $$;

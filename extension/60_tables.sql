@@ -56,6 +56,14 @@ COMMENT ON FUNCTION ringshard_internal.column_attnum(regclass, name) IS 'the att
 -- The event triggers below fire it with the extension owner's rights: every
 -- name is qualified, and pg_temp comes last so that no temporary object of
 -- the user whose DDL fired them can stand in for a catalog or a type.
+-- A key or keyspace column must be of a type whose keys route (docs/routing.md
+-- §1): refused when the table is annotated, not at its first row.
+CREATE FUNCTION ringshard_internal.check_key_column(table_name regclass, column_name name, column_type regtype,
+													 role text) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_check_key_column' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard_internal.check_key_column(regclass, name, regtype, text) IS
+	'raises unless the column''s type has canonical key bytes (role: "sharding key" or "keyspace column", for the message)';
+
 CREATE FUNCTION ringshard_internal.resolve_annotation_columns() RETURNS trigger
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
@@ -67,6 +75,10 @@ BEGIN
 	NEW.key_attnum := ringshard_internal.column_attnum(NEW.table_name, NEW.key_column);
 	NEW.keyspace_attnum := CASE WHEN NEW.keyspace_column IS NOT NULL
 		THEN ringshard_internal.column_attnum(NEW.table_name, NEW.keyspace_column) END;
+	PERFORM ringshard_internal.check_key_column(NEW.table_name, a.attname, a.atttypid, 'sharding key')
+	   FROM pg_catalog.pg_attribute a WHERE a.attrelid = NEW.table_name AND a.attnum = NEW.key_attnum;
+	PERFORM ringshard_internal.check_key_column(NEW.table_name, a.attname, a.atttypid, 'keyspace column')
+	   FROM pg_catalog.pg_attribute a WHERE a.attrelid = NEW.table_name AND a.attnum = NEW.keyspace_attnum;
 	RETURN NEW;
 END
 $$;

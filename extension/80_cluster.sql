@@ -117,7 +117,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard.apply_topology(json, text, bigint) IS
-	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version not newer than the one held';
+	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version older than the one held (an equal one is a retry)';
 
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
 	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -196,6 +196,19 @@ BEGIN
 			EXECUTE statement;
 		END LOOP;
 		relid := to_regclass(table_name);
+	END IF;
+	-- The ring or map comes with the topology the coordinator pushes.
+	IF nullif(ring, '') IS NOT NULL AND NOT EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = ring) THEN
+		RAISE EXCEPTION 'this node does not know ring "%" yet', ring
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The ring was created on the coordinator after its topology was last pushed to the nodes.',
+			      HINT = 'Run SELECT * FROM ringshard.sync_topology(); on the coordinator, then distribute the table again.';
+	END IF;
+	IF nullif(map, '') IS NOT NULL AND NOT EXISTS (SELECT FROM ringshard.partition_maps m WHERE m.map_name = map) THEN
+		RAISE EXCEPTION 'this node does not know partition map "%" yet', map
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The map was created on the coordinator after its topology was last pushed to the nodes.',
+			      HINT = 'Run SELECT * FROM ringshard.sync_topology(); on the coordinator, then distribute the table again.';
 	END IF;
 	DELETE FROM ringshard.distributed_tables d WHERE d.table_name = relid;
 	INSERT INTO ringshard.distributed_tables (table_name, key_column, key_attnum, ring_name, map_name, keyspace, keyspace_column)

@@ -520,25 +520,33 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_finish_step(regclass, integer) 
 	'rebalance(): deletes a copied step''s rows from the nodes that left its replica set and marks it done';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval: a
--- move of hundreds of steps says how far it is without a line per step.
--- Returns when the last line was printed.
-CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz)
-	RETURNS timestamptz
+-- move of hundreds of steps says how far it is without a line per step, and
+-- never says the same thing twice (a step's last page and its end report
+-- the same rows).  Returns when the last line was printed, and that line.
+CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz,
+															 last_line text, OUT printed_at timestamptz, OUT line text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	status ringshard.rebalance_status;
 BEGIN
+	printed_at := last_notice;
+	line := last_line;
 	IF clock_timestamp() < last_notice + coalesce(current_setting('ringshard.rebalance_notice_interval', true), '5s')::interval THEN
-		RETURN last_notice;
+		RETURN;
 	END IF;
 	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
-	RAISE NOTICE 'rebalance of %: step % of %, rows % of % (% %%)', ringshard.qualified_name(table_name),
-		step, status.steps, status.rows_done, status.rows_total, status.percent;
-	RETURN clock_timestamp();
+	IF format('step %s of %s, rows %s of %s (%s %%)', step, status.steps, status.rows_done, status.rows_total,
+	          status.percent) IS NOT DISTINCT FROM last_line THEN
+		RETURN;
+	END IF;
+	line := format('step %s of %s, rows %s of %s (%s %%)', step, status.steps, status.rows_done, status.rows_total,
+	               status.percent);
+	RAISE NOTICE 'rebalance of %: %', ringshard.qualified_name(table_name), line;
+	printed_at := clock_timestamp();
 END
 $$;
-COMMENT ON FUNCTION ringshard_internal.rebalance_report_progress(regclass, integer, timestamptz) IS
-	'rebalance(): a NOTICE "step k of N, rows x of y" if ringshard.rebalance_notice_interval has passed since the last; returns the time of the last';
+COMMENT ON FUNCTION ringshard_internal.rebalance_report_progress(regclass, integer, timestamptz, text) IS
+	'rebalance(): a NOTICE "step k of N, rows x of y" if ringshard.rebalance_notice_interval has passed since the last and it says something new; returns the time and text of the last';
 
 -- The last transaction of rebalance(): the table is laid out under the
 -- current topology now.  Nodes kept only for its rows are forgotten.
@@ -579,6 +587,7 @@ DECLARE
 	step pg_catalog.int4;
 	after_ctid pg_catalog.text;
 	last_notice pg_catalog.timestamptz;
+	last_line pg_catalog.text;
 BEGIN
 	IF NOT ringshard_internal.rebalance_begin(table_name, dry_run, batch, pause_ms) THEN
 		RETURN;
@@ -591,14 +600,16 @@ BEGIN
 		WHILE after_ctid IS NOT NULL LOOP
 			after_ctid := ringshard_internal.rebalance_copy_page(table_name, step, after_ctid, batch);
 			COMMIT;
-			last_notice := ringshard_internal.rebalance_report_progress(table_name, step, last_notice);
+			SELECT * INTO last_notice, last_line
+			  FROM ringshard_internal.rebalance_report_progress(table_name, step, last_notice, last_line);
 			IF pause_ms OPERATOR(pg_catalog.>) 0 THEN
 				PERFORM pg_catalog.pg_sleep(pause_ms OPERATOR(pg_catalog./) 1000.0);
 			END IF;
 		END LOOP;
 		PERFORM ringshard_internal.rebalance_finish_step(table_name, step);
 		COMMIT;
-		last_notice := ringshard_internal.rebalance_report_progress(table_name, step, last_notice);
+		SELECT * INTO last_notice, last_line
+		  FROM ringshard_internal.rebalance_report_progress(table_name, step, last_notice, last_line);
 	END LOOP;
 	PERFORM ringshard_internal.rebalance_finish(table_name);
 	COMMIT;

@@ -482,11 +482,18 @@ SELECT label, keys.err(stmt) AS error FROM (VALUES
 	('proposed',    $$SELECT ringshard.proposed_replicas(1.5::float8, 'default', 'add', 'x')$$),
 	('cast hint',   $$SELECT shard_for(1.5::float8::text)$$)
 ) v(label, stmt);
--- an annotated table with such a key is refused when its rows are placed
-CREATE TABLE keys.readings (value float8);
-INSERT INTO keys.readings VALUES (0), ('-0');
+-- a table keyed by such a column is refused when it is annotated (by ring
+-- or map, as key or keyspace column), not at its first row; a domain over a
+-- type that routes is accepted
+CREATE TABLE keys.readings (value float8, place text, at_time interval);
+INSERT INTO keys.readings VALUES (0, 'a', '1 day'), ('-0', 'b', '2 days');
 SELECT ringshard.distribute_table('keys.readings', 'value');
-SELECT shard_of(r) FROM keys.readings r;
+SELECT ringshard.distribute_table_by_partition('keys.readings', 'value', 'ks');
+SELECT ringshard.distribute_table_by_partition('keys.readings', 'place', keyspace_column => 'at_time');
+SELECT count(*) AS annotated FROM ringshard.distributed_tables WHERE table_name = 'keys.readings'::regclass;
+CREATE DOMAIN keys.place_code AS text CHECK (VALUE <> '');
+ALTER TABLE keys.readings ADD COLUMN code keys.place_code;
+SELECT ringshard.distribute_table('keys.readings', 'code');
 SELECT ringshard.undistribute_table('keys.readings');
 
 --

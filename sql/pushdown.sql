@@ -393,6 +393,36 @@ SELECT count(*) BETWEEN 1 AND 399 AS some_rows FROM (SELECT id FROM items_single
 RESET ringshard.allow_partial_reads;
 SELECT ringshard.mark_node_up('w3');
 
+-- enable_partitionwise_aggregate (often on for postgres_fdw setups) does not
+-- keep aggregates from the nodes: the table is grouped whole.
+SET enable_partitionwise_aggregate = on;
+EXPLAIN (VERBOSE, COSTS OFF) SELECT count(*), sum(f8) FROM items_pair;
+SELECT same('SELECT count(*), sum(i4), grp FROM %s GROUP BY grp', 'items_pair', false);
+RESET enable_partitionwise_aggregate;
+
+-- Links to the nodes that died while idle (their backends terminated) are
+-- replaced at the next statement: fan-out and router reads see every row.
+SELECT count(*) AS rows_before FROM items_pair;
+SELECT count(*) > 0 AS terminated FROM (
+	SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	 WHERE datname LIKE 'pushdown\_w_' AND backend_type = 'client backend') k;
+SELECT pg_sleep(0.3);
+SELECT count(*) AS rows_after FROM items_pair;
+SELECT id FROM items_pair WHERE id = 7;
+
+-- A ring created after the topology was last pushed: the nodes do not know
+-- it yet, and say so; after sync_topology() the table is distributed.
+SELECT ringshard.create_ring('late');
+SELECT ringshard.add_node('w' || i, ring => 'late') FROM generate_series(1, 2) i;
+CREATE TABLE late_items (id int4, v text);
+SELECT ringshard.distribute_table('late_items', 'id', 'late');
+SELECT ringshard.create_distributed_table('late_items');
+SELECT count(*) FROM ringshard.sync_topology();
+SELECT ringshard.create_distributed_table('late_items');
+INSERT INTO late_items SELECT g, 'v' || g FROM generate_series(1, 20) g;
+SELECT count(*), sum(id) FROM late_items;
+DROP TABLE late_items;
+
 -- The overview: every annotated table, and its nodes, from the catalog.
 SELECT table_name, kind, key_column, placed_by, keyspace, copies, nodes, nodes_down, queued_writes,
        dead_letters, layout, owner = current_user AS mine

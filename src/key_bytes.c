@@ -46,6 +46,66 @@ refuse_key_type(Oid type_oid, Oid base)
 			 errhint("Cast the key to text, as in shard_for(k::text), to route it by its text.")));
 }
 
+/*
+ * The key kind of a base type, or false if it has no canonical bytes.
+ * Enums are looked up in the type cache.
+ */
+static bool
+kind_of_base_type(Oid base, bool utf8_database, KeyKind *kind)
+{
+	switch (base)
+	{
+		case BYTEAOID:
+			*kind = KEY_VARLENA;
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+			/* In a UTF-8 database the stored bytes are the canonical bytes. */
+			*kind = utf8_database ? KEY_VARLENA : KEY_TEXT;
+			return true;
+		case BPCHAROID:
+			*kind = KEY_BPCHAR;
+			return true;
+		case NAMEOID:
+			*kind = KEY_NAME;
+			return true;
+		case INT2OID:
+			*kind = KEY_INT2;
+			return true;
+		case INT4OID:
+			*kind = KEY_INT4;
+			return true;
+		case INT8OID:
+			*kind = KEY_INT8;
+			return true;
+		case NUMERICOID:
+			*kind = KEY_NUMERIC;
+			return true;
+		case UUIDOID:
+			*kind = KEY_UUID;
+			return true;
+		case BOOLOID:
+			*kind = KEY_BOOL;
+			return true;
+		case DATEOID:
+			*kind = KEY_DATE;
+			return true;
+		case TIMESTAMPOID:
+			*kind = KEY_TIMESTAMP;
+			return true;
+		case TIMESTAMPTZOID:
+			*kind = KEY_TIMESTAMPTZ;
+			return true;
+		default:
+			if (OidIsValid(base) && base != UNKNOWNOID && type_is_enum(base))
+			{
+				*kind = KEY_ENUM;
+				return true;
+			}
+			return false;
+	}
+}
+
 /* Choose the encoding for values of a type (see key_bytes.h). */
 void
 key_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt)
@@ -54,62 +114,52 @@ key_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt)
 	bool		utf8_database = GetDatabaseEncoding() == PG_UTF8;
 
 	encoder->to_utf8 = !utf8_database;
-	switch (base)
-	{
-		case BYTEAOID:
-			encoder->kind = KEY_VARLENA;
-			break;
-		case TEXTOID:
-		case VARCHAROID:
-			/* In a UTF-8 database the stored bytes are the canonical bytes. */
-			encoder->kind = utf8_database ? KEY_VARLENA : KEY_TEXT;
-			break;
-		case BPCHAROID:
-			encoder->kind = KEY_BPCHAR;
-			break;
-		case NAMEOID:
-			encoder->kind = KEY_NAME;
-			break;
-		case INT2OID:
-			encoder->kind = KEY_INT2;
-			break;
-		case INT4OID:
-			encoder->kind = KEY_INT4;
-			break;
-		case INT8OID:
-			encoder->kind = KEY_INT8;
-			break;
-		case NUMERICOID:
-			encoder->kind = KEY_NUMERIC;
-			break;
-		case UUIDOID:
-			encoder->kind = KEY_UUID;
-			break;
-		case BOOLOID:
-			encoder->kind = KEY_BOOL;
-			break;
-		case DATEOID:
-			encoder->kind = KEY_DATE;
-			break;
-		case TIMESTAMPOID:
-			encoder->kind = KEY_TIMESTAMP;
-			break;
-		case TIMESTAMPTZOID:
-			encoder->kind = KEY_TIMESTAMPTZ;
-			break;
-		default:
-			if (!OidIsValid(base) || base == UNKNOWNOID)
-				ereport(ERROR,
-						(errcode(ERRCODE_INDETERMINATE_DATATYPE),
-						 errmsg("could not determine the type of the routing key"),
-						 errhint("Cast the key to a type, for example text or bigint.")));
-			if (type_is_enum(base))
-			{
-				encoder->kind = KEY_ENUM;
-				break;
-			}
-			refuse_key_type(type_oid, base);
-	}
+	if (kind_of_base_type(base, utf8_database, &encoder->kind))
+		return;
+	if (!OidIsValid(base) || base == UNKNOWNOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				 errmsg("could not determine the type of the routing key"),
+				 errhint("Cast the key to a type, for example text or bigint.")));
+	refuse_key_type(type_oid, base);
+}
+
+/* Whether keys of a type route (see key_bytes.h). */
+bool
+key_type_routes(Oid type_oid)
+{
+	KeyKind		kind;
+
+	return kind_of_base_type(getBaseType(type_oid), GetDatabaseEncoding() == PG_UTF8, &kind);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_check_key_column);
+
+/*
+ * check_key_column(table, column, type, role): raises unless a column's type
+ * routes, when a table is annotated, rather than at its first row.
+ */
+Datum
+ringshard_check_key_column(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *column = NameStr(*PG_GETARG_NAME(1));
+	Oid			type_oid = PG_GETARG_OID(2);
+	char	   *role = text_to_cstring(PG_GETARG_TEXT_PP(3));
+
+	if (!key_type_routes(type_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use column \"%s\" of type %s as the %s of table %s", column,
+						format_type_be(type_oid), role,
+						get_rel_name(relid) ? quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+																		 get_rel_name(relid)) : "?"),
+				 errdetail("Keys route by canonical bytes, defined for text, varchar, name, char(n), bytea, "
+						   "smallint, integer, bigint, numeric, uuid, boolean, date, timestamp, timestamptz, "
+						   "enums and domains over these (docs/routing.md §1)."),
+				 errhint("Choose a column of one of these types, or change the column's type, for example "
+						 "with ALTER TABLE ... ALTER COLUMN ... TYPE text.")));
+	PG_RETURN_VOID();
 }
 
 /* The same for a keyspace column (see key_bytes.h). */

@@ -61,6 +61,9 @@ typedef struct KeyEncoder
  */
 extern void key_encoder_init(KeyEncoder *encoder, Oid type_oid, MemoryContext mcxt);
 
+/* Whether keys of a type (or a domain over it) have canonical bytes. */
+extern bool key_type_routes(Oid type_oid);
+
 /*
  * The same for a keyspace column: a keyspace is encoded as a key is, so that
  * a char(n) keyspace loses its padding as its cast to text does.

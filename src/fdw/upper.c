@@ -290,9 +290,14 @@ add_grouping_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_
 	Cost		total;
 	int			i;
 
-	/* HAVING alone (no aggregate, no GROUP BY) is a gating condition: nothing to push */
+	/*
+	 * HAVING alone (no aggregate, no GROUP BY) is a gating condition: nothing
+	 * to push.  Partitionwise aggregation (enable_partitionwise_aggregate) is
+	 * fine when it is complete (this table, a partition, is grouped whole);
+	 * a partial one wants partial results, which this path does not make.
+	 */
 	if ((parse->groupClause == NIL && !parse->hasAggs) || parse->groupingSets != NIL || extra == NULL ||
-		extra->patype != PARTITIONWISE_AGGREGATE_NONE)
+		extra->patype == PARTITIONWISE_AGGREGATE_PARTIAL)
 		return;
 	if (pushable_scan(root, input_rel) == NULL)
 		return;

@@ -10,6 +10,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -35,6 +36,54 @@ catalog_owner(void)
 	return owner;
 }
 
+/*
+ * The statements are a handful of fixed strings, run on every distributed
+ * commit, queued write and recovery round: each is planned once per session
+ * and its plan kept, found by its text (the plan cache replans it if the
+ * catalog changes).  A text too long for the key is planned every time.
+ */
+#define KEPT_PLAN_SQL_MAX 1024
+
+typedef struct KeptPlan
+{
+	char		sql[KEPT_PLAN_SQL_MAX];	/* the statement: the key */
+	SPIPlanPtr	plan;
+} KeptPlan;
+
+static HTAB *kept_plans = NULL;
+
+static SPIPlanPtr
+kept_plan(const char *sql, int nargs, Oid *argtypes)
+{
+	KeptPlan   *entry;
+	bool		found;
+	SPIPlanPtr	plan;
+
+	if (strlen(sql) >= KEPT_PLAN_SQL_MAX)
+		return NULL;
+	if (kept_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = KEPT_PLAN_SQL_MAX;
+		ctl.entrysize = sizeof(KeptPlan);
+		kept_plans = hash_create("ringshard catalog statements", 32, &ctl, HASH_ELEM | HASH_STRINGS);
+	}
+	entry = hash_search(kept_plans, sql, HASH_FIND, &found);
+	if (found)
+		return entry->plan;
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "ringshard catalog statement could not be prepared (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "ringshard catalog statement could not be kept: %s", sql);
+	/* entered only once the plan exists, so that a failure leaves no empty entry */
+	entry = hash_search(kept_plans, sql, HASH_ENTER, &found);
+	entry->plan = plan;
+	return plan;
+}
+
 char	  **
 owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 					bool read_only, int *nrows)
@@ -58,7 +107,12 @@ owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			PushActiveSnapshot(GetTransactionSnapshot());
 			pushed = true;
 		}
-		rc = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+		{
+			SPIPlanPtr	plan = kept_plan(sql, nargs, argtypes);
+
+			rc = plan ? SPI_execute_plan(plan, values, NULL, read_only, 0)
+				: SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+		}
 		if (rc < 0)
 			elog(ERROR, "ringshard catalog statement failed: %s", sql);
 		if (SPI_tuptable != NULL)

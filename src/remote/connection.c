@@ -577,11 +577,15 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 
 		/*
 		 * A cached link outside any remote transaction may have died while
-		 * idle (the node restarted): reading what is there without waiting
-		 * shows a closed socket, and a fresh connection replaces it.
+		 * idle (the node restarted, or its backend was terminated): reading
+		 * what is there without waiting shows a closed socket, and a fresh
+		 * connection replaces it.  A terminated backend sends its FATAL
+		 * message before it closes: the first read takes that message (libpq
+		 * treats an error while idle as a notice), the second meets the end
+		 * of the stream.
 		 */
 		if (c->link == LINK_IDLE && c->xact == RXACT_NONE &&
-			(!PQconsumeInput(c->conn) || PQstatus(c->conn) == CONNECTION_BAD))
+			(!PQconsumeInput(c->conn) || !PQconsumeInput(c->conn) || PQstatus(c->conn) == CONNECTION_BAD))
 			remote_disconnect(c);
 		if (c->link != LINK_CLOSED)
 			continue;

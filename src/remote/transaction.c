@@ -36,7 +36,10 @@
 #include "remote/transaction.h"
 
 bool		ringshard_two_phase_commit = true;
+
+#ifdef RINGSHARD_FAULT_INJECTION
 static char *fault_injection = NULL;
+#endif
 
 void
 remote_note_write(RemoteConnection *c)
@@ -44,10 +47,14 @@ remote_note_write(RemoteConnection *c)
 	c->wrote = true;
 }
 
-/* Whether a fault is injected at this point (tests only). */
+/*
+ * Whether a fault is injected at this point: tests only, in a build made
+ * with FAULT_INJECTION=1 (see the Makefile); never in a plain build.
+ */
 static bool
 fault_point_armed(const char *point)
 {
+#ifdef RINGSHARD_FAULT_INJECTION
 	const char *eq;
 
 	if (fault_injection == NULL || fault_injection[0] == '\0')
@@ -55,11 +62,15 @@ fault_point_armed(const char *point)
 	eq = strchr(fault_injection, '=');
 	return eq != NULL && strlen(point) == (size_t) (eq - fault_injection) &&
 		strncmp(fault_injection, point, eq - fault_injection) == 0;
+#else
+	return false;
+#endif
 }
 
 void
 remote_fault_point(const char *point)
 {
+#ifdef RINGSHARD_FAULT_INJECTION
 	const char *eq;
 
 	if (!fault_point_armed(point))
@@ -74,6 +85,7 @@ remote_fault_point(const char *point)
 		elog(LOG, "ringshard fault injection: sleeping %ld ms at %s", ms, point);
 		pg_usleep(ms * 1000L);
 	}
+#endif
 }
 
 /* The connections in a given state, collected for one step of the protocol. */
@@ -575,11 +587,13 @@ remote_transaction_init(void)
 							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
 							 "in between leaves some nodes committed. For measurements only.",
 							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
+#ifdef RINGSHARD_FAULT_INJECTION
 	DefineCustomStringVariable("ringshard.fault_injection",
 							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
 							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
 							   "after_local_commit, after_first_commit_prepared.", &fault_injection, "", PGC_SUSET,
 							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
+#endif
 	RegisterXactCallback(remote_xact_callback, NULL);
 	RegisterSubXactCallback(remote_subxact_callback, NULL);
 }

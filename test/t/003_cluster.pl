@@ -1,5 +1,5 @@
 # Cluster mode: a coordinator and three workers on loopback.  Routed writes
-# land exactly where ROUTING.md says, replicas agree, workers refuse
+# land exactly where docs/routing.md says, replicas agree, workers refuse
 # misrouted rows, reads fail over, fan-out covers each range once, merges
 # top-k like a single server, reports missing nodes, and runs in parallel.
 use strict;
@@ -65,7 +65,7 @@ for my $i (1 .. 3)
 		"SELECT string_agg(face_id, ',' ORDER BY face_id) FROM faces_reference WHERE 'w$i' = ANY (replicas_for(face_id))");
 	my $actual = $workers[ $i - 1 ]->safe_psql('postgres',
 		"SELECT string_agg(face_id, ',' ORDER BY face_id) FROM faces");
-	is($actual, $expected, "w$i holds exactly the rows ROUTING.md places on it");
+	is($actual, $expected, "w$i holds exactly the rows docs/routing.md places on it");
 }
 my $total = 0;
 $total += $_->safe_psql('postgres', 'SELECT count(*) FROM faces') for @workers;

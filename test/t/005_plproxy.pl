@@ -53,7 +53,7 @@ is($proxy->safe_psql('postgres', $check), '0|2',
 	'every PL/Proxy call lands on the holder ringshard routes to, across both workers');
 is($proxy->safe_psql('postgres', q{SELECT whoami('faces', 'face-001')}),
 	$proxy->safe_psql('postgres', q{SELECT (nodes_for('faces', 'face-001'))[1]}),
-	'ROUTING.md: faces/face-001 is partition 28, held first by the first node');
+	'docs/routing.md: faces/face-001 is partition 28, held first by the first node');
 
 # A replicated partition fails over to its other holder when one is marked down.
 my $down = $proxy->safe_psql('postgres', q{SELECT (nodes_for('faces', 'face-001'))[1]});

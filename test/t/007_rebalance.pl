@@ -179,5 +179,18 @@ for my $i (1 .. 3)
 	is($rewritten, 0, "r$i: the $kept rows it kept were not rewritten");
 }
 
+# With progress on every page (interval 0), a line is printed only when it
+# says something new: a step whose last page and end report the same rows
+# gives one line, not two.
+$coordinator->safe_psql('postgres', q{SELECT ringshard.set_node_weight('r4', 2)});
+($rc, $out, $err) = $coordinator->psql('postgres',
+	q{SET ringshard.rebalance_notice_interval = 0; CALL ringshard.rebalance('items', batch => 50)});
+is($rc, 0, 'a second move, reporting on every page, finishes') or diag($err);
+my @lines = $err =~ /rebalance of public\.items: (step \d+ of \d+, rows \d+ of \d+ \([\d.]+ %\))/g;
+cmp_ok(scalar(@lines), '>=', 2, 'it reports its steps (' . scalar(@lines) . ' lines)');
+my %seen;
+my @repeated = grep { $seen{$_}++ } @lines;
+is(scalar(@repeated), 0, 'no progress line is printed twice') or diag(join("\n", @repeated));
+
 $_->stop for ($coordinator, @workers);
 done_testing();
