@@ -15,6 +15,44 @@ CREATE FUNCTION ringshard_internal.address_options_as_given(address text) RETURN
 CREATE FUNCTION ringshard_internal.replace_1_0_distributed_table(table_name regclass) RETURNS regclass
 	AS 'MODULE_PATHNAME', 'ringshard_replace_1_0_distributed_table' LANGUAGE C VOLATILE STRICT;
 
+-- Keys of a type without canonical bytes: 1.0 routed them by their text
+-- output, 1.1 refuses them (an annotation of one could not even be restored
+-- from a dump).  The update stops, naming every such column, and says how
+-- to keep routing them as 1.0 did.
+--@copy CREATE FUNCTION ringshard_internal.check_key_column
+DO $check_keys$
+DECLARE
+	column_of record;
+	refused text[] := '{}';
+	fixes text[] := '{}';
+BEGIN
+	FOR column_of IN
+		SELECT d.table_name, a.attname, a.atttypid, x.role, EXISTS (SELECT FROM pg_catalog.pg_trigger t
+		           WHERE t.tgrelid = d.table_name AND t.tgname = 'ringshard_route_write') AS distributed
+		  FROM ringshard.distributed_tables d
+		 CROSS JOIN LATERAL (VALUES (d.key_attnum, 'sharding key'), (d.keyspace_attnum, 'keyspace column')) x(attnum, role)
+		  JOIN pg_catalog.pg_attribute a ON a.attrelid = d.table_name AND a.attnum = x.attnum
+		 ORDER BY d.table_name::text COLLATE "C", x.role
+	LOOP
+		BEGIN
+			PERFORM ringshard_internal.check_key_column(column_of.table_name, column_of.attname, column_of.atttypid, column_of.role);
+		EXCEPTION WHEN feature_not_supported THEN
+			refused := refused || format('%s.%I (%s)', column_of.table_name, column_of.attname,
+			                             pg_catalog.format_type(column_of.atttypid, NULL));
+			fixes := fixes || format('ALTER TABLE %s ALTER COLUMN %I TYPE text;%s', column_of.table_name, column_of.attname,
+			                         CASE WHEN column_of.distributed THEN ' (and the same on every node)' ELSE '' END);
+		END;
+	END LOOP;
+	IF cardinality(refused) > 0 THEN
+		RAISE EXCEPTION 'ringshard 1.1 cannot route the keys of %', array_to_string(refused, ', ')
+			USING ERRCODE = 'feature_not_supported',
+			      DETAIL = 'Keys route by canonical bytes in 1.1, defined for text, varchar, name, char(n), bytea, smallint, integer, bigint, numeric, uuid, boolean, date, timestamp, timestamptz, enums and domains over these; 1.0 routed other types by their text output.',
+			      HINT = format('Make each such column text, which routes its keys by that text as 1.0 did: %s Or remove the annotation with ringshard.undistribute_table(). Both work before the update; then run ALTER EXTENSION ringshard UPDATE again.',
+			                    array_to_string(fixes, ' '));
+	END IF;
+END
+$check_keys$;
+
 -- A node with an address becomes a foreign server of the same name whose
 -- options are the address's; 1.1 refuses options that bring credentials or
 -- that ringshard sets itself.  A user name moves into a user mapping; any

@@ -1,6 +1,6 @@
 -- Keys whose bytes changed (docs/routing.md §1, docs/upgrading.md#keys-that-route-differently).
 -- A WARNING per annotated table whose key, or keyspace column, is of a type
--- that 1.1 routes by other bytes than 1.0 did, or refuses.
+-- that 1.1 routes by other bytes than 1.0 did.
 DO $keys$
 DECLARE
 	changed record;
@@ -39,7 +39,7 @@ BEGIN
 		           THEN 'a date or timestamp is routed in ISO form now, whatever the DateStyle of the session'
 		         WHEN t.typname = 'timestamptz' AND t.typnamespace = 'pg_catalog'::regnamespace
 		           THEN 'a timestamptz is routed as its instant in UTC now, whatever the TimeZone of the session'
-		         ELSE format('ringshard 1.1 refuses keys of type %s: it routes them by no bytes any more', pg_catalog.format_type(b.base_oid, NULL))
+		         -- other types stopped the update (10_prepare.sql)
 		       END AS reason
 		  FROM based b JOIN pg_catalog.pg_type t ON t.oid = b.base_oid
 		 WHERE t.typtype <> 'd'
@@ -50,9 +50,6 @@ BEGIN
 			ringshard.qualified_name(changed.table_name), changed.reason
 			USING DETAIL = format('Its %s %I is of type %s.', changed.role, changed.attname, changed.type_name),
 			      HINT = CASE
-			        WHEN changed.reason LIKE 'ringshard 1.1 refuses%'
-			          THEN format('Make the %s text (ALTER TABLE %s ALTER COLUMN %I TYPE text), or annotate the table again with a key of a supported type.',
-			                      changed.role, ringshard.qualified_name(changed.table_name), changed.attname)
 			        WHEN changed.distributed
 			          THEN format('Rows stored under such keys may be on nodes that are not their replicas now: once every node runs 1.1, run SELECT ringshard.push_table_definition(%1$L); then CALL ringshard.rehome_rows(%1$L);',
 			                      ringshard.qualified_name(changed.table_name))
