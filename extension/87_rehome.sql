@@ -12,16 +12,18 @@
 --  1. the rows a node holds but is not a replica of are copied to each of
 --     their replicas that lacks an identical row, checked there, and deleted
 --     from the node;
---  2. for a table placed by a partition map, whose partitions may have
---     different numbers of holders, the rows a node holds and shares with
---     other replicas are copied to those that lack them (a row 1.0 put on
---     one holder may belong to a partition of two now; on a ring every row
---     has as many replicas under 1.0 as under 1.1, so a replica that lacks a
---     row always has a node that holds it wrongly, step 1).
+--  2. where a row may have more replicas now than where it was put (a
+--     partition map, whose partitions may have different numbers of
+--     holders; a ring that has more copies of each key now than when the
+--     table was placed), the rows a node shares with other replicas are
+--     copied to those that lack them.  (Otherwise a replica that lacks a row
+--     always has a node that holds it wrongly: step 1 finds it.)
 --
 -- Copies of one row on several nodes are identical: the first node's is
 -- copied, the others are only deleted, so no replica gets a row twice.  Rows
--- whose keys route as before are not touched.
+-- whose keys route as before are not touched, unless the topology changed
+-- since the table was placed: every row ends on its current replicas, and
+-- the table's placement is the current topology (as after a rebalance).
 
 -- The nodes that may hold a table's rows: those of its ring or map, and those
 -- its recorded placement names.
@@ -57,7 +59,9 @@ CREATE FUNCTION ringshard_internal.rehome_begin(table_name regclass, batch_size 
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text;
-	by_map boolean;
+	annotation ringshard.distributed_tables;
+	placed json;
+	check_shared boolean;
 	nodes text[];
 	missing text;
 	counted json;
@@ -67,7 +71,7 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	qualified := ringshard.qualified_name(table_name);
-	SELECT d.map_name IS NOT NULL INTO by_map FROM ringshard.distributed_tables d
+	SELECT d.* INTO annotation FROM ringshard.distributed_tables d
 	  JOIN pg_catalog.pg_foreign_table f ON f.ftrelid = d.table_name
 	  JOIN pg_catalog.pg_foreign_server s ON s.oid = f.ftserver AND s.srvname = 'ringshard_cluster'
 	 WHERE d.table_name = rehome_begin.table_name;
@@ -86,6 +90,13 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 			      HINT = format('Finish it first with CALL ringshard.rebalance(%L).', qualified);
 	END IF;
+	-- Whether a row may have more replicas now than where it was put.
+	SELECT p.snapshot INTO placed FROM ringshard.placements p WHERE p.table_name = rehome_begin.table_name;
+	check_shared := coalesce(annotation.map_name IS NOT NULL
+		OR placed IS NULL
+		OR least((placed->>'replication_factor')::integer, json_array_length(placed->'members'))
+		   < (SELECT least(r.replication_factor, (SELECT count(*) FROM ringshard.ring_members m WHERE m.ring_name = r.ring_name))
+		        FROM ringshard.rings r WHERE r.ring_name = annotation.ring_name), true);
 	nodes := ringshard_internal.rehome_nodes(table_name);
 	SELECT string_agg(format('"%s"', x.node), ', ' ORDER BY x.node COLLATE "C") INTO missing
 	  FROM unnest(nodes) x(node) LEFT JOIN ringshard.nodes n ON n.node_name = x.node
@@ -102,7 +113,7 @@ BEGIN
 	           'misplaced', ringshard_internal.node_value(x.node,
 	               format('SELECT pg_catalog.count(*) FROM %s t WHERE %s', qualified, ringshard_internal.rehome_condition(false)),
 	               ARRAY[x.node], false)::bigint,
-	           'shared', CASE WHEN by_map THEN ringshard_internal.node_value(x.node,
+	           'shared', CASE WHEN check_shared THEN ringshard_internal.node_value(x.node,
 	               format('SELECT pg_catalog.count(*) FROM %s t WHERE %s', qualified, ringshard_internal.rehome_condition(true)),
 	               ARRAY[x.node], false)::bigint ELSE 0 END) ORDER BY x.node COLLATE "C"), '[]')
 	  INTO counted
@@ -111,14 +122,14 @@ BEGIN
 		(SELECT coalesce(sum((c->>'misplaced')::bigint), 0) FROM json_array_elements(counted) c),
 		coalesce((SELECT ' (' || string_agg(format('%s on "%s"', c->>'misplaced', c->>'node'), ', ') || ')'
 		            FROM json_array_elements(counted) c WHERE (c->>'misplaced')::bigint > 0), '')
-		|| CASE WHEN by_map THEN format('; %s copies in partitions of several holders are checked on the other holders',
+		|| CASE WHEN check_shared THEN format('; %s rows with other replicas are checked on them',
 		                                (SELECT coalesce(sum((c->>'shared')::bigint), 0) FROM json_array_elements(counted) c))
 		        ELSE '' END;
 	RETURN counted;
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rehome_begin(regclass, integer) IS
-	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows of step 1 (not its own) and of step 2 (shared, for maps); [{node, misplaced, shared}]';
+	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows of step 1 (not its own) and of step 2 (shared with other replicas, where a row may have more replicas than where it was put); [{node, misplaced, shared}]';
 
 -- One batch from one node.  Step 1 (after_ctid NULL): up to batch_size of
 -- the rows it is not a replica of.  Step 2: up to batch_size of the rows it
@@ -192,6 +203,20 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text) IS
 	'rehome_rows(): copies up to batch_size of a node''s rows that it is not a replica of (after_ctid NULL; then deletes them there) or that it shares with other replicas (after after_ctid) to their other replicas where missing, and checks them; rows taken, copies made, rows deleted, last ctid';
+
+-- The last transaction of rehome_rows(): every row is on its replicas under
+-- the current topology now, so that is the table's placement (as after a
+-- rebalance), and nodes kept only for its rows are forgotten.
+CREATE FUNCTION ringshard_internal.rehome_finish(table_name regclass) RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard_internal.placement_snapshot(table_name))
+	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
+	PERFORM ringshard_internal.forget_unused_nodes();
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.rehome_finish(regclass) IS
+	'rehome_rows(): records the table as laid out under the current topology and forgets the nodes nothing needs any more';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval.
 -- Returns when the last line was printed.
@@ -284,6 +309,8 @@ BEGIN
 				sources[i], node_deleted, node_copied);
 		END IF;
 	END LOOP;
+	PERFORM ringshard_internal.rehome_finish(table_name);
+	COMMIT;
 	RAISE NOTICE 'rehome of % complete: % rows moved to their replicas, % copies made%', ringshard.qualified_name(table_name),
 		total_deleted, total_copied,
 		CASE WHEN pg_catalog.cardinality(report) OPERATOR(pg_catalog.>) 0

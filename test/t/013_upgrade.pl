@@ -222,9 +222,21 @@ $coordinator->safe_psql('postgres', q{
 
 	-- a view on a distributed table: the update refuses it, as create_distributed_table does
 	CREATE VIEW d_int_notes AS SELECT id, note FROM d_int;
+
+	-- a table whose ring changed under 1.0 and that was not rebalanced
+	SELECT ringshard.create_ring('lring');
+	SELECT ringshard.add_node('w1', ring => 'lring');
+	SELECT ringshard.add_node('w2', ring => 'lring');
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE TABLE d_late (id integer, note text);
+	SELECT ringshard.distribute_table('d_late', 'id', 'lring');
+	SELECT count(*) FROM ringshard.create_distributed_table('d_late');
+	INSERT INTO d_late SELECT g, 'late ' || g FROM generate_series(1, 40) g;
+	SELECT ringshard.add_node('w3', ring => 'lring');
+	SELECT count(*) FROM ringshard.sync_topology();
 });
 my $d_old_rows = rows_of($coordinator, 'd_old');
-my @distributed = ('d_int', 'd_char', 'd_map');
+my @distributed = ('d_int', 'd_char', 'd_map', 'd_late');
 
 # A write queued for w3 while it is down.
 my $queued_id = $coordinator->safe_psql('postgres',
@@ -341,6 +353,7 @@ for my $table (@distributed)
 is(scalar(split /\n/, $all_rows{d_int}), 151, 'the workers hold the 151 rows of d_int (the queued one on its other replica)');
 is(scalar(split /\n/, $all_rows{d_char}), 150, 'and the 150 of d_char');
 is(scalar(split /\n/, $all_rows{d_map}), 150, 'and the 150 of d_map');
+is(scalar(split /\n/, $all_rows{d_late}), 40, 'and the 40 of d_late');
 
 my $catalog_sql = q{
 	SELECT string_agg(x, E'\n' ORDER BY x) FROM (
@@ -563,10 +576,12 @@ for my $table (qw(ann_text ann_int ann_uuid ann_ks ann_float d_int))
 }
 like($update_messages, qr/HINT:  .*CALL ringshard\.rehome_rows\('public\.d_char'\)/, 'the hint for d_char names rehome_rows');
 like($update_messages,
-	qr/WARNING:  distributed tables public\.d_char, public\.d_int, public\.d_map, public\.d_old are foreign tables of server ringshard_cluster now/,
+	qr/WARNING:  distributed tables public\.d_char, public\.d_int, public\.d_late, public\.d_map, public\.d_old are foreign tables of server ringshard_cluster now/,
 	'it names the converted distributed tables');
 like($update_messages, qr/SELECT ringshard\.push_table_definition\('public\.d_int'\)/, 'and the step that brings their nodes to 1.1');
 like($update_messages, qr/WARNING:  1 writes queued under ringshard 1\.0 are dead letters now/, 'it says the queued write is a dead letter');
+like($update_messages, qr/WARNING:  distributed table public\.d_late is laid out under an earlier topology than the current one/,
+	'and that d_late was not rebalanced after its ring changed');
 like($update_messages, qr/WARNING:  node "w2": the user name of its address is in a user mapping for PUBLIC now/,
 	'and where the user name of an address went');
 like($update_messages, qr/WARNING:  distributed table public\.d_int keeps no constraint d_int_pkey on the coordinator/,
@@ -683,7 +698,7 @@ is($coordinator->safe_psql('postgres', q{
 is($coordinator->safe_psql('postgres', q{
 	SELECT string_agg(c.relname || ' ' || c.relkind::text || ' ' || s.srvname || ' ' || c.relowner::regrole, ', ' ORDER BY c.relname)
 	  FROM pg_class c JOIN pg_foreign_table f ON f.ftrelid = c.oid JOIN pg_foreign_server s ON s.oid = f.ftserver}),
-	"d_char f ringshard_cluster $superuser, d_int f ringshard_cluster app, d_map f ringshard_cluster $superuser, d_old f ringshard_cluster $superuser",
+	"d_char f ringshard_cluster $superuser, d_int f ringshard_cluster app, d_late f ringshard_cluster $superuser, d_map f ringshard_cluster $superuser, d_old f ringshard_cluster $superuser",
 	'the 1.0 distributed tables are foreign tables of ringshard_cluster, with their owners');
 is($coordinator->safe_psql('postgres', q{
 	SELECT concat_ws(' | ', obj_description('d_int'::regclass, 'pg_class'), col_description('d_int'::regclass, 3),
@@ -697,7 +712,10 @@ is($coordinator->safe_psql('postgres', q{
 	SELECT string_agg(p.table_name::text || ' ' || (p.snapshot::jsonb = ringshard_internal.placement_snapshot(p.table_name)::jsonb)::text, ', '
 	                  ORDER BY p.table_name::text)
 	  FROM ringshard.placements p}),
-	'd_char true, d_int true, d_map true, d_old true', 'their placements are the current topology');
+	'd_char true, d_int true, d_late false, d_map true, d_old true',
+	'their placements are the current topology, but d_late\'s, whose ring changed under 1.0 without a rebalance');
+is($coordinator->safe_psql('postgres', q{SELECT layout FROM ringshard.table_overview WHERE table_name = 'd_late'::regclass}),
+	'needs rebalance', 'table_overview says d_late needs a rebalance');
 like($update_messages, qr/WARNING:  table public\.d_old held 12 rows on the coordinator, which ringshard 1\.0 never sent to its nodes\n.*public\.d_old_1_0_local_rows/,
 	'rows a 1.0 distributed table held on the coordinator are named');
 is(rows_of($coordinator, 'd_old_1_0_local_rows'), $d_old_rows, 'and kept, in an ordinary table');
@@ -755,6 +773,9 @@ is($rc, 0, 'rehome_rows(d_map) runs') or diag $err;
 note $err;
 ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rehome_rows('d_char')});
 like($err, qr/complete: 0 rows moved/, 'a second run finds nothing to move');
+($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('d_late')});
+is($rc, 0, 'd_late is rebalanced from the placement 1.0 recorded') or diag $err;
+like($err, qr/rebalance of public\.d_late complete: \d+ steps, [1-9]\d* rows copied/, 'moving rows');
 
 # Every distributed table reads every row once, and every worker holds
 # exactly the rows whose 1.1 replicas it is.

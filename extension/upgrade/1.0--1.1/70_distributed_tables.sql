@@ -10,6 +10,7 @@ DECLARE
 	old_table regclass;
 	new_table regclass;
 	lost text;
+	placed ringshard.placements;
 	converted text[] := '{}';
 BEGIN
 	FOR old_table IN
@@ -32,8 +33,21 @@ BEGIN
 			SELECT format('index %I', i.indexrelid::regclass::text) FROM pg_catalog.pg_index i
 			 WHERE i.indrelid = old_table
 			   AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.conindid = i.indexrelid)) x;
+		SELECT * INTO placed FROM ringshard.placements p WHERE p.table_name = old_table;
 		new_table := ringshard_internal.replace_1_0_distributed_table(old_table);
 		EXECUTE format('ALTER EXTENSION ringshard DROP FOREIGN TABLE %s', ringshard.qualified_name(new_table));
+		-- The placement 1.0 recorded says where the rows are: it stays, so that
+		-- a topology change 1.0 did not rebalance yet is still rebalanced.
+		IF placed.snapshot IS NOT NULL THEN
+			UPDATE ringshard.placements p SET snapshot = placed.snapshot, placed_at = placed.placed_at
+			 WHERE p.table_name = new_table;
+			IF placed.snapshot::jsonb IS DISTINCT FROM ringshard_internal.placement_snapshot(new_table)::jsonb THEN
+				RAISE WARNING 'distributed table % is laid out under an earlier topology than the current one', ringshard.qualified_name(new_table)
+					USING DETAIL = 'Its ring or map changed under 1.0 and the table was not rebalanced since.',
+					      HINT = format('Once its nodes run 1.1, CALL ringshard.rebalance(%1$L); or, if the update also warns that its keys route differently, CALL ringshard.rehome_rows(%1$L), which moves every row to its current replicas.',
+					                    ringshard.qualified_name(new_table));
+			END IF;
+		END IF;
 		UPDATE ringshard.dead_letters l SET table_name = new_table WHERE l.table_name = old_table;
 		IF lost IS NOT NULL THEN
 			RAISE WARNING 'distributed table % keeps no % on the coordinator', ringshard.qualified_name(new_table), lost
