@@ -16,9 +16,7 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "storage/lmgr.h"

@@ -12,8 +12,12 @@
 -- the library for as long as updates from 1.0 are supported).
 CREATE FUNCTION ringshard_internal.address_options_as_given(address text) RETURNS TABLE (option text, value text)
 	AS 'MODULE_PATHNAME', 'ringshard_address_options_as_given' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard_internal.address_options_as_given(text) IS
+	'the update from 1.0: every option of a 1.0 node address, credentials included';
 CREATE FUNCTION ringshard_internal.replace_1_0_distributed_table(table_name regclass) RETURNS regclass
-	AS 'MODULE_PATHNAME', 'ringshard_replace_1_0_distributed_table' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_replace_1_0_distributed_table' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.replace_1_0_distributed_table(regclass) IS
+	'the update from 1.0: makes a 1.0 distributed table a foreign table of ringshard_cluster without reaching its nodes';
 
 -- Keys of a type without canonical bytes: 1.0 routed them by their text
 -- output, 1.1 refuses them (an annotation of one could not even be restored
