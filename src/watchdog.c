@@ -98,14 +98,28 @@ ringshard_watchdog_main(Datum arg)
 
 	for (;;)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 watchdog_interval_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
+		TimestampTz last_round = GetCurrentTimestamp();
+		long		wait_ms = watchdog_interval_ms;
+
+		/*
+		 * Wait out the interval since the last round.  A configuration
+		 * reload wakes the worker early: it takes the new settings (a new
+		 * interval counts from the last round) and waits on, so that a
+		 * reload never runs an extra round.
+		 */
+		while (wait_ms > 0)
 		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 wait_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			if (ConfigReloadPending)
+			{
+				ConfigReloadPending = false;
+				ProcessConfigFile(PGC_SIGHUP);
+			}
+			wait_ms = watchdog_interval_ms -
+				(long) ((GetCurrentTimestamp() - last_round) / 1000);
 		}
 		if (watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()"))
 			(void) watchdog_round("ringshard watchdog recovery",

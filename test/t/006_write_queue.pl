@@ -9,6 +9,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
 my @workers = map { PostgreSQL::Test::Cluster->new("q$_") } 1 .. 3;
@@ -133,6 +134,22 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM items}), '360', 't
 # nothing: later writes to the same worker and the other workers' queues go
 # on.  After ringshard.replay_max_attempts refusals it is set aside.
 $coordinator->safe_psql('postgres', q{ALTER SYSTEM SET ringshard.watchdog_interval = '1h'; SELECT pg_reload_conf();});
+# The rounds below are run by hand: wait until the watchdog has taken the new
+# interval, that is, until it stays idle for longer than the old one (a round
+# in flight when the setting changed finishes first).
+my $watchdog_quiet = 0;
+for my $attempt (1 .. 20)
+{
+	my $state = q{SELECT state || ' ' || state_change FROM pg_stat_activity WHERE backend_type = 'ringshard watchdog'};
+	my $before = $coordinator->safe_psql('postgres', $state);
+	usleep(700_000);
+	if ($before =~ /^idle / && $coordinator->safe_psql('postgres', $state) eq $before)
+	{
+		$watchdog_quiet = 1;
+		last;
+	}
+}
+ok($watchdog_quiet, 'the watchdog is idle under its new interval');
 $workers[0]->safe_psql('postgres', q{ALTER TABLE items ADD CONSTRAINT no_poison CHECK (payload <> 'poison')});
 my ($poison, $fine_q1, $fine_q2) = split /\|/, $coordinator->safe_psql('postgres', q{
 	SELECT (SELECT g FROM generate_series(1000, 3000) g WHERE 'q1' = ANY (replicas_for(g::bigint)) LIMIT 1) || '|' ||
