@@ -78,6 +78,7 @@ REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin 
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8
 
 TAP_TESTS = 1
+EXTRA_CLEAN = src/remote/.fault_injection
 PROVE_TESTS = $(sort $(wildcard test/t/*.pl))
 
 PG_CONFIG ?= pg_config
@@ -98,3 +99,11 @@ unit:
 $(OBJS): $(wildcard src/*.h src/*/*.h)
 # The library's version comes from the control file.
 src/version.o: ringshard.control
+# The commit protocol is compiled again when FAULT_INJECTION changes: a stamp
+# file holds the setting of the last build and is rewritten only when it
+# changes.
+FAULT_STAMP = src/remote/.fault_injection
+src/remote/transaction.o: $(FAULT_STAMP)
+$(FAULT_STAMP): fault-injection-setting
+	@echo '$(if $(FAULT_INJECTION),on,off)' | cmp -s - $@ || echo '$(if $(FAULT_INJECTION),on,off)' > $@
+.PHONY: fault-injection-setting
