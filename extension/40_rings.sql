@@ -116,7 +116,14 @@ BEGIN
 		                    WHERE r.state <> 'done' AND n.node_name = ANY (ARRAY[r.source] || r.targets || r.deletes))
 		RETURNING n.server_name
 	LOOP
-		IF gone.server_name IS NOT NULL THEN
+		-- Only a server ringshard made (of its wrapper, owned by
+		-- ringshard_admin): the name in the catalog row could be anybody's.
+		IF gone.server_name IS NOT NULL
+		   AND EXISTS (SELECT FROM pg_catalog.pg_foreign_server s
+		                 JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid OPERATOR(pg_catalog.=) s.srvfdw
+		                WHERE s.srvname OPERATOR(pg_catalog.=) gone.server_name
+		                  AND w.fdwname OPERATOR(pg_catalog.=) 'ringshard'
+		                  AND s.srvowner OPERATOR(pg_catalog.=) 'ringshard_admin'::pg_catalog.regrole) THEN
 			EXECUTE format('DROP SERVER IF EXISTS %I CASCADE', gone.server_name);
 		END IF;
 	END LOOP;

@@ -189,13 +189,61 @@ CREATE FUNCTION ringshard_internal.adopt_distributed_table(table_name text, crea
 DECLARE
 	relid regclass := to_regclass(table_name);
 	statement text;
+	me oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user);
+	schema_owner oid;
+	schema_name text := (pg_catalog.parse_ident(table_name))[1];
 BEGIN
+	-- Created only if missing: CREATE SCHEMA IF NOT EXISTS would need the
+	-- right to create schemas even when the schema is there.
+	IF pg_catalog.to_regnamespace(pg_catalog.quote_ident(schema_name)) IS NULL THEN
+		EXECUTE pg_catalog.format('CREATE SCHEMA %I', schema_name);
+	END IF;
+	-- The schema the coordinator's SQL created or found: its owner may drop
+	-- or replace what is in it, so it must be trusted: this role, a
+	-- superuser, or the database owner's public schema.
+	SELECT n.nspowner INTO schema_owner FROM pg_catalog.pg_namespace n
+	 WHERE n.oid OPERATOR(pg_catalog.=) (SELECT c.relnamespace FROM pg_catalog.pg_class c
+	                                      WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(table_name))
+	    OR (relid IS NULL AND n.nspname OPERATOR(pg_catalog.=) schema_name);
+	IF schema_owner IS NOT NULL AND schema_owner OPERATOR(pg_catalog.<>) me
+	   AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) schema_owner)
+	   AND NOT (schema_owner OPERATOR(pg_catalog.=) 'pg_database_owner'::pg_catalog.regrole
+	            AND (SELECT d.datdba OPERATOR(pg_catalog.=) me OR r.rolsuper
+	                   FROM pg_catalog.pg_database d JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) d.datdba
+	                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())) THEN
+		RAISE EXCEPTION 'schema of % on this node belongs to role %, which is not trusted with a distributed table', table_name,
+			(SELECT r.rolname FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) schema_owner)
+			USING ERRCODE = 'insufficient_privilege',
+			      DETAIL = 'Its owner could drop or replace the table that other roles write through the coordinator.',
+			      HINT = 'Use a schema owned by the role that distributes the table, or by a superuser.';
+	END IF;
 	IF relid IS NULL THEN
 		EXECUTE create_sql;
 		FOREACH statement IN ARRAY coalesce(extra_sql, '{}') LOOP
 			EXECUTE statement;
 		END LOOP;
 		relid := to_regclass(table_name);
+	ELSE
+		-- A table already there is adopted only if it is this role's own plain
+		-- table with nothing of anybody else's on it: another role's triggers,
+		-- rules or policies would run with the rights of every role that
+		-- writes through the coordinator.
+		IF (SELECT c.relowner FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) relid) OPERATOR(pg_catalog.<>) me
+		   OR (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) relid) OPERATOR(pg_catalog.<>) 'r' THEN
+			RAISE EXCEPTION 'table % exists on this node and is not a table of role %', table_name, current_user
+				USING ERRCODE = 'insufficient_privilege',
+				      DETAIL = 'A distributed table on a node belongs to the role that distributes it.',
+				      HINT = 'Drop or rename the node''s table (its owner or a superuser may), then try again.';
+		END IF;
+		IF EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) relid AND NOT t.tgisinternal
+		                                                 AND t.tgname OPERATOR(pg_catalog.<>) 'ringshard_reject_misrouted_rows')
+		   OR EXISTS (SELECT FROM pg_catalog.pg_rewrite w WHERE w.ev_class OPERATOR(pg_catalog.=) relid)
+		   OR EXISTS (SELECT FROM pg_catalog.pg_policy p WHERE p.polrelid OPERATOR(pg_catalog.=) relid) THEN
+			RAISE EXCEPTION 'table % exists on this node with triggers, rules or policies of its own', table_name
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+				      DETAIL = 'They would run for every write the coordinator sends.',
+				      HINT = 'Drop them on the node, or drop the node''s table, then try again.';
+		END IF;
 	END IF;
 	-- The ring or map comes with the topology the coordinator pushes.
 	IF nullif(ring, '') IS NOT NULL AND NOT EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = ring) THEN
@@ -242,6 +290,44 @@ COMMENT ON FUNCTION ringshard_internal.ddl_guard() IS
 CREATE EVENT TRIGGER ringshard_ddl_guard ON ddl_command_start
 	WHEN TAG IN ('ALTER TABLE', 'ALTER FOREIGN TABLE', 'CREATE INDEX', 'DROP TABLE', 'DROP FOREIGN TABLE')
 	EXECUTE FUNCTION ringshard_internal.ddl_guard();
+
+-- A node's server options say where the coordinator sends every role's
+-- password.  Its owner (ringshard_admin) may change them, but not while other
+-- roles have user mappings for it: that would send their credentials
+-- wherever the owner chose.  Only a superuser may.
+CREATE FUNCTION ringshard_internal.guard_node_servers() RETURNS event_trigger
+	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	changed record;
+	me oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user);
+BEGIN
+	IF (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) me) THEN
+		RETURN;
+	END IF;
+	FOR changed IN
+		SELECT s.srvname, (SELECT pg_catalog.string_agg(m.usename::pg_catalog.text, ', ' ORDER BY m.usename)
+		                     FROM pg_catalog.pg_user_mappings m
+		                    WHERE m.srvid OPERATOR(pg_catalog.=) s.oid AND m.umuser IS DISTINCT FROM me) AS others
+		  FROM pg_catalog.pg_event_trigger_ddl_commands() c
+		  JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) c.objid
+		  JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid OPERATOR(pg_catalog.=) s.srvfdw
+		 WHERE c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_foreign_server'::pg_catalog.regclass
+		   AND w.fdwname OPERATOR(pg_catalog.=) 'ringshard'
+	LOOP
+		IF changed.others IS NOT NULL THEN
+			RAISE EXCEPTION 'only a superuser may change node server "%" while other roles have user mappings for it', changed.srvname
+				USING ERRCODE = 'insufficient_privilege',
+				      DETAIL = format('Roles with a user mapping for it: %s. Their passwords go where the server''s options say.', changed.others),
+				      HINT = 'Ask a superuser to change it, or drop those user mappings first.';
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.guard_node_servers() IS
+	'event trigger: refuses a change of a node''s server by a role below superuser while other roles have user mappings for it';
+CREATE EVENT TRIGGER ringshard_guard_node_servers ON ddl_command_end
+	WHEN TAG IN ('ALTER SERVER')
+	EXECUTE FUNCTION ringshard_internal.guard_node_servers();
 
 -- cluster_get and cluster_fanout of 1.0: plain queries of the distributed table now.
 CREATE FUNCTION ringshard.cluster_get(row_type anyelement, key text, keyspace text DEFAULT NULL)

@@ -97,6 +97,78 @@ CREATE FUNCTION ringshard_internal.partition_holders_of(snapshot json, map text)
 $$;
 COMMENT ON FUNCTION ringshard_internal.partition_holders_of(json, text) IS 'per partition, its holders under a placement snapshot and now';
 
+-- The SQL predicate of a step: the rows of a token range of a ring, or of a
+-- run of partitions of a map.  Built here only, from the annotation and the
+-- numbers (identifiers and literals quoted), and rebuilt to check a recorded
+-- step before any node runs it (checked_step_predicate below).
+CREATE FUNCTION ringshard_internal.ring_step_predicate(key_column name, range_start ringtoken, range_end ringtoken)
+	RETURNS text
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT CASE WHEN range_start OPERATOR(pg_catalog.<) range_end
+	            THEN pg_catalog.format('(pg_catalog.ring_token(t.%1$I) > %2$L::pg_catalog.ringtoken AND pg_catalog.ring_token(t.%1$I) <= %3$L::pg_catalog.ringtoken)',
+	                                   key_column, range_start, range_end)
+	            ELSE pg_catalog.format('(pg_catalog.ring_token(t.%1$I) > %2$L::pg_catalog.ringtoken OR pg_catalog.ring_token(t.%1$I) <= %3$L::pg_catalog.ringtoken)',
+	                                   key_column, range_start, range_end) END;
+$$;
+COMMENT ON FUNCTION ringshard_internal.ring_step_predicate(name, ringtoken, ringtoken) IS
+	'rebalance: the SQL condition for the rows of a ring''s token range (start, end], wrapping past the top';
+
+-- A keyspace column routes by its canonical bytes (docs/routing.md §1), as
+-- the nodes place rows: its text form would differ for numeric, boolean and
+-- other non-text types.
+CREATE FUNCTION ringshard_internal.partition_step_predicate(table_name regclass, first_partition integer,
+															 last_partition integer)
+	RETURNS text
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT pg_catalog.format('(pg_catalog.partition_for(%s, t.%I) BETWEEN %s AND %s)',
+	       CASE WHEN d.keyspace_column IS NULL THEN pg_catalog.quote_literal(d.keyspace)
+	            WHEN (SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a
+	                   WHERE a.attrelid OPERATOR(pg_catalog.=) d.table_name AND a.attnum OPERATOR(pg_catalog.=) d.keyspace_attnum)
+	                 IN ('text', 'character varying')
+	            THEN pg_catalog.format('t.%I::pg_catalog.text', d.keyspace_column)
+	            ELSE pg_catalog.format('pg_catalog.convert_from(ringshard.key_bytes(t.%I), ''UTF8'')', d.keyspace_column) END,
+	       d.key_column, first_partition, last_partition)
+	  FROM ringshard.distributed_tables d WHERE d.table_name OPERATOR(pg_catalog.=) partition_step_predicate.table_name;
+$$;
+COMMENT ON FUNCTION ringshard_internal.partition_step_predicate(regclass, integer, integer) IS
+	'rebalance: the SQL condition for the rows of a table in the partitions first..last of its map';
+
+-- A recorded step's predicate, checked: it must be exactly what the two
+-- functions above build for this table.  rebalance_progress is the
+-- administrators' to read and clear; what runs on the nodes (with the rights
+-- of whoever calls rebalance) must not be text someone wrote there.
+CREATE FUNCTION ringshard_internal.checked_step_predicate(table_name regclass, predicate text)
+	RETURNS text
+	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	annotation ringshard.distributed_tables;
+	numbers text[];
+	rebuilt text;
+BEGIN
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = checked_step_predicate.table_name;
+	IF annotation.ring_name IS NOT NULL THEN
+		numbers := regexp_match(predicate, '> ''([0-9]{1,20})''::pg_catalog\.ringtoken (AND|OR) .* <= ''([0-9]{1,20})''::pg_catalog\.ringtoken\)$');
+		IF numbers IS NOT NULL THEN
+			rebuilt := ringshard_internal.ring_step_predicate(annotation.key_column, numbers[1]::ringtoken, numbers[3]::ringtoken);
+		END IF;
+	ELSIF annotation.map_name IS NOT NULL THEN
+		numbers := regexp_match(predicate, ' BETWEEN ([0-9]{1,3}) AND ([0-9]{1,3})\)$');
+		IF numbers IS NOT NULL THEN
+			rebuilt := ringshard_internal.partition_step_predicate(table_name, numbers[1]::integer, numbers[2]::integer);
+		END IF;
+	END IF;
+	IF rebuilt IS DISTINCT FROM predicate THEN
+		RAISE EXCEPTION 'a recorded rebalance step of % was not made by ringshard', table_name
+			USING ERRCODE = 'data_corrupted',
+			      DETAIL = format('Its condition is: %s', predicate),
+			      HINT = 'Delete the table''s rows from ringshard.rebalance_progress and call rebalance again.';
+	END IF;
+	RETURN predicate;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.checked_step_predicate(regclass, text) IS
+	'rebalance: a recorded step''s condition, if it is exactly what ringshard builds for the table; else an error';
+
 -- The plan: one row per step, with the SQL predicate that selects its rows.
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 	RETURNS TABLE (step integer, predicate text, fraction float8, old_nodes text[], new_nodes text[],
@@ -105,7 +177,6 @@ CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 DECLARE
 	annotation ringshard.distributed_tables;
 	placed json;
-	keyspace_expr text;
 BEGIN
 	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_plan.table_name;
 	IF NOT FOUND THEN
@@ -123,11 +194,7 @@ BEGIN
 		END IF;
 		RETURN QUERY
 		SELECT (row_number() OVER (ORDER BY m.range_start))::integer,
-		       CASE WHEN m.range_start < m.range_end
-		            THEN format('(pg_catalog.ring_token(t.%1$I) > %2$L::pg_catalog.ringtoken AND pg_catalog.ring_token(t.%1$I) <= %3$L::pg_catalog.ringtoken)',
-		                        annotation.key_column, m.range_start, m.range_end)
-		            ELSE format('(pg_catalog.ring_token(t.%1$I) > %2$L::pg_catalog.ringtoken OR pg_catalog.ring_token(t.%1$I) <= %3$L::pg_catalog.ringtoken)',
-		                        annotation.key_column, m.range_start, m.range_end) END,
+		       ringshard_internal.ring_step_predicate(annotation.key_column, m.range_start, m.range_end),
 		       m.fraction, m.old_nodes, m.new_nodes,
 		       -- copy from a node that keeps the rows if there is one: it stays busy anyway
 		       coalesce((SELECT o FROM unnest(m.old_nodes) WITH ORDINALITY u(o, i) WHERE o = ANY (m.new_nodes) ORDER BY i LIMIT 1),
@@ -140,8 +207,6 @@ BEGIN
 		         (placed->>'vnodes')::integer, (placed->>'replication_factor')::integer,
 		         annotation.ring_name) m;
 	ELSE
-		keyspace_expr := CASE WHEN annotation.keyspace_column IS NOT NULL
-			THEN format('t.%I::pg_catalog.text', annotation.keyspace_column) ELSE quote_literal(annotation.keyspace) END;
 		RETURN QUERY
 		WITH changed AS (
 			SELECT h.partition, h.old_nodes, h.new_nodes,
@@ -152,8 +217,7 @@ BEGIN
 			SELECT min(c.partition) AS first_p, max(c.partition) AS last_p, c.old_nodes, c.new_nodes
 			  FROM changed c GROUP BY c.old_nodes, c.new_nodes, c.run)
 		SELECT (row_number() OVER (ORDER BY r.first_p))::integer,
-		       format('(pg_catalog.partition_for(%s, t.%I) BETWEEN %s AND %s)', keyspace_expr, annotation.key_column,
-		              r.first_p, r.last_p),
+		       ringshard_internal.partition_step_predicate(rebalance_plan.table_name, r.first_p, r.last_p),
 		       (r.last_p - r.first_p + 1) / 256.0::float8, r.old_nodes, r.new_nodes,
 		       coalesce((SELECT o FROM unnest(r.old_nodes) o WHERE o = ANY (r.new_nodes) LIMIT 1), r.old_nodes[1]),
 		       ARRAY(SELECT n FROM unnest(r.new_nodes) n WHERE n <> ALL (r.old_nodes)),
@@ -232,7 +296,8 @@ BEGIN
 	LOOP
 		counts := ringshard_internal.node_value(chunk.source,
 			format('SELECT ARRAY[%s] FROM %s t',
-			       (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s)', p.predicate), ', ' ORDER BY p.i)
+			       (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s)',
+			                                 ringshard_internal.checked_step_predicate(table_name, p.predicate)), ', ' ORDER BY p.i)
 			          FROM unnest(chunk.predicates) WITH ORDINALITY p(predicate, i)),
 			       ringshard.qualified_name(table_name)),
 			'{}', false)::bigint[];
@@ -461,7 +526,7 @@ BEGIN
 		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $1::pg_catalog.tid ORDER BY t.ctid LIMIT %s) s',
 		(SELECT string_agg('t.' || quote_ident(a.attname), ', ' ORDER BY a.attnum)
 		   FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
-		qualified, item.predicate, batch), ARRAY[after_ctid], false)::json;
+		qualified, ringshard_internal.checked_step_predicate(table_name, item.predicate), batch), ARRAY[after_ctid], false)::json;
 	page_rows := json_array_length(page->'rows');
 	IF page_rows > 0 THEN
 		FOREACH target IN ARRAY item.targets LOOP
@@ -510,7 +575,7 @@ BEGIN
 	FOREACH target IN ARRAY item.deletes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-			       ringshard.qualified_name(table_name), item.predicate))::bigint;
+			       ringshard.qualified_name(table_name), ringshard_internal.checked_step_predicate(table_name, item.predicate)))::bigint;
 	END LOOP;
 	UPDATE ringshard.rebalance_progress p SET state = 'done', rows_deleted = removed, updated_at = now()
 	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;

@@ -17,6 +17,13 @@ GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA ringshard
 -- read them, and may clear dead letters they have dealt with.
 REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON ringshard.write_queue, ringshard.transaction_records FROM ringshard_admin;
 REVOKE INSERT, UPDATE, TRUNCATE ON ringshard.dead_letters FROM ringshard_admin;
+-- ... and the statements that nodes run for a distributed table (its
+-- constraints and indexes, recorded for nodes added later): the extension
+-- writes them from the table's own definition, as the catalog's owner.
+REVOKE INSERT, UPDATE ON ringshard.distributed_tables FROM ringshard_admin;
+GRANT INSERT (table_name, key_column, key_attnum, ring_name, map_name, keyspace, keyspace_column, keyspace_attnum),
+	UPDATE (table_name, key_column, key_attnum, ring_name, map_name, keyspace, keyspace_column, keyspace_attnum)
+	ON ringshard.distributed_tables TO ringshard_admin;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
 -- The internal helpers: for administrators' functions only (triggers and
 -- event triggers run their functions without an EXECUTE check).
@@ -66,8 +73,14 @@ TO PUBLIC;
 
 -- Cluster: reading and writing distributed tables is for everyone;
 -- running statements on nodes and changing them is for administrators.
-GRANT SELECT ON ringshard.cluster_state, ringshard.write_queue_status, ringshard.rebalance_status,
+GRANT SELECT ON ringshard.write_queue_status, ringshard.rebalance_status,
 	ringshard.table_overview, ringshard.table_nodes TO PUBLIC;
+-- The coordinator's id is part of the name of every prepared transaction it
+-- leaves on the nodes: nobody but the extension's code reads or writes it.
+GRANT SELECT (singleton, local_node, topology_version, change_counter) ON ringshard.cluster_state TO PUBLIC;
+REVOKE SELECT, INSERT, UPDATE ON ringshard.cluster_state FROM ringshard_admin;
+GRANT SELECT (singleton, local_node, topology_version, change_counter),
+	UPDATE (local_node, topology_version, change_counter) ON ringshard.cluster_state TO ringshard_admin;
 GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
 	ringshard.addressed_nodes(),

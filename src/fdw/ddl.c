@@ -212,16 +212,24 @@ check_nodes_prepared_transactions(void)
 	}
 }
 
-/* The column definitions of a relation; for nodes: defaults only when they use nothing but built-in objects. */
-char *
-column_definitions(Oid relid, bool for_nodes)
+/*
+ * The column definitions of a relation (all its columns, or only the one
+ * numbered only_attnum), built from the catalog: quoted name, type,
+ * collation, NOT NULL, default.  For nodes, defaults only when they use
+ * nothing but built-in objects; *node_default, if given, receives that
+ * default expression of the one column (NULL if it has none for nodes).
+ */
+static char *
+column_definitions_of(Oid relid, bool for_nodes, AttrNumber only_attnum, char **node_default)
 {
 	StringInfoData buf;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	Oid			argtypes[2] = {OIDOID, INT2OID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), Int16GetDatum(only_attnum)};
 	uint64		nrows;
 	SPITupleTable *rows;
 
+	if (node_default)
+		*node_default = NULL;
 	initStringInfo(&buf);
 	rows = spi_query("SELECT pg_catalog.quote_ident(a.attname::pg_catalog.text), "
 					 "pg_catalog.format_type(a.atttypid, a.atttypmod), a.attnotnull, "
@@ -237,8 +245,11 @@ column_definitions(Oid relid, bool for_nodes)
 					 "a.attidentity::pg_catalog.text "
 					 "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
 					 "LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-					 "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-					 1, argtypes, values, &nrows);
+					 "WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped "
+					 "AND ($2 OPERATOR(pg_catalog.=) 0 OR a.attnum OPERATOR(pg_catalog.=) $2) ORDER BY a.attnum",
+					 2, argtypes, values, &nrows);
+	if (only_attnum > 0 && nrows != 1)
+		elog(ERROR, "ringshard: column %d of relation %u not found", only_attnum, relid);
 	for (uint64 i = 0; i < nrows; i++)
 	{
 		HeapTuple	tuple = rows->vals[i];
@@ -270,9 +281,27 @@ column_definitions(Oid relid, bool for_nodes)
 				appendStringInfo(&buf, " GENERATED ALWAYS AS (%s) STORED", def);
 		}
 		else if (def && (!for_nodes || !uses_objects))
+		{
 			appendStringInfo(&buf, " DEFAULT %s", def);
+			if (node_default && for_nodes)
+				*node_default = pstrdup(def);
+		}
 	}
 	return buf.data;
+}
+
+/* The column definitions of a relation (see column_definitions_of). */
+char *
+column_definitions(Oid relid, bool for_nodes)
+{
+	return column_definitions_of(relid, for_nodes, 0, NULL);
+}
+
+/* One column's definition on the nodes, and its default there (see column_definitions_of). */
+char *
+node_column_definition(Oid relid, AttrNumber attnum, char **node_default)
+{
+	return column_definitions_of(relid, true, attnum, node_default);
 }
 
 /* The node-only parts of a table (PRIMARY KEY, UNIQUE and CHECK constraints, indexes) as statements. */
@@ -364,7 +393,16 @@ node_only_parts(Oid relid, const char *table, AttrNumber key_attnum, AttrNumber 
 		char	   *def = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
 		bool		unique = strcmp(SPI_getvalue(rows->vals[i], rows->tupdesc, 3), "t") == 0;
 		bool		has_key = strcmp(SPI_getvalue(rows->vals[i], rows->tupdesc, 4), "t") == 0;
-		char	   *on = strstr(def, " ON ");
+		/*
+		 * pg_get_indexdef() writes "CREATE [UNIQUE] INDEX <name> ON
+		 * <schema.table> USING ...": the part from USING on is kept, found
+		 * after that exact prefix (never by searching the text, which quoted
+		 * names may contain).
+		 */
+		char	   *prefix = psprintf("CREATE %sINDEX %s ON %s USING ", unique ? "UNIQUE " : "",
+									  quote_identifier(name),
+									  quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+																 get_rel_name(relid)));
 
 		if (unique && !has_key)
 			ereport(ERROR,
@@ -372,15 +410,11 @@ node_only_parts(Oid relid, const char *table, AttrNumber key_attnum, AttrNumber 
 					 errmsg("unique index %s of table %s does not include the sharding key \"%s\"",
 							quote_identifier(name), get_rel_name(relid), key_column),
 					 errhint("Add the key column to the index, or drop the index.")));
-		if (on == NULL)
+		if (strncmp(def, prefix, strlen(prefix)) != 0)
 			elog(ERROR, "ringshard: unexpected index definition: %s", def);
 		/* the index of the table on the nodes, whatever the local table was called */
-		{
-			char	   *using = strstr(on, " USING ");
-
-			parts = lappend(parts, psprintf("CREATE %sINDEX %s ON %s%s", unique ? "UNIQUE " : "",
-											quote_identifier(name), table, using ? using : ""));
-		}
+		parts = lappend(parts, psprintf("CREATE %sINDEX %s ON %s USING %s", unique ? "UNIQUE " : "",
+										quote_identifier(name), table, def + strlen(prefix)));
 		*names = lappend(*names, pstrdup(name));
 	}
 	return parts;
@@ -401,8 +435,9 @@ node_definition_sql(Oid relid, const char *schema, const char *table, List *part
 	appendStringInfoString(&extra, "]::pg_catalog.text[]");
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE SCHEMA IF NOT EXISTS %s; SELECT ringshard_internal.adopt_distributed_table(%s, %s, %s, %s)",
-					 quote_identifier(schema), quote_literal_cstr(table),
+	/* adopt_distributed_table creates the schema if it is missing */
+	appendStringInfo(&buf, "SELECT ringshard_internal.adopt_distributed_table(%s, %s, %s, %s)",
+					 quote_literal_cstr(table),
 					 quote_literal_cstr(psprintf("CREATE TABLE %s (%s)", table, column_definitions(relid, true))),
 					 extra.data, annotation_args);
 	return buf.data;
@@ -456,7 +491,7 @@ record_node_ddl(Oid relid, List *names, List *parts, bool replace)
 	ListCell   *lp;
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		values[2];
-	uint64		n;
+	int			n;
 
 	initStringInfo(&json);
 	appendStringInfoChar(&json, '[');
@@ -471,11 +506,13 @@ record_node_ddl(Oid relid, List *names, List *parts, bool replace)
 	appendStringInfoChar(&json, ']');
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = CStringGetTextDatum(json.data);
-	(void) spi_query(replace
-					 ? "UPDATE ringshard.distributed_tables SET node_ddl = $2::pg_catalog.jsonb WHERE table_name::pg_catalog.oid = $1"
-					 : "UPDATE ringshard.distributed_tables SET node_ddl = node_ddl OPERATOR(pg_catalog.||) $2::pg_catalog.jsonb "
-					 "WHERE table_name::pg_catalog.oid = $1",
-					 2, argtypes, values, &n);
+	/* as the catalog's owner: administrators may not write node_ddl, which nodes run */
+	(void) owner_catalog_query(replace
+							   ? "UPDATE ringshard.distributed_tables SET node_ddl = $2::pg_catalog.jsonb "
+							   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1"
+							   : "UPDATE ringshard.distributed_tables SET node_ddl = node_ddl OPERATOR(pg_catalog.||) $2::pg_catalog.jsonb "
+							   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							   2, argtypes, values, false, &n);
 }
 
 /* ----- create_distributed_table ----- */
@@ -630,9 +667,9 @@ replace_by_foreign_table(Oid relid, const char *columns, List *names, List *part
 		int			changed;
 
 		(void) owner_catalog_query("UPDATE ringshard.distributed_tables SET table_name = $2::pg_catalog.regclass "
-								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, &changed);
+								   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1", 2, argtypes, values, false, &changed);
 		(void) owner_catalog_query("UPDATE ringshard.placements SET table_name = $2::pg_catalog.regclass "
-								   "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, false, &changed);
+								   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1", 2, argtypes, values, false, &changed);
 		/* its rows are laid out under the current topology from now on */
 		(void) owner_catalog_query("INSERT INTO ringshard.placements (table_name, snapshot) "
 								   "VALUES ($2::pg_catalog.regclass, ringshard_internal.placement_snapshot($2::pg_catalog.regclass)) "

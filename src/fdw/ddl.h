@@ -20,6 +20,7 @@ extern int	begin_qualified_names(void);
 extern void end_qualified_names(int level);
 extern int run_on_all_nodes(const char *sql);
 extern char *column_definitions(Oid relid, bool for_nodes);
+extern char *node_column_definition(Oid relid, AttrNumber attnum, char **node_default);
 extern void record_node_ddl(Oid relid, List *names, List *parts, bool replace);
 extern void check_dependents(Oid relid);
 extern Oid replace_by_foreign_table(Oid relid, const char *columns, List *names, List *parts, char **old_name);

@@ -29,6 +29,7 @@
 #include "utils/ruleutils.h"
 
 #include "fdw/ddl.h"
+#include "remote/catalog.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "remote/queue.h"
@@ -69,58 +70,6 @@ static char *
 table_name(Oid relid)
 {
 	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
-}
-
-/* The node definition of one column, from the catalog. */
-static char *
-node_column_definition(Oid relid, const char *column)
-{
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(column)};
-	uint64		n;
-	SPITupleTable *rows;
-	char	   *all = column_definitions(relid, true);
-	char	   *quoted = (char *) quote_identifier(column);
-	char	   *start;
-	char	   *end;
-
-	(void) argtypes;
-	(void) values;
-	(void) n;
-	(void) rows;
-	/* column_definitions lists "name type ..." entries separated by ", " at top level: find ours */
-	start = all;
-	for (;;)
-	{
-		if (strncmp(start, quoted, strlen(quoted)) == 0 && start[strlen(quoted)] == ' ')
-			break;
-		start = strstr(start, ", ");
-		if (start == NULL)
-			elog(ERROR, "ringshard: column %s not found", column);
-		start += 2;
-	}
-	/* up to the next column entry: the next ", " followed by a column of the table */
-	end = start;
-	{
-		Relation	rel = table_open(relid, NoLock);
-		TupleDesc	desc = RelationGetDescr(rel);
-		char	   *next = NULL;
-
-		for (int i = 0; i < desc->natts; i++)
-		{
-			Form_pg_attribute attr = TupleDescAttr(desc, i);
-			char	   *candidate;
-
-			if (attr->attisdropped)
-				continue;
-			candidate = strstr(start + 1, psprintf(", %s ", quote_identifier(NameStr(attr->attname))));
-			if (candidate && (next == NULL || candidate < next))
-				next = candidate;
-		}
-		table_close(rel, NoLock);
-		end = next ? next : start + strlen(start);
-	}
-	return pnstrdup(start, end - start);
 }
 
 /* The name of the sharding key (and keyspace) columns of a distributed table. */
@@ -188,11 +137,13 @@ forget_node_ddl(Oid relid, const char *name)
 {
 	Oid			argtypes[2] = {OIDOID, TEXTOID};
 	Datum		values[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(name)};
-	uint64		n;
+	int			n;
 
-	(void) spi_query("UPDATE ringshard.distributed_tables SET node_ddl = coalesce((SELECT pg_catalog.jsonb_agg(x) "
-					 "FROM pg_catalog.jsonb_array_elements(node_ddl) x WHERE x->>'name' <> $2), '[]') "
-					 "WHERE table_name::pg_catalog.oid = $1", 2, argtypes, values, &n);
+	/* as the catalog's owner: administrators may not write node_ddl, which nodes run */
+	(void) owner_catalog_query("UPDATE ringshard.distributed_tables SET node_ddl = coalesce((SELECT pg_catalog.jsonb_agg(x) "
+							   "FROM pg_catalog.jsonb_array_elements(node_ddl) x "
+							   "WHERE x OPERATOR(pg_catalog.->>) 'name' OPERATOR(pg_catalog.<>) $2), '[]') "
+							   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1", 2, argtypes, values, false, &n);
 }
 
 /* ALTER TABLE on a distributed table. */
@@ -370,14 +321,19 @@ alter_table(PlannedStmt *pstmt, AlterTableStmt *stmt, Oid relid, const char *que
 			char	   *column = strVal(lsecond(item));
 
 			if (strcmp(kind, "add column") == 0)
-				appendStringInfo(&sql, "ALTER TABLE %s ADD COLUMN %s;", table, node_column_definition(relid, column));
+				appendStringInfo(&sql, "ALTER TABLE %s ADD COLUMN %s;", table,
+								 node_column_definition(relid, get_attnum(relid, column), NULL));
 			else if (strcmp(kind, "default") == 0)
 			{
-				char	   *def = node_column_definition(relid, column);
-				char	   *at = strstr(def, " DEFAULT ");
+				char	   *node_default;
 
-				appendStringInfo(&sql, at ? "ALTER TABLE %s ALTER COLUMN %s SET%s;" : "ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT;",
-								 table, quote_identifier(column), at ? at : "");
+				(void) node_column_definition(relid, get_attnum(relid, column), &node_default);
+				if (node_default)
+					appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s;", table,
+									 quote_identifier(column), node_default);
+				else
+					appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT;", table,
+									 quote_identifier(column));
 			}
 			else if (strcmp(kind, "set not null") == 0 || strcmp(kind, "drop not null") == 0)
 				appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s %s NOT NULL;", table, quote_identifier(column),

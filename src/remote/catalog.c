@@ -10,6 +10,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -95,12 +96,23 @@ owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 
 	*nrows = 0;
 	GetUserIdAndSecContext(&saved_user, &saved_context);
-	SetUserIdAndSecContext(catalog_owner(), saved_context | SECURITY_LOCAL_USERID_CHANGE);
+
+	/*
+	 * As the owner, nothing of the caller's may run: the search_path is
+	 * pinned (no operator, function or type of the caller's schemas is found
+	 * first), and the operation is restricted as PostgreSQL restricts
+	 * maintenance run as a table's owner.
+	 */
+	SetUserIdAndSecContext(catalog_owner(),
+						   saved_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
 	PG_TRY();
 	{
 		bool		pushed = false;
 		int			rc;
+		int			nestlevel = NewGUCNestLevel();
 
+		(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 		SPI_connect();
 		if (!ActiveSnapshotSet())
 		{
@@ -129,6 +141,7 @@ owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 		if (pushed)
 			PopActiveSnapshot();
 		SPI_finish();
+		AtEOXact_GUC(false, nestlevel);
 	}
 	PG_FINALLY();
 	{

@@ -103,6 +103,44 @@ queue_update(const char *sql, const char *write_id, const char *node, const char
 	(void) owner_catalog_query(sql, 3, argtypes, values, false, &nrows);
 }
 
+/*
+ * Whether a node answers the role replaying the queue, when the writer of a
+ * queued write could not connect to it: if it does, the failure is the
+ * writer's own (a changed password, a dropped mapping) and counts as a
+ * refusal of that write, which ends in dead_letters, instead of holding back
+ * every other role's writes to the node.
+ */
+static bool
+node_answers(const char *node, Oid writer)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool answers = false;
+
+	if (writer == GetUserId())
+		return false;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		RemoteConnection *probe = remote_connection(node, GetUserId());
+
+		remote_connect_all(&probe, 1, false);
+		answers = probe->link == LINK_IDLE;
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	CurrentResourceOwner = owner;
+	return answers;
+}
+
 PG_FUNCTION_INFO_V1(ringshard_replay_queue);
 
 /*
@@ -221,6 +259,8 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		}
 		if (error == NULL)
 			continue;
+		if (lost && node_answers(node, w->writer))
+			lost = false;		/* the node is up; it is this writer's connection that fails */
 		if (lost)
 			break;				/* the node is down: its writes wait, in order */
 		/* refused: count it; set it aside once it has been refused often enough */
@@ -230,7 +270,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 						 "AND node_name OPERATOR(pg_catalog.=) $2 RETURNING *) "
 						 "INSERT INTO ringshard.dead_letters (write_id, node_name, table_name, writer, payload, "
 						 "queued_at, attempts, reason) "
-						 "SELECT write_id, node_name, table_name, writer, payload, queued_at, attempts + 1, $3 FROM gone",
+						 "SELECT write_id, node_name, table_name, writer, payload, queued_at, attempts OPERATOR(pg_catalog.+) 1, $3 FROM gone",
 						 w->write_id, node, error);
 			ereport(WARNING,
 					(errcode(ERRCODE_DATA_EXCEPTION),
@@ -239,7 +279,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 					 errdetail("Last refusal: %s", error)));
 		}
 		else
-			queue_update("UPDATE ringshard.write_queue SET attempts = attempts + 1, last_error = $3 "
+			queue_update("UPDATE ringshard.write_queue SET attempts = attempts OPERATOR(pg_catalog.+) 1, last_error = $3 "
 						 "WHERE write_id OPERATOR(pg_catalog.=) $1 AND node_name OPERATOR(pg_catalog.=) $2",
 						 w->write_id, node, error);
 	}

@@ -609,6 +609,7 @@ typedef struct PreparedPart
 	TimeLineID	timeline;
 	FullTransactionId fxid;
 	Oid			role;
+	char	   *owner;			/* the node's role that prepared it (pg_prepared_xacts.owner) */
 	bool		in_progress;
 } PreparedPart;
 
@@ -704,14 +705,17 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 						 errmsg("this transaction has work in progress on node \"%s\"", nodes[n]),
 						 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
 			remote_connect_all(&c, 1, false);
-			list_sql = psprintf("SELECT gid FROM pg_catalog.pg_prepared_xacts "
+			list_sql = psprintf("SELECT gid, owner FROM pg_catalog.pg_prepared_xacts "
 								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 								"AND pg_catalog.starts_with(gid, %s)", quote_literal_cstr(prefix));
 			res = remote_exec(c, list_sql, false);
 			nparts = PQntuples(res);
 			parts = palloc0(sizeof(PreparedPart) * Max(nparts, 1));
 			for (int i = 0; i < nparts; i++)
+			{
 				parts[i].gid = pstrdup(PQgetvalue(res, i, 0));
+				parts[i].owner = pstrdup(PQgetvalue(res, i, 1));
+			}
 			PQclear(res);
 
 			/* A record whose part is no longer prepared has done its work. */
@@ -775,6 +779,22 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 								 errmsg("this transaction has work in progress on node \"%s\"", nodes[n]),
 								 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
 					remote_connect_all(&owner_conn, 1, false);
+				}
+				/*
+				 * The name says which role prepared it, but anyone on the node
+				 * may prepare a transaction of any name: one not prepared by
+				 * the node role that this role connects as is not ours.  Left
+				 * alone, it holds back nothing else.
+				 */
+				if (strcmp(PQuser(owner_conn->conn), parts[i].owner) != 0)
+				{
+					left++;
+					ereport(WARNING,
+							(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+							 errmsg("prepared transaction %s on node \"%s\" was prepared by role \"%s\", not by the role its name gives",
+									parts[i].gid, nodes[n], parts[i].owner),
+							 errdetail("Recovery leaves it alone; a superuser on the node may roll it back.")));
+					continue;
 				}
 				sql = psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(parts[i].gid));
 				PQclear(remote_exec(owner_conn, sql, false));

@@ -11,6 +11,8 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -107,11 +109,37 @@ ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
 		state = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReadsHereState));
 	if (state->generation != topology_cache_generation || state->relid != relid)
 	{
-		Relation	rel = relation_open(relid, AccessShareLock);
+		Relation	rel;
 		WorkerState cluster;
 
+		/* whoever asks must be able to read the table, before it is even locked */
+		if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for table %s", get_rel_name(relid) ? get_rel_name(relid) : "?")));
+		rel = relation_open(relid, AccessShareLock);
 		memset(&state->placement, 0, sizeof(state->placement));
 		table_placement_load(&state->placement, relid, RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
+
+		/*
+		 * The key (and keyspace) arrive as "any": they are read as the
+		 * columns' types, so they must be of exactly those types.
+		 */
+		if (get_fn_expr_argtype(fcinfo->flinfo, 1) !=
+			TupleDescAttr(RelationGetDescr(rel), state->placement.key_attnum - 1)->atttypid ||
+			(with_keyspace &&
+			 (state->placement.keyspace_attnum <= 0 ||
+			  get_fn_expr_argtype(fcinfo->flinfo, 2) !=
+			  TupleDescAttr(RelationGetDescr(rel), state->placement.keyspace_attnum - 1)->atttypid)) ||
+			(!with_keyspace && state->placement.keyspace_attnum > 0))
+		{
+			relation_close(rel, AccessShareLock);
+			state->generation = 0;
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("reads_here() needs the key%s of table %s as the table's column type%s",
+							with_keyspace ? " and keyspace" : "", get_rel_name(relid), with_keyspace ? "s" : "")));
+		}
 		relation_close(rel, AccessShareLock);
 		read_cluster_state(&cluster, fcinfo->flinfo->fn_mcxt);
 		state->local_node = cluster.local_node;

@@ -1,5 +1,7 @@
--- The event trigger new in 1.1, last: the statements above change tables.
+-- The event triggers new in 1.1, last: the statements above change tables
+-- and servers.
 --@copy CREATE EVENT TRIGGER ringshard_ddl_guard
+--@copy CREATE EVENT TRIGGER ringshard_guard_node_servers
 
 DROP FUNCTION ringshard_internal.address_options_as_given(text);
 DROP FUNCTION ringshard_internal.replace_1_0_distributed_table(regclass);
