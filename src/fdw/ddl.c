@@ -145,30 +145,43 @@ run_on_all_nodes(const char *sql)
 	int			nnodes;
 	char	  **nodes = catalog_addressed_nodes(&nnodes);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
-	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
 
 	for (int i = 0; i < nnodes; i++)
 		conns[i] = remote_connection(nodes[i], GetUserId());
-	remote_connect_all(conns, nnodes, false);
-	for (int i = 0; i < nnodes; i++)
+	run_on_connections(conns, nnodes, sql, NULL);
+	return nnodes;
+}
+
+/*
+ * Run one statement on several nodes at once, in this transaction (as a
+ * write of it); a node's error is raised as the node's, a lost connection as
+ * one (during `what`, if given).
+ */
+void
+run_on_connections(RemoteConnection **conns, int n, const char *sql, const char *what)
+{
+	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(n, 1));
+
+	remote_connect_all(conns, n, false);
+	for (int i = 0; i < n; i++)
 	{
 		remote_note_write(conns[i]);
 		remote_send(conns[i], sql, true, conns[i]);
 	}
-	remote_receive(conns, nnodes, out, 0, 0);
-	for (int i = 0; i < nnodes; i++)
+	remote_receive(conns, n, out, 0, 0);
+	for (int i = 0; i < n; i++)
 		if (!out[i].ok)
 		{
 			if (out[i].result && !out[i].lost)
-				remote_report_error(ERROR, conns[i], out[i].result, NULL);
+				remote_report_error(ERROR, conns[i], out[i].result, sql);
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("lost the connection to node \"%s\"", conns[i]->node),
+					 what ? errmsg("lost the connection to node \"%s\" during %s", conns[i]->node, what)
+					 : errmsg("lost the connection to node \"%s\"", conns[i]->node),
 					 errdetail_internal("%s", conns[i]->last_error ? conns[i]->last_error : "")));
 		}
-	for (int i = 0; i < nnodes; i++)
+	for (int i = 0; i < n; i++)
 		PQclear(out[i].result);
-	return nnodes;
 }
 
 /* Every node must be able to take two-phase commits before it gets a table. */

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "remote/connection.h"
 
 /* The foreign server of distributed tables. */
 #define CLUSTER_SERVER "ringshard_cluster"
@@ -19,6 +20,7 @@ extern void spi_exec(const char *sql);
 extern int	begin_qualified_names(void);
 extern void end_qualified_names(int level);
 extern int run_on_all_nodes(const char *sql);
+extern void run_on_connections(RemoteConnection **conns, int n, const char *sql, const char *what);
 extern char *column_definitions(Oid relid, bool for_nodes);
 extern char *node_column_definition(Oid relid, AttrNumber attnum, char **node_default);
 extern void record_node_ddl(Oid relid, List *names, List *parts, bool replace);

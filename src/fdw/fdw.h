@@ -111,6 +111,10 @@ extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *
 extern struct RemoteConnection **rsfdw_fanout_connect(struct TablePlacement *placement, Oid userid,
 													  const char *table, char **filter);
 
+/* The parameters, key value and keyspace value of a scan's fdw_exprs, prepared for execution (scan.c). */
+extern void rsfdw_init_fdw_exprs(List *fdw_exprs, int nparams, PlanState *parent, List **param_exprs,
+								 List **param_states, ExprState **key_state, ExprState **keyspace_state);
+
 /* modify.c */
 extern void rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *target_rte,
 									  Relation target_relation);

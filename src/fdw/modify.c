@@ -33,6 +33,7 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "fdw/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "placement.h"
@@ -773,23 +774,8 @@ rsBeginDirectModify(ForeignScanState *node, int eflags)
 	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 	table_placement_load(&state->placement, RelationGetRelid(state->rel), state->desc, estate->es_query_cxt);
 
-	i = 0;
-	foreach(lc, plan->fdw_exprs)
-	{
-		Expr	   *expr = lfirst(lc);
-		ExprState  *es = ExecInitExpr(expr, (PlanState *) node);
-
-		if (i < state->nparams)
-		{
-			state->param_exprs = lappend(state->param_exprs, expr);
-			state->param_states = lappend(state->param_states, es);
-		}
-		else if (i == state->nparams)
-			state->key_state = es;
-		else
-			state->keyspace_state = es;
-		i++;
-	}
+	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
+						 &state->param_states, &state->key_state, &state->keyspace_state);
 	state->in_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
 	state->typioparams = palloc0(sizeof(Oid) * state->desc->natts);
 	foreach(lc, state->returning)
@@ -1054,14 +1040,12 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 		TablePlacement placement;
 		int			nnodes;
 		RemoteConnection **conns;
-		RemoteResult *out;
 		char	   *sql;
 
 		memset(&placement, 0, sizeof(placement));
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
 		nnodes = placement_node_count(&placement);
 		conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
-		out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
 		for (int i = 0; i < nnodes; i++)
 		{
 			if (!placement_node_up(&placement, i))
@@ -1072,26 +1056,9 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 						 errhint("Retry once the watchdog marks it up.")));
 			conns[i] = remote_connection(placement_node_name(&placement, i), GetUserId());
 		}
-		remote_connect_all(conns, nnodes, false);
 		sql = psprintf("TRUNCATE %s%s", rsfdw_relation_name(RelationGetRelid(rel)),
 					   behavior == DROP_CASCADE ? " CASCADE" : "");
-		for (int i = 0; i < nnodes; i++)
-		{
-			remote_note_write(conns[i]);
-			remote_send(conns[i], sql, true, conns[i]);
-		}
-		remote_receive(conns, nnodes, out, 0, 0);
-		for (int i = 0; i < nnodes; i++)
-			if (!out[i].ok)
-			{
-				if (out[i].result && !out[i].lost)
-					remote_report_error(ERROR, conns[i], out[i].result, sql);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("lost the connection to node \"%s\" during TRUNCATE", conns[i]->node)));
-			}
-		for (int i = 0; i < nnodes; i++)
-			PQclear(out[i].result);
+		run_on_connections(conns, nnodes, sql, "TRUNCATE");
 		/* writes queued for the table would bring rows back */
 		queue_forget_table(RelationGetRelid(rel));
 	}

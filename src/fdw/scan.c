@@ -231,23 +231,8 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	}
 
 	/* Parameters of the SQL, then the key values of a router scan. */
-	i = 0;
-	foreach(lc, plan->fdw_exprs)
-	{
-		Expr	   *expr = lfirst(lc);
-		ExprState  *es = ExecInitExpr(expr, (PlanState *) node);
-
-		if (i < state->nparams)
-		{
-			state->param_exprs = lappend(state->param_exprs, expr);
-			state->param_states = lappend(state->param_states, es);
-		}
-		else if (i == state->nparams)
-			state->key_state = es;
-		else
-			state->keyspace_state = es;
-		i++;
-	}
+	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
+						 &state->param_states, &state->key_state, &state->keyspace_state);
 
 	/* Merging sorted streams: comparators for the sort keys. */
 	state->nsort = list_length(sort_info);
@@ -591,6 +576,35 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 															   psprintf("%lld::pg_catalog.int8",
 																		(long long) coordinator_topology_version())));
 	return all;
+}
+
+/*
+ * A scan's fdw_exprs (see planner.c): the parameters of its SQL, then the
+ * key values of a router scan, then the keyspace value; each prepared for
+ * execution under parent.
+ */
+void
+rsfdw_init_fdw_exprs(List *fdw_exprs, int nparams, PlanState *parent, List **param_exprs,
+					 List **param_states, ExprState **key_state, ExprState **keyspace_state)
+{
+	ListCell   *lc;
+
+	foreach(lc, fdw_exprs)
+	{
+		Expr	   *expr = lfirst(lc);
+		ExprState  *es = ExecInitExpr(expr, parent);
+		int			i = foreach_current_index(lc);
+
+		if (i < nparams)
+		{
+			*param_exprs = lappend(*param_exprs, expr);
+			*param_states = lappend(*param_states, es);
+		}
+		else if (i == nparams)
+			*key_state = es;
+		else
+			*keyspace_state = es;
+	}
 }
 
 /* Start the scan: evaluate parameters and keys, send the queries. */
