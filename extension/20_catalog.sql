@@ -23,10 +23,10 @@ COMMENT ON TABLE ringshard.rings IS 'consistent hash rings: algorithm, vnodes pe
 -- with an address is a foreign server of it, and credentials to reach it are
 -- user mappings, kept where PostgreSQL keeps remote credentials.
 CREATE FUNCTION ringshard.fdw_handler() RETURNS fdw_handler
-	AS 'MODULE_PATHNAME', 'ringshard_fdw_handler' LANGUAGE C STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_fdw_handler' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.fdw_handler() IS 'the handler of the foreign-data wrapper ringshard';
 CREATE FUNCTION ringshard.fdw_validator(text[], oid) RETURNS void
-	AS 'MODULE_PATHNAME', 'ringshard_fdw_validator' LANGUAGE C STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_fdw_validator' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.fdw_validator(text[], oid) IS
 	'validates options: libpq options without credentials on nodes, user/password on user mappings';
 CREATE FOREIGN DATA WRAPPER ringshard HANDLER ringshard.fdw_handler VALIDATOR ringshard.fdw_validator;
@@ -56,7 +56,7 @@ COMMENT ON TABLE ringshard.nodes IS
 -- whose server has exactly the address's options, else the node without an
 -- address that is named like it.  NULL if none (or the address is invalid).
 CREATE FUNCTION ringshard.node_for_address(address text) RETURNS text
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	wanted text[];
 	found text;
@@ -133,7 +133,7 @@ INSERT INTO ringshard.partition_maps (map_name) VALUES ('default');
 -- Tell every backend's ring cache about any change, including direct DML.
 CREATE FUNCTION ringshard_internal.invalidate_topology_cache() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'ringshard_invalidate_topology_cache'
-	LANGUAGE C;
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard_internal.invalidate_topology_cache() IS
 	'trigger: makes every backend rebuild its rings and maps from its next transaction';
 
@@ -153,7 +153,7 @@ CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRU
 -- pg_dump keeps the catalog.  The built-in 'default' rows are created by
 -- CREATE EXTENSION, so a restore must update them rather than collide.
 CREATE FUNCTION ringshard_internal.merge_builtin_ring() RETURNS trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF NEW.ring_name = 'default' AND
 	   EXISTS (SELECT FROM ringshard.rings WHERE ring_name = NEW.ring_name) THEN

@@ -32,7 +32,7 @@ COMMENT ON FUNCTION ringshard_internal.first_names(text) IS
 
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard_internal.lock_ring(ring text) RETURNS ringshard.rings
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
@@ -52,7 +52,7 @@ COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catal
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	IF algorithm IS NULL THEN
@@ -136,7 +136,7 @@ COMMENT ON FUNCTION ringshard_internal.forget_unused_nodes() IS
 -- (created, owned by ringshard_admin so that every administrator may manage
 -- it, or changed in place so that its user mappings stay).
 CREATE FUNCTION ringshard_internal.set_server(node text, address text) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name := (SELECT n.server_name FROM ringshard.nodes n WHERE n.node_name = node);
 	wanted text;
@@ -173,7 +173,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	members bigint;
 	forgotten bigint;
@@ -201,7 +201,7 @@ $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
 
 CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	previous integer;
 	members integer;
@@ -233,7 +233,7 @@ COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
 
 -- Weights: finite and > 0 (NaN sorts above infinity in PostgreSQL).
 CREATE FUNCTION ringshard_internal.check_weight(weight float8) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	IF weight IS NULL OR NOT (weight > 0 AND weight < 'Infinity'::float8) THEN
 		RAISE EXCEPTION 'weight % is not a finite number greater than zero', coalesce(weight::text, 'NULL')
@@ -246,7 +246,7 @@ COMMENT ON FUNCTION ringshard_internal.check_weight(float8) IS 'raises unless a 
 
 -- Insert a node, or check that an existing one has the same address.
 CREATE FUNCTION ringshard_internal.ensure_node(node text, address text) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	known ringshard.nodes;
 BEGIN
@@ -274,7 +274,7 @@ COMMENT ON FUNCTION ringshard_internal.ensure_node(text, text) IS 'creates a nod
 
 CREATE FUNCTION ringshard.add_node(node text, address text DEFAULT NULL, ring text DEFAULT 'default',
 								   weight float8 DEFAULT 1) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	balance record;
 BEGIN
@@ -346,7 +346,7 @@ COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
 	'removes a node from a ring; a node left in no ring and no map is forgotten once no distributed table''s rows are on it (after the rebalance that moves them)';
 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	previous float8;
 	balance record;
@@ -371,7 +371,7 @@ COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a 
 
 -- Lock a node's row; raises if there is no such node.
 CREATE FUNCTION ringshard_internal.lock_node(node text) RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
@@ -385,7 +385,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.lock_node(text) IS 'locks a node''s catalog row; raises if the node does not exist';
 
 CREATE FUNCTION ringshard.set_node_address(node text, address text) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name;
 BEGIN
@@ -408,7 +408,7 @@ COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
 	'changes the address of a node (its foreign server''s options; its user mappings stay), or with NULL drops it';
 
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	was boolean;
 BEGIN
@@ -421,7 +421,7 @@ $$;
 COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the node; ownership does not change';
 
 CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	was boolean;
 BEGIN

@@ -64,7 +64,7 @@ COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, fl
 -- table; RETURN QUERY spills to disk past work_mem rather than growing.
 CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, node text, weight float8 DEFAULT 1)
 	RETURNS TABLE (key text, from_node text, to_node text, from_replicas text[], to_replicas text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN
@@ -99,7 +99,7 @@ COMMENT ON FUNCTION ringshard.plan_table_moves(regclass, text, text, float8) IS
 
 CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, node text, weight float8 DEFAULT 1)
 	RETURNS TABLE (from_node text, to_node text, rows bigint)
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT m.from_node, m.to_node, count(*)
 	  FROM ringshard.plan_table_moves(table_name, change, node, weight) m
 	 WHERE m.from_node IS DISTINCT FROM m.to_node
@@ -208,7 +208,7 @@ COMMENT ON FUNCTION ringshard.table_balance_report(regclass) IS
 CREATE FUNCTION ringshard.preview_partition_assignments(nodes text[], partition_starts integer[],
 														 partition_ends integer[], map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF nodes IS NULL OR partition_starts IS NULL OR partition_ends IS NULL OR map IS NULL THEN
 		RAISE EXCEPTION 'arguments must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -247,7 +247,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_assignments(text[], integer[], i
 
 CREATE FUNCTION ringshard.preview_partition_config(config text, map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	names text[];
 	starts integer[];
@@ -267,7 +267,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_config(text, text) IS
 
 CREATE FUNCTION ringshard.suggest_partition_boundaries(table_name regclass)
 	RETURNS TABLE (node text, partition_start integer, partition_end integer, rows bigint, current_rows bigint)
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	keyspace_expr text;

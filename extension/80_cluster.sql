@@ -15,7 +15,7 @@ CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRU
 	ON ringshard.cluster_state FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 -- A restored row updates the one CREATE EXTENSION made.
 CREATE FUNCTION ringshard_internal.merge_cluster_state() RETURNS trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.cluster_state) THEN
 		UPDATE ringshard.cluster_state SET (local_node, topology_version) = (NEW.local_node, NEW.topology_version);
@@ -37,30 +37,30 @@ SELECT pg_catalog.pg_extension_config_dump('ringshard.cluster_state', '');
 CREATE FUNCTION ringshard.node_execute(nodes text[], sql text, params text[] DEFAULT '{}',
 									   in_transaction boolean DEFAULT true)
 	RETURNS TABLE (node text, ok boolean, value text, error text, elapsed_ms float8)
-	AS 'MODULE_PATHNAME', 'ringshard_node_execute' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_node_execute' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.node_execute(text[], text, text[], boolean) IS
 	'runs one statement on several nodes in parallel, as the calling role; in the transaction, the nodes'' parts commit with this one in two phases';
 
 CREATE FUNCTION ringshard.node_health()
 	RETURNS TABLE (node text, reachable boolean, rtt_ms float8, server_version text,
 				   database_size bigint, connections integer, two_phase_commit boolean, last_error text)
-	AS 'MODULE_PATHNAME', 'ringshard_node_health_with_2pc' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_node_health_with_2pc' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.node_health() IS
 	'probes every node in parallel as the calling role: reachable, round trip, version, size, connections, whether it takes two-phase commits, the role''s last error there';
 
 CREATE FUNCTION ringshard.addressed_nodes() RETURNS text[]
-	AS 'MODULE_PATHNAME', 'ringshard_addressed_nodes' LANGUAGE C STABLE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_addressed_nodes' LANGUAGE C STABLE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.addressed_nodes() IS 'the nodes that have an address (a foreign server)';
 
 CREATE FUNCTION ringshard.node_table_rows(table_name regclass)
 	RETURNS TABLE (node text, rows bigint, error text)
-	AS 'MODULE_PATHNAME', 'ringshard_node_table_rows' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_node_table_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.node_table_rows(regclass) IS
 	'rows of a distributed table on each node (copies included), counted as the calling role';
 
 -- The topology as JSON, for workers.  Addresses stay on the coordinator.
 CREATE FUNCTION ringshard_internal.topology_snapshot() RETURNS json
-	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 	SELECT json_build_object(
 		'rings', (SELECT coalesce(json_agg(r), '[]') FROM ringshard.rings r),
 		'nodes', (SELECT coalesce(json_agg(json_build_object('node_name', n.node_name, 'is_up', n.is_up)), '[]') FROM ringshard.nodes n),
@@ -72,7 +72,7 @@ COMMENT ON FUNCTION ringshard_internal.topology_snapshot() IS 'rings, nodes (wit
 
 -- On a worker: replace the topology with the coordinator's, if newer.
 CREATE FUNCTION ringshard.apply_topology(topology json, local_node text, version bigint) RETURNS bigint
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
 DECLARE
 	held bigint;
 BEGIN
@@ -120,7 +120,7 @@ COMMENT ON FUNCTION ringshard.apply_topology(json, text, bigint) IS
 	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version older than the one held (an equal one is a retry)';
 
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	snapshot json := ringshard_internal.topology_snapshot();
 	targets text[] := ringshard.addressed_nodes();
@@ -174,7 +174,7 @@ COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint)
 
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger
-	AS 'MODULE_PATHNAME', 'ringshard_reject_misrouted_rows' LANGUAGE C;
+	AS 'MODULE_PATHNAME', 'ringshard_reject_misrouted_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard.reject_misrouted_rows() IS
 	'trigger on a worker''s distributed table: a row this node does not hold under its topology is an error';
 
@@ -185,7 +185,7 @@ CREATE FUNCTION ringshard_internal.adopt_distributed_table(table_name text, crea
 												  key_column name, ring text, map text, keyspace text,
 												  keyspace_column name)
 	RETURNS void
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := to_regclass(table_name);
 	statement text;
@@ -271,12 +271,12 @@ COMMENT ON FUNCTION ringshard_internal.adopt_distributed_table(text, text, text[
 	'on a worker: creates a distributed table (if missing) from the coordinator''s SQL and annotates it, with the trigger that refuses misrouted rows';
 
 CREATE FUNCTION ringshard.push_table_definition(table_name regclass) RETURNS text
-	AS 'MODULE_PATHNAME', 'ringshard_push_table_definition' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_push_table_definition' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.push_table_definition(regclass) IS
 	'creates a distributed table, with its constraints and indexes, on every node with an address that lacks it';
 
 CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS bigint
-	AS 'MODULE_PATHNAME', 'ringshard_create_distributed_table' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_create_distributed_table' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
 	'makes an annotated table a distributed table: creates it on every node, moves its rows to their replicas, and replaces it by a foreign table of the same name; returns the rows moved';
 
@@ -284,7 +284,7 @@ COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
 -- which sends it to the nodes; in a session where the library was not loaded
 -- yet, this refuses the command instead of changing the coordinator alone.
 CREATE FUNCTION ringshard_internal.ddl_guard() RETURNS event_trigger
-	AS 'MODULE_PATHNAME', 'ringshard_ddl_guard' LANGUAGE C;
+	AS 'MODULE_PATHNAME', 'ringshard_ddl_guard' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard_internal.ddl_guard() IS
 	'event trigger: refuses DDL on a distributed table that would miss the nodes (library not loaded at the command''s start)';
 CREATE EVENT TRIGGER ringshard_ddl_guard ON ddl_command_start
@@ -296,7 +296,7 @@ CREATE EVENT TRIGGER ringshard_ddl_guard ON ddl_command_start
 -- roles have user mappings for it: that would send their credentials
 -- wherever the owner chose.  Only a superuser may.
 CREATE FUNCTION ringshard_internal.guard_node_servers() RETURNS event_trigger
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	changed record;
 	me oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user);
@@ -332,7 +332,7 @@ CREATE EVENT TRIGGER ringshard_guard_node_servers ON ddl_command_end
 -- cluster_get and cluster_fanout of 1.0: plain queries of the distributed table now.
 CREATE FUNCTION ringshard.cluster_get(row_type anyelement, key text, keyspace text DEFAULT NULL)
 	RETURNS SETOF anyelement
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
 	annotation ringshard.distributed_tables;
@@ -370,7 +370,7 @@ CREATE FUNCTION ringshard.cluster_fanout(row_type anyelement, where_clause text 
 										 score_column name DEFAULT NULL, k integer DEFAULT NULL,
 										 allow_partial boolean DEFAULT false)
 	RETURNS SETOF anyelement
-	LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
 	previous text := coalesce(pg_catalog.current_setting('ringshard.allow_partial_reads', true), 'off');
@@ -389,7 +389,7 @@ COMMENT ON FUNCTION ringshard.cluster_fanout(anyelement, text, name, integer, bo
 	'SELECT * FROM table WHERE where_clause [ORDER BY score_column DESC LIMIT k], read from every node in parallel; allow_partial accepts missing nodes (ringshard.allow_partial_reads)';
 
 CREATE FUNCTION ringshard.last_fanout_missing() RETURNS text[]
-	AS 'MODULE_PATHNAME', 'ringshard_last_fanout_missing' LANGUAGE C VOLATILE;
+	AS 'MODULE_PATHNAME', 'ringshard_last_fanout_missing' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard.last_fanout_missing() IS 'the nodes the session''s last fan-out read could not reach';
 
 -- Two-phase commit: one record per node that prepared its part of a
@@ -406,6 +406,6 @@ COMMENT ON TABLE ringshard.transaction_records IS
 
 CREATE FUNCTION ringshard.recover_prepared_transactions()
 	RETURNS TABLE (node text, committed integer, rolled_back integer, in_progress integer, error text)
-	AS 'MODULE_PATHNAME', 'ringshard_recover_prepared_transactions' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_recover_prepared_transactions' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.recover_prepared_transactions() IS
 	'on every node, commits this coordinator''s prepared transactions that have a record and rolls back the others whose coordinator transaction ended; the watchdog runs it every round';

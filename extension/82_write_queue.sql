@@ -66,7 +66,7 @@ COMMENT ON VIEW ringshard.write_queue_status IS
 	'queued writes per node: how many, how old, refusals, dead letters, and the last refusal of a write of yours';
 
 CREATE FUNCTION ringshard.replay_queue(node text, batch integer DEFAULT 1000) RETURNS integer
-	AS 'MODULE_PATHNAME', 'ringshard_replay_queue' LANGUAGE C VOLATILE STRICT;
+	AS 'MODULE_PATHNAME', 'ringshard_replay_queue' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
 	'delivers up to batch queued writes to a node, oldest first, each as the role that made it, exactly once (it commits with this transaction); a refused write stays queued with its error, and moves to dead_letters after ringshard.replay_max_attempts refusals; returns how many were delivered';
 
@@ -76,7 +76,7 @@ COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
 -- left in doubt, in a transaction of its own.)
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
 	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	probe record;
 BEGIN

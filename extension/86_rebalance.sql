@@ -64,7 +64,7 @@ COMMENT ON FUNCTION ringshard_internal.ring_move_plan(text[], float8[], integer,
 
 -- The topology a table's rows would be laid out under now.
 CREATE FUNCTION ringshard_internal.placement_snapshot(table_name regclass) RETURNS json
-	LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN d.ring_name IS NOT NULL THEN
 		json_build_object('ring', d.ring_name, 'algorithm', r.algorithm, 'vnodes', r.vnodes,
 		                  'replication_factor', r.replication_factor,
@@ -85,7 +85,7 @@ COMMENT ON FUNCTION ringshard_internal.placement_snapshot(regclass) IS 'the ring
 -- Holders of each partition under a map snapshot, and now.
 CREATE FUNCTION ringshard_internal.partition_holders_of(snapshot json, map text)
 	RETURNS TABLE (partition integer, old_nodes text[], new_nodes text[])
-	LANGUAGE sql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT p,
 	       coalesce((SELECT array_agg(DISTINCT a->>'node' ORDER BY a->>'node')
 	                   FROM json_array_elements(snapshot->'assignments') a
@@ -139,7 +139,7 @@ COMMENT ON FUNCTION ringshard_internal.partition_step_predicate(regclass, intege
 -- of whoever calls rebalance) must not be text someone wrote there.
 CREATE FUNCTION ringshard_internal.checked_step_predicate(table_name regclass, predicate text)
 	RETURNS text
-	LANGUAGE plpgsql STABLE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	numbers text[];
@@ -173,7 +173,7 @@ COMMENT ON FUNCTION ringshard_internal.checked_step_predicate(regclass, text) IS
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 	RETURNS TABLE (step integer, predicate text, fraction float8, old_nodes text[], new_nodes text[],
 				   source text, targets text[], deletes text[])
-	LANGUAGE plpgsql STABLE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	placed json;
@@ -232,7 +232,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan(regclass) IS
 -- Run one statement on one node; raise if it fails.
 CREATE FUNCTION ringshard_internal.node_value(node text, sql text, params text[] DEFAULT '{}', in_transaction boolean DEFAULT true)
 	RETURNS text
-	LANGUAGE plpgsql SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	outcome record;
 BEGIN
