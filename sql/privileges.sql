@@ -292,3 +292,13 @@ SELECT (SELECT count(*) FROM ringshard.nodes) AS nodes,
        (SELECT count(*) FROM ringshard.partition_maps) AS maps,
        (SELECT count(*) FROM ringshard.partition_assignments) AS assignments,
        (SELECT count(*) FROM ringshard.distributed_tables) AS annotated;
+
+-- Every function, procedure, table and view of the extension says what it is.
+SELECT count(*) AS uncommented_functions
+  FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'ringshard'
+ WHERE obj_description(p.oid, 'pg_proc') IS NULL;
+SELECT count(*) AS uncommented_relations
+  FROM pg_class c JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'ringshard'
+ WHERE c.relkind IN ('r', 'v') AND obj_description(c.oid, 'pg_class') IS NULL;
