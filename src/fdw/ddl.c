@@ -567,6 +567,22 @@ check_dependents(Oid relid)
 				 errhint("Drop them first and create them again afterwards (views and rules work on the distributed table).")));
 }
 
+/*
+ * Run the statements a query wrote (its first column), after reading them
+ * all: each statement's own SPI call replaces the query's result.
+ */
+static void
+run_statements_of(SPITupleTable *rows, uint64 nrows)
+{
+	List	   *statements = NIL;
+	ListCell   *lc;
+
+	for (uint64 i = 0; i < nrows; i++)
+		statements = lappend(statements, pstrdup(SPI_getvalue(rows->vals[i], rows->tupdesc, 1)));
+	foreach(lc, statements)
+		spi_exec(lfirst(lc));
+}
+
 /* Copy comments and privileges from one relation to another (as the owner). */
 static void
 copy_comments_and_privileges(Oid from, Oid to, const char *new_table)
@@ -593,15 +609,7 @@ copy_comments_and_privileges(Oid from, Oid to, const char *new_table)
 					 "  FROM pg_catalog.pg_attribute a, pg_catalog.aclexplode(a.attacl) x"
 					 " WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped",
 					 2, argtypes, values, &nrows);
-	{
-		List	   *statements = NIL;
-		ListCell   *lc;
-
-		for (uint64 i = 0; i < nrows; i++)
-			statements = lappend(statements, pstrdup(SPI_getvalue(rows->vals[i], rows->tupdesc, 1)));
-		foreach(lc, statements)
-			spi_exec(lfirst(lc));
-	}
+	run_statements_of(rows, nrows);
 	/* sequences owned by the old columns belong to the new ones */
 	rows = spi_query("SELECT pg_catalog.format('ALTER SEQUENCE %s OWNED BY %s.%I', d.objid::pg_catalog.regclass, $2, a.attname)"
 					 "  FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid"
@@ -609,15 +617,7 @@ copy_comments_and_privileges(Oid from, Oid to, const char *new_table)
 					 "   AND d.refobjsubid > 0"
 					 "   AND (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = d.objid) = 'S'",
 					 2, argtypes, values, &nrows);
-	{
-		List	   *statements = NIL;
-		ListCell   *lc;
-
-		for (uint64 i = 0; i < nrows; i++)
-			statements = lappend(statements, pstrdup(SPI_getvalue(rows->vals[i], rows->tupdesc, 1)));
-		foreach(lc, statements)
-			spi_exec(lfirst(lc));
-	}
+	run_statements_of(rows, nrows);
 	(void) to;
 }
 

@@ -131,14 +131,15 @@ forget_statements(RemoteConnection *c)
 	c->statements = NIL;
 }
 
-void
-remote_disconnect(RemoteConnection *c)
+/* Close a link and forget what was on it; it ends in state `link`. */
+static void
+close_link(RemoteConnection *c, RemoteLinkState link)
 {
 	forget_statements(c);
 	if (c->conn)
 		PQfinish(c->conn);
 	c->conn = NULL;
-	c->link = LINK_CLOSED;
+	c->link = link;
 	c->owner = NULL;
 	remote_clear_parked(c);
 	if (c->partial)
@@ -147,20 +148,17 @@ remote_disconnect(RemoteConnection *c)
 }
 
 void
+remote_disconnect(RemoteConnection *c)
+{
+	close_link(c, LINK_CLOSED);
+}
+
+void
 remote_mark_broken(RemoteConnection *c, const char *why)
 {
-	forget_statements(c);
 	if (why)
 		set_last_error(c, why);
-	if (c->conn)
-		PQfinish(c->conn);
-	c->conn = NULL;
-	c->link = LINK_BROKEN;
-	c->owner = NULL;
-	remote_clear_parked(c);
-	if (c->partial)
-		PQclear(c->partial);
-	c->partial = NULL;
+	close_link(c, LINK_BROKEN);
 }
 
 /*
