@@ -53,12 +53,13 @@ OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 
 # The install script is assembled from one file per concern, in name order.
 EXTENSION_PIECES = $(sort $(wildcard extension/*.sql))
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(EXTENSION)--1.0--1.1.sql
-# 1.0's install script, as 1.0 shipped it (the upgrade test installs 1.0 first).
-DATA = $(EXTENSION)--1.0.sql
-# The update from 1.0: hand-written steps, and every definition of 1.1 taken
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(EXTENSION)--1.1--1.2.sql
+# Install and update scripts of earlier versions, as they were released (the
+# upgrade tests install 1.0 and 1.1 first).
+DATA = $(EXTENSION)--1.0.sql $(EXTENSION)--1.1.sql $(EXTENSION)--1.0--1.1.sql
+# The update from 1.1: hand-written steps, and every definition of 1.2 taken
 # from the install script's pieces (scripts/upgrade-script).
-UPGRADE_1_0_PIECES = $(sort $(wildcard extension/upgrade/1.0--1.1/*.sql))
+UPGRADE_PIECES = $(sort $(wildcard extension/upgrade/1.1--1.2/*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir) -DRINGSHARD_VERSION='"$(EXTVERSION)"'
 SHLIB_LINK = -lyaml -lcrypto $(libpq)
@@ -88,8 +89,8 @@ include $(PGXS)
 $(EXTENSION)--$(EXTVERSION).sql: $(EXTENSION_PIECES) ringshard.control
 	cat $(EXTENSION_PIECES) > $@
 
-$(EXTENSION)--1.0--1.1.sql: $(UPGRADE_1_0_PIECES) $(EXTENSION_PIECES) ringshard.control scripts/upgrade-script
-	$(if $(PERL),$(PERL),perl) scripts/upgrade-script 1.0 1.1 > $@.tmp && mv $@.tmp $@
+$(EXTENSION)--1.1--1.2.sql: $(UPGRADE_PIECES) $(EXTENSION_PIECES) ringshard.control scripts/upgrade-script
+	$(if $(PERL),$(PERL),perl) scripts/upgrade-script 1.1 1.2 > $@.tmp && mv $@.tmp $@
 
 .PHONY: unit
 unit:

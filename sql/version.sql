@@ -30,11 +30,11 @@ SELECT sql_version = library_version AS readable FROM ringshard.version();
 RESET ROLE;
 DROP ROLE ringshard_version_reader;
 
--- A mismatch, simulated: the SQL objects say they are 1.0 (as after
--- installing the 1.1 library over a database created with 1.0).  The check
+-- A mismatch, simulated: the SQL objects say they are 1.1 (as after
+-- installing the 1.2 library over a database created with 1.1).  The check
 -- runs once per session, at the first routing call or administration
 -- function: a new session sees the change.
-UPDATE pg_extension SET extversion = '1.0' WHERE extname = 'ringshard';
+UPDATE pg_extension SET extversion = '1.1' WHERE extname = 'ringshard';
 \c
 SELECT shard_for('3201012345670001');
 SELECT ringshard.create_ring('another');

@@ -1,3 +1,0 @@
--- Every function, procedure, view and comment of 1.1, from the install
--- script's own text.
---@definitions

@@ -1,0 +1,4 @@
+-- Update from 1.1 to 1.2 (docs/upgrading.md).  One transaction: any error
+-- leaves the database as 1.1 left it.  What 1.2 removed, or whose
+-- signature or result type it changed, is dropped here; 50_definitions.sql
+-- then gives every function, view and comment its 1.2 text.

@@ -1,0 +1,3 @@
+-- Every function, procedure, view and comment of 1.2, from the install
+-- script's own text.
+--@definitions

@@ -1,0 +1,4 @@
+-- Privileges as a fresh install gives them (REVOKE ALL first, then GRANT),
+-- and every pinned search_path ending with pg_temp.
+--@include extension/90_privileges.sql
+--@include extension/95_search_path.sql
