@@ -33,6 +33,7 @@ GLUE_OBJS = \
 	src/remote/connection.o \
 	src/remote/transaction.o \
 	src/remote/queue.o \
+	src/remote/values.o \
 	src/fdw/handler.o \
 	src/fdw/deparse.o \
 	src/fdw/planner.o \

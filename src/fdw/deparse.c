@@ -16,11 +16,13 @@
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "fdw/deparse.h"
+#include "remote/values.h"
 
 /* Built in: part of every PostgreSQL, so the node has the same object. */
 static bool
@@ -59,6 +61,34 @@ type_is_shippable(Oid typid, ShipContext *ctx)
 	}
 	RelationClose(rel);
 	return found;
+}
+
+/*
+ * Output functions that PostgreSQL marks immutable although their text
+ * depends on a setting (extra_float_digits, bytea_output): a cast through
+ * text of such a type gives another text on the node, whose session pins
+ * those settings, than here under the session's own.
+ */
+static bool
+output_depends_on_settings(Oid output)
+{
+	switch (output)
+	{
+		case F_FLOAT4OUT:
+		case F_FLOAT8OUT:
+		case F_BYTEAOUT:
+		case F_POINT_OUT:
+		case F_LSEG_OUT:
+		case F_LINE_OUT:
+		case F_PATH_OUT:
+		case F_BOX_OUT:
+		case F_POLY_OUT:
+		case F_CIRCLE_OUT:
+		case F_CASH_OUT:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /* A function the node evaluates exactly as we do: built in and immutable. */
@@ -242,7 +272,8 @@ ship_walker(Node *node, ShipContext *ctx)
 					return true;
 				getTypeOutputInfo(argtype, &output, &varlena);
 				getTypeInputInfo(c->resulttype, &input, &ioparam);
-				if (func_volatile(output) != PROVOLATILE_IMMUTABLE || func_volatile(input) != PROVOLATILE_IMMUTABLE)
+				if (func_volatile(output) != PROVOLATILE_IMMUTABLE || func_volatile(input) != PROVOLATILE_IMMUTABLE ||
+					output_depends_on_settings(output))
 					return true;
 				break;
 			}
@@ -300,20 +331,40 @@ rsfdw_column_name(Oid relid, AttrNumber attnum)
 	return (char *) quote_identifier(get_attname(relid, attnum, false));
 }
 
-void
-rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
+/* A typed literal; the caller has pinned the transmission settings. */
+static void
+append_literal_pinned(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
 {
 	if (isnull)
 		appendStringInfo(buf, "NULL::%s", rsfdw_type_name(typid, typmod));
 	else
-	{
-		Oid			output;
-		bool		varlena;
-
-		getTypeOutputInfo(typid, &output, &varlena);
-		appendStringInfo(buf, "%s::%s", quote_literal_cstr(OidOutputFunctionCall(output, value)),
+		appendStringInfo(buf, "%s::%s", quote_literal_cstr(remote_value_text(typid, value, false)),
 						 rsfdw_type_name(typid, typmod));
+}
+
+void
+rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
+{
+	int			level = remote_transmission_begin(!isnull && remote_type_involves_money(typid));
+
+	append_literal_pinned(buf, value, isnull, typid, typmod);
+	remote_transmission_end(level);
+}
+
+void
+rsfdw_append_literal_array(StringInfo buf, const Datum *values, int n, Oid typid)
+{
+	int			level = remote_transmission_begin(remote_type_involves_money(typid));
+
+	appendStringInfoString(buf, "ARRAY[");
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		append_literal_pinned(buf, values[i], false, typid, -1);
 	}
+	appendStringInfo(buf, "]::%s[]", rsfdw_type_name(typid, -1));
+	remote_transmission_end(level);
 }
 
 void
@@ -609,25 +660,48 @@ rsfdw_fill_template(List *pieces, List *param_states, List *param_exprs, ExprCon
 {
 	StringInfoData buf;
 	ListCell   *lc;
+	bool		money = false;
+	int			level;
 
+	foreach(lc, param_exprs)
+		money |= remote_type_involves_money(exprType(lfirst(lc)));
+	/* the parameters are evaluated first: an expression of the user's sees the user's settings */
 	initStringInfo(&buf);
-	foreach(lc, pieces)
 	{
-		Node	   *piece = lfirst(lc);
+		int			nparams = list_length(param_exprs);
+		Datum	   *values = palloc(sizeof(Datum) * Max(nparams, 1));
+		bool	   *nulls = palloc(sizeof(bool) * Max(nparams, 1));
+		bool	   *done = palloc0(sizeof(bool) * Max(nparams, 1));
 
-		if (IsA(piece, String))
-			appendStringInfoString(&buf, strVal(piece));
-		else
+		foreach(lc, pieces)
 		{
-			int			index = intVal(piece);
-			ExprState  *state = list_nth(param_states, index - 1);
-			Expr	   *expr = list_nth(param_exprs, index - 1);
-			bool		isnull;
-			Datum		value;
+			Node	   *piece = lfirst(lc);
 
-			value = ExecEvalExpr(state, econtext, &isnull);
-			rsfdw_append_literal(&buf, value, isnull, exprType((Node *) expr), exprTypmod((Node *) expr));
+			if (!IsA(piece, String) && !done[intVal(piece) - 1])
+			{
+				int			index = intVal(piece) - 1;
+
+				values[index] = ExecEvalExpr(list_nth(param_states, index), econtext, &nulls[index]);
+				done[index] = true;
+			}
 		}
+		level = remote_transmission_begin(money);
+		foreach(lc, pieces)
+		{
+			Node	   *piece = lfirst(lc);
+
+			if (IsA(piece, String))
+				appendStringInfoString(&buf, strVal(piece));
+			else
+			{
+				int			index = intVal(piece) - 1;
+				Expr	   *expr = list_nth(param_exprs, index);
+
+				append_literal_pinned(&buf, values[index], nulls[index], exprType((Node *) expr),
+									  exprTypmod((Node *) expr));
+			}
+		}
+		remote_transmission_end(level);
 	}
 	return buf.data;
 }

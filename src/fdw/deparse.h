@@ -55,8 +55,16 @@ extern char *rsfdw_type_name(Oid typid, int32 typmod);
 /* A column's quoted name. */
 extern char *rsfdw_column_name(Oid relid, AttrNumber attnum);
 
-/* A value as a typed SQL literal: 'text'::schema.type, or NULL::schema.type. */
+/*
+ * A value as a typed SQL literal, 'text'::schema.type or NULL::schema.type,
+ * printed under the pinned transmission settings (remote/values.h): the
+ * node reads back exactly the value, whatever the session's DateStyle,
+ * IntervalStyle, extra_float_digits or lc_monetary.
+ */
 extern void rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod);
+
+/* Non-null values of one type as ARRAY['..'::type, ...]::type[], printed the same way. */
+extern void rsfdw_append_literal_array(StringInfo buf, const Datum *values, int n, Oid typid);
 
 /*
  * Fill a template's holes with the values of its parameters, given as

@@ -41,6 +41,7 @@
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
+#include "remote/values.h"
 
 /* ringshard.write_quorum: replicas that must take a write at once. */
 int			ringshard_write_quorum = 1;
@@ -55,7 +56,7 @@ typedef struct NodeBuffer
 {
 	RemoteConnection *conn;		/* NULL until the node gets its first row */
 	bool		queued;			/* unreachable or down: its rows go to the write queue */
-	StringInfoData copy_data;	/* rows in COPY text format */
+	StringInfoData copy_data;	/* rows in COPY format (binary, or text), without header and trailer */
 	StringInfoData values;		/* the first rows as VALUES literals */
 	int			nrows;
 	bool		result_pending; /* a COPY or INSERT sent, its result not read yet */
@@ -69,7 +70,9 @@ typedef struct RsModifyState
 	TablePlacement placement;
 	NodeBuffer *buffers;		/* by node index */
 	int			nnodes;
-	FmgrInfo   *out_functions;
+	RemoteCodec *codecs;		/* per column: binary send, or text output (remote/values.h) */
+	bool		binary;			/* every column binary-safe: COPY ... (FORMAT binary) */
+	bool		money;			/* a column's text involves money (lc_monetary is pinned for it) */
 	char	   *columns;		/* the column list */
 	char	   *table;			/* the qualified name */
 	MemoryContext row_cxt;
@@ -98,18 +101,18 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s has no nodes to write to", RelationGetRelationName(rel))));
 	state->buffers = palloc0(sizeof(NodeBuffer) * state->nnodes);
-	state->out_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
+	/* Rows travel as binary COPY where every column's type allows (remote/values.h), else as text. */
+	state->codecs = remote_codecs_for_desc(state->desc, true, &state->binary);
+	if (!state->binary)
+		state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	initStringInfo(&columns);
 	for (int i = 0; i < state->desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
-		Oid			output;
-		bool		varlena;
 
 		if (attr->attisdropped)
 			continue;
-		getTypeOutputInfo(attr->atttypid, &output, &varlena);
-		fmgr_info(output, &state->out_functions[i]);
+		state->money |= remote_type_involves_money(attr->atttypid);
 		appendStringInfo(&columns, "%s%s", columns.len ? ", " : "", quote_identifier(NameStr(attr->attname)));
 	}
 	state->columns = columns.data;
@@ -119,30 +122,11 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 	return state;
 }
 
-/* Append a value in COPY text format. */
-static void
-append_copy_value(StringInfo buf, const char *value)
+/* What a write's errors say it was doing. */
+static const char *
+write_what(RsModifyState *state)
 {
-	for (const char *c = value; *c; c++)
-	{
-		switch (*c)
-		{
-			case '\\':
-				appendStringInfoString(buf, "\\\\");
-				break;
-			case '\t':
-				appendStringInfoString(buf, "\\t");
-				break;
-			case '\n':
-				appendStringInfoString(buf, "\\n");
-				break;
-			case '\r':
-				appendStringInfoString(buf, "\\r");
-				break;
-			default:
-				appendStringInfoChar(buf, *c);
-		}
-	}
+	return psprintf("a write to table %s", RelationGetRelationName(state->rel));
 }
 
 /* Send every buffer that has rows (or only the full ones) to its node, all at once. */
@@ -184,20 +168,9 @@ flush_buffers(RsModifyState *state, bool only_full)
 			}
 		remote_receive_owned(pending, owners, m, out, 0, 0);
 		for (int j = 0; j < m; j++)
-		{
 			state->buffers[pending_which[j]].result_pending = false;
-			if (!out[j].ok)
-			{
-				if (out[j].result)
-					remote_report_error(ERROR, pending[j], out[j].result, NULL);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("lost the connection to node \"%s\" while writing to table %s",
-								pending[j]->node, RelationGetRelationName(state->rel)),
-						 errdetail_internal("%s", pending[j]->last_error ? pending[j]->last_error : "")));
-			}
-			PQclear(out[j].result);
-		}
+		for (int j = 0; j < m; j++)
+			remote_result_free(remote_answer(pending[j], &out[j], NULL, write_what(state)));
 	}
 
 	/* Small batches: one INSERT each; larger ones: COPY. */
@@ -211,7 +184,8 @@ flush_buffers(RsModifyState *state, bool only_full)
 										  b->values.data), true, state);
 		else
 		{
-			remote_send(b->conn, psprintf("COPY %s (%s) FROM STDIN", state->table, state->columns), true, state);
+			remote_send(b->conn, psprintf("COPY %s (%s) FROM STDIN%s", state->table, state->columns,
+										  state->binary ? " (FORMAT binary)" : ""), true, state);
 			ncopy++;
 		}
 		if (b->conn->link != LINK_BUSY)
@@ -246,15 +220,25 @@ flush_buffers(RsModifyState *state, bool only_full)
 			if (!out[j].ok || copies[j]->link != LINK_COPY_IN)
 			{
 				b->result_pending = false;
-				if (out[j].result && !out[j].lost)
-					remote_report_error(ERROR, copies[j], out[j].result, NULL);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("lost the connection to node \"%s\" while writing to table %s",
-								copies[j]->node, RelationGetRelationName(state->rel))));
+				if (out[j].ok)
+					out[j].ok = false;	/* it answered, but not with a COPY */
+				(void) remote_answer(copies[j], &out[j], NULL, write_what(state));
 			}
-			PQclear(out[j].result);
-			remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
+			remote_result_free(out[j].result);
+			if (state->binary)
+			{
+				StringInfoData edge;
+
+				initStringInfo(&edge);
+				remote_copy_binary_header(&edge);
+				remote_copy_data(copies[j], edge.data, edge.len);
+				remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
+				resetStringInfo(&edge);
+				remote_copy_binary_trailer(&edge);
+				remote_copy_data(copies[j], edge.data, edge.len);
+			}
+			else
+				remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
 		}
 		remote_copy_end_all(copies, m);
 		for (int j = 0; j < m; j++)
@@ -289,17 +273,9 @@ finish_buffers(RsModifyState *state)
 		}
 	remote_receive_owned(conns, owners, n, out, 0, 0);
 	for (int j = 0; j < n; j++)
-		if (!out[j].ok)
-		{
-			if (out[j].result && !out[j].lost)
-				remote_report_error(ERROR, conns[j], out[j].result, NULL);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("lost the connection to node \"%s\" while writing to table %s",
-							conns[j]->node, RelationGetRelationName(state->rel))));
-		}
+		(void) remote_answer(conns[j], &out[j], NULL, write_what(state));
 	for (int j = 0; j < n; j++)
-		PQclear(out[j].result);
+		remote_result_free(out[j].result);
 }
 
 /* Decide, once per transaction and node, whether it takes rows or gets them queued. */
@@ -369,43 +345,47 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 						RelationGetRelationName(state->rel), took, nreplicas, ringshard_write_quorum),
 				 errhint("Check the nodes with ringshard.node_health().")));
 
-	/* The row, formatted once for every replica. */
+	/*
+	 * The row, encoded once for every replica: as a binary COPY row, or as
+	 * text under pinned settings; the first rows of a node also as a VALUES
+	 * literal (a few rows go as one INSERT).
+	 */
 	MemoryContextReset(state->row_cxt);
 	old = MemoryContextSwitchTo(state->row_cxt);
 	slot_getallattrs(slot);
 	initStringInfo(&line);
 	initStringInfo(&literal);
-	appendStringInfoChar(&literal, '(');
-	for (int i = 0, first = 1; i < state->desc->natts; i++)
+	if (state->binary)
+		remote_copy_binary_row(&line, state->codecs, state->desc, slot->tts_values, slot->tts_isnull);
+	if (need_values || !state->binary)
 	{
-		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
+		int			level = remote_transmission_begin(state->money);
 
-		if (attr->attisdropped)
-			continue;
-		if (!first)
+		if (!state->binary)
+			remote_copy_text_row(&line, state->codecs, state->desc, slot->tts_values, slot->tts_isnull);
+		if (need_values)
 		{
-			appendStringInfoChar(&line, '\t');
-			appendStringInfoString(&literal, ", ");
-		}
-		first = 0;
-		if (slot->tts_isnull[i])
-		{
-			appendStringInfoString(&line, "\\N");
-			if (need_values)
-				rsfdw_append_literal(&literal, (Datum) 0, true, attr->atttypid, attr->atttypmod);
-			continue;
-		}
-		{
-			char	   *text = OutputFunctionCall(&state->out_functions[i], slot->tts_values[i]);
+			appendStringInfoChar(&literal, '(');
+			for (int i = 0, first = 1; i < state->desc->natts; i++)
+			{
+				Form_pg_attribute attr = TupleDescAttr(state->desc, i);
 
-			append_copy_value(&line, text);
-			if (need_values)
-				appendStringInfo(&literal, "%s::%s", quote_literal_cstr(text),
-								 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+				if (attr->attisdropped)
+					continue;
+				if (!first)
+					appendStringInfoString(&literal, ", ");
+				first = 0;
+				if (slot->tts_isnull[i])
+					appendStringInfo(&literal, "NULL::%s", rsfdw_type_name(attr->atttypid, attr->atttypmod));
+				else
+					appendStringInfo(&literal, "%s::%s",
+									 quote_literal_cstr(remote_value_text(attr->atttypid, slot->tts_values[i], false)),
+									 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+			}
+			appendStringInfoChar(&literal, ')');
 		}
+		remote_transmission_end(level);
 	}
-	appendStringInfoChar(&line, '\n');
-	appendStringInfoChar(&literal, ')');
 	MemoryContextSwitchTo(old);
 
 	for (int r = 0; r < nreplicas; r++)
@@ -737,9 +717,9 @@ typedef struct RsDirectState
 	List	   *param_states;
 	ExprState  *key_state;
 	ExprState  *keyspace_state;
-	FmgrInfo   *in_functions;
-	Oid		   *typioparams;
+	RemoteCodec *codecs;		/* RETURNING columns come back as text */
 	PGresult  **results;		/* per target node */
+	RemoteConnection **result_conns;
 	int			nresults;
 	int			result_index;
 	int			row;
@@ -755,8 +735,6 @@ rsBeginDirectModify(ForeignScanState *node, int eflags)
 	List	   *private = plan->fdw_private;
 	RsDirectState *state = palloc0(sizeof(RsDirectState));
 	RangeTblEntry *rte;
-	ListCell   *lc;
-	int			i;
 
 	node->fdw_state = state;
 	state->rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation
@@ -776,17 +754,7 @@ rsBeginDirectModify(ForeignScanState *node, int eflags)
 
 	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
 						 &state->param_states, &state->key_state, &state->keyspace_state);
-	state->in_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
-	state->typioparams = palloc0(sizeof(Oid) * state->desc->natts);
-	foreach(lc, state->returning)
-	{
-		int			attnum = lfirst_int(lc);
-		Oid			input;
-
-		getTypeInputInfo(TupleDescAttr(state->desc, attnum - 1)->atttypid, &input,
-						 &state->typioparams[attnum - 1]);
-		fmgr_info(input, &state->in_functions[attnum - 1]);
-	}
+	state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard returning row", ALLOCSET_DEFAULT_SIZES);
 }
 
@@ -817,6 +785,7 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 		bool	   *nulls = &isnull;
 		int			nelems = 1;
 		int			nkeys = 0;
+		Datum	   *filter_keys;
 
 		if (!isnull && state->key_is_array)
 		{
@@ -828,7 +797,8 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
 		}
-		appendStringInfo(&filter, " AND t.%s OPERATOR(pg_catalog.=) ANY (ARRAY[", state->key_column);
+		filter_keys = palloc(sizeof(Datum) * Max(nelems, 1));
+
 		for (int k = 0; k < nelems && !isnull && !keyspace_null; k++)
 		{
 			uint16		replicas[PLACEMENT_MAX_REPLICAS];
@@ -839,15 +809,17 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
 			for (int r = 0; r < n; r++)
 				targets[replicas[r]] = true;
-			if (nkeys++ > 0)
-				appendStringInfoString(&filter, ", ");
-			rsfdw_append_literal(&filter, elems[k], false, key_type, -1);
+			filter_keys[nkeys++] = elems[k];
 		}
-		appendStringInfo(&filter, "]::%s[])", rsfdw_type_name(key_type, -1));
 		if (nkeys == 0)
 			*key_filter = " AND false";
 		else
+		{
+			appendStringInfo(&filter, " AND t.%s OPERATOR(pg_catalog.=) ANY (", state->key_column);
+			rsfdw_append_literal_array(&filter, filter_keys, nkeys, key_type);
+			appendStringInfoChar(&filter, ')');
 			*key_filter = filter.data;
+		}
 	}
 	return targets;
 }
@@ -866,6 +838,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	int			n = 0;
 	StringInfoData sql;
 	bool		single_copy = placement_single_copy(&state->placement);
+	char	   *what;
 
 	for (int i = 0; i < nnodes; i++)
 	{
@@ -907,24 +880,23 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 		remote_send(conns[j], sql.data, true, state);
 	}
 	remote_receive(conns, n, out, 0, 0);
+	what = psprintf("a change of table %s", RelationGetRelationName(state->rel));
 	for (int j = 0; j < n; j++)
-		if (!out[j].ok)
-		{
-			if (out[j].result && !out[j].lost)
-				remote_report_error(ERROR, conns[j], out[j].result, NULL);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("lost the connection to node \"%s\" while changing table %s",
-							conns[j]->node, RelationGetRelationName(state->rel))));
-		}
+		(void) remote_answer(conns[j], &out[j], sql.data, what);
 	state->results = palloc(sizeof(PGresult *) * Max(n, 1));
+	state->result_conns = conns;
 	state->nresults = n;
 	for (int j = 0; j < n; j++)
-		state->results[j] = out[j].result;
-	if (!state->has_returning)
 	{
-		for (int j = 0; j < n; j++)
-			node->ss.ps.state->es_processed += strtoll(PQgetvalue(out[j].result, 0, 0), NULL, 10);
+		state->results[j] = out[j].result;
+		/* RETURNING: the flag, then the columns; else one count */
+		if (state->has_returning)
+			remote_expect_rows(conns[j], out[j].result, 1 + state->nreturning, 0, -1, what);
+		else
+		{
+			remote_expect_rows(conns[j], out[j].result, 1, 1, 1, what);
+			node->ss.ps.state->es_processed += remote_int64_value(conns[j], out[j].result, 0, 0, what);
+		}
 	}
 }
 
@@ -969,8 +941,9 @@ rsIterateDirectModify(ForeignScanState *node)
 			if (!PQgetisnull(res, state->row, column))
 			{
 				slot->tts_values[attnum - 1] =
-					InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, state->row, column),
-									  state->typioparams[attnum - 1], TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+					remote_codec_decode(&state->codecs[attnum - 1], PQgetvalue(res, state->row, column),
+										PQgetlength(res, state->row, column),
+										state->result_conns[state->result_index]->node);
 				slot->tts_isnull[attnum - 1] = false;
 			}
 			column++;
@@ -994,8 +967,7 @@ rsEndDirectModify(ForeignScanState *node)
 	if (state == NULL)
 		return;
 	for (int j = 0; j < state->nresults; j++)
-		if (state->results[j])
-			PQclear(state->results[j]);
+		remote_result_free(state->results[j]);
 	state->nresults = 0;
 }
 

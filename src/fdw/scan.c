@@ -30,9 +30,11 @@
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "fdw/upper.h"
+#include "key_bytes.h"
 #include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
+#include "remote/values.h"
 
 /* One key of a router scan and the replicas it may be read from. */
 typedef struct KeyRoute
@@ -83,8 +85,9 @@ typedef struct RsScanState
 	char	   *key_column;
 	Oid			key_type;
 	TablePlacement placement;
-	FmgrInfo   *in_functions;
-	Oid		   *typioparams;
+	RemoteCodec *text_codecs;	/* by attnum - 1: how a column's text from a node is read */
+	RemoteCodec *binary_codecs; /* ... its binary form, for the binary-safe types */
+	bool		binary_fanout;	/* every retrieved column binary-safe: fan-outs read a binary cursor */
 	NodeStream **streams;		/* pointers: a stream's address is the owner of its queries */
 	int			nstreams;
 	int			capacity;
@@ -217,18 +220,12 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	i = 0;
 	foreach(lc, state->retrieved)
 		state->retrieved_attnums[i++] = lfirst_int(lc);
-	state->in_functions = palloc(sizeof(FmgrInfo) * state->desc->natts);
-	state->typioparams = palloc(sizeof(Oid) * state->desc->natts);
-	for (i = 0; i < state->desc->natts; i++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
-		Oid			input;
-
-		if (attr->attisdropped)
-			continue;
-		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
-		fmgr_info(input, &state->in_functions[i]);
-	}
+	/* Values come back in binary where their types allow (remote/values.h), else as text. */
+	state->text_codecs = remote_codecs_for_desc(state->desc, false, NULL);
+	state->binary_codecs = remote_codecs_for_desc(state->desc, true, NULL);
+	state->binary_fanout = true;
+	for (i = 0; i < state->nretrieved; i++)
+		state->binary_fanout &= state->binary_codecs[state->retrieved_attnums[i] - 1].binary;
 
 	/* Parameters of the SQL, then the key values of a router scan. */
 	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
@@ -337,13 +334,9 @@ static char *
 router_sql_param(RsScanState *state, NodeStream *stream, const char *select, const char *from_where,
 				 const char *tail, char **param)
 {
-	Oid			output;
-	bool		varlena;
-
 	if (list_length(stream->routes) == 1)
 	{
-		getTypeOutputInfo(state->key_type, &output, &varlena);
-		*param = OidOutputFunctionCall(output, ((KeyRoute *) linitial(stream->routes))->key);
+		*param = remote_value_text(state->key_type, ((KeyRoute *) linitial(stream->routes))->key, true);
 		return psprintf("SELECT %s%s AND t.%s OPERATOR(pg_catalog.=) $1::%s%s", select, from_where,
 						state->key_column, rsfdw_type_name(state->key_type, -1), tail);
 	}
@@ -360,9 +353,9 @@ router_sql_param(RsScanState *state, NodeStream *stream, const char *select, con
 		foreach(lc, stream->routes)
 			keys[n++] = ((KeyRoute *) lfirst(lc))->key;
 		get_typlenbyvalalign(state->key_type, &typlen, &typbyval, &typalign);
-		getTypeOutputInfo(array_type, &output, &varlena);
-		*param = OidOutputFunctionCall(output, PointerGetDatum(construct_array(keys, n, state->key_type,
-																			   typlen, typbyval, typalign)));
+		*param = remote_value_text(array_type, PointerGetDatum(construct_array(keys, n, state->key_type,
+																			   typlen, typbyval, typalign)),
+								   true);
 		return psprintf("SELECT %s%s AND t.%s OPERATOR(pg_catalog.=) ANY ($1::%s)%s", select, from_where,
 						state->key_column, rsfdw_type_name(array_type, -1), tail);
 	}
@@ -374,7 +367,6 @@ router_sql(RsScanState *state, NodeStream *stream, const char *select, const cha
 {
 	StringInfoData buf;
 	ListCell   *lc;
-	char	   *type_name = rsfdw_type_name(state->key_type, -1);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "SELECT %s%s AND t.%s ", select, from_where, state->key_column);
@@ -385,14 +377,13 @@ router_sql(RsScanState *state, NodeStream *stream, const char *select, const cha
 	}
 	else
 	{
-		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ANY (ARRAY[");
+		Datum	   *keys = palloc(sizeof(Datum) * list_length(stream->routes));
+
 		foreach(lc, stream->routes)
-		{
-			if (foreach_current_index(lc) > 0)
-				appendStringInfoString(&buf, ", ");
-			rsfdw_append_literal(&buf, ((KeyRoute *) lfirst(lc))->key, false, state->key_type, -1);
-		}
-		appendStringInfo(&buf, "]::%s[])", type_name);
+			keys[foreach_current_index(lc)] = ((KeyRoute *) lfirst(lc))->key;
+		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ANY (");
+		rsfdw_append_literal_array(&buf, keys, list_length(stream->routes), state->key_type);
+		appendStringInfoChar(&buf, ')');
 	}
 	appendStringInfoString(&buf, tail);
 	return buf.data;
@@ -651,9 +642,9 @@ start_scan(ForeignScanState *node)
 			}
 			snprintf(stream->cursor, sizeof(stream->cursor), "ringshard_c%u", ++cursor_number);
 			remote_send(stream->conn,
-						psprintf("DECLARE %s NO SCROLL CURSOR FOR SELECT %s%s%s%s; FETCH %d FROM %s",
-								 stream->cursor, select, from_where, filter, tail, ringshard_fetch_size,
-								 stream->cursor),
+						psprintf("DECLARE %s %sNO SCROLL CURSOR FOR SELECT %s%s%s%s; FETCH %d FROM %s",
+								 stream->cursor, state->binary_fanout ? "BINARY " : "", select, from_where, filter,
+								 tail, ringshard_fetch_size, stream->cursor),
 						true, stream);
 			stream->in_flight = stream->conn->link == LINK_BUSY;
 			if (!stream->in_flight)
@@ -684,12 +675,17 @@ start_scan(ForeignScanState *node)
 			Datum	   *elems;
 			bool	   *nulls;
 			int			nelems;
+			const char **key_bytes;
+			size_t	   *key_len;
+			char		key_buf[KEY_BYTES_BUFSIZE];
 			int16		typlen;
 			bool		typbyval;
 			char		typalign;
 
 			get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
+			key_bytes = palloc0(sizeof(char *) * Max(nelems, 1));
+			key_len = palloc0(sizeof(size_t) * Max(nelems, 1));
 			for (int i = 0; i < nelems; i++)
 			{
 				KeyRoute   *route;
@@ -697,9 +693,15 @@ start_scan(ForeignScanState *node)
 
 				if (nulls[i])
 					continue;
-				/* the same key twice is read once */
+				/*
+				 * The same key twice is read once: equal keys (1.5 and 1.50,
+				 * 'c7' and 'c7 ' as char(n)) have the same canonical bytes,
+				 * whatever bytes their values have.
+				 */
+				key_bytes[i] = key_encoder_bytes_slow(&state->placement.key, elems[i], key_buf, &key_len[i]);
+				key_bytes[i] = pnstrdup(key_bytes[i], key_len[i]);
 				for (int j = 0; j < i && !seen; j++)
-					seen = !nulls[j] && datumIsEqual(elems[i], elems[j], typbyval, typlen);
+					seen = !nulls[j] && key_len[j] == key_len[i] && memcmp(key_bytes[j], key_bytes[i], key_len[i]) == 0;
 				if (seen)
 					continue;
 				route = palloc0(sizeof(KeyRoute));
@@ -753,21 +755,15 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 				 errdetail_internal("%s", stream->conn->last_error ? stream->conn->last_error : "")));
 	}
 	if (!out->ok)
-	{
-		PGresult   *res = out->result;
-
-		PG_TRY();
-		{
-			remote_report_error(ERROR, stream->conn, res, NULL);
-		}
-		PG_FINALLY();
-		{
-			PQclear(res);
-		}
-		PG_END_TRY();
-	}
-	if (stream->batch)
-		PQclear(stream->batch);
+		remote_report_error(ERROR, stream->conn, out->result, NULL);
+	/* a batch of the columns asked for, no more rows than a FETCH asks */
+	remote_expect_rows(stream->conn, out->result, Max(state->nretrieved, 1), 0,
+					   state->kind == RS_SCAN_FANOUT ? ringshard_fetch_size : -1,
+					   psprintf("a read of table %s", RelationGetRelationName(state->rel)));
+	if (state->kind == RS_SCAN_FANOUT)
+		remote_expect_formats(stream->conn, out->result, state->binary_fanout ? 1 : 0, NULL,
+							  psprintf("a read of table %s", RelationGetRelationName(state->rel)));
+	remote_result_free(stream->batch);
 	stream->batch = out->result;
 	stream->next = 0;
 	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < ringshard_fetch_size)
@@ -836,6 +832,23 @@ stream_has_row(NodeStream *stream)
 	return stream->batch != NULL && stream->next < PQntuples(stream->batch);
 }
 
+/* A retrieved column's value in a batch, decoded in the format it came in (binary or text). */
+static Datum
+column_value(RsScanState *state, NodeStream *stream, PGresult *res, int row, int column)
+{
+	int			attnum = state->retrieved_attnums[column];
+	RemoteCodec *codec = PQfformat(res, column) == 1 ? &state->binary_codecs[attnum - 1]
+		: &state->text_codecs[attnum - 1];
+
+	if (PQfformat(res, column) == 1 && !codec->binary)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("node \"%s\" sent column %d of table %s in binary, which was not asked for",
+						stream->conn->node, column + 1, RelationGetRelationName(state->rel))));
+	return remote_codec_decode(codec, PQgetvalue(res, row, column), PQgetlength(res, row, column),
+							   stream->conn->node);
+}
+
 /* Fill the slot from row r of a stream's batch. */
 static void
 store_row(RsScanState *state, NodeStream *stream, TupleTableSlot *slot)
@@ -854,9 +867,7 @@ store_row(RsScanState *state, NodeStream *stream, TupleTableSlot *slot)
 
 		if (PQgetisnull(res, row, j))
 			continue;
-		slot->tts_values[attnum - 1] = InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, row, j),
-														 state->typioparams[attnum - 1],
-														 TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+		slot->tts_values[attnum - 1] = column_value(state, stream, res, row, j);
 		slot->tts_isnull[attnum - 1] = false;
 	}
 	MemoryContextSwitchTo(old);
@@ -882,12 +893,9 @@ load_sort_values(RsScanState *state, NodeStream *stream)
 	for (int k = 0; k < state->nsort; k++)
 	{
 		int			column = state->sort_columns[k];
-		int			attnum = state->retrieved_attnums[column];
 
 		stream->sort_nulls[k] = PQgetisnull(res, row, column);
-		stream->sort_values[k] = stream->sort_nulls[k] ? (Datum) 0
-			: InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, row, column),
-								state->typioparams[attnum - 1], TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+		stream->sort_values[k] = stream->sort_nulls[k] ? (Datum) 0 : column_value(state, stream, res, row, column);
 	}
 	MemoryContextSwitchTo(old);
 	stream->has_row = true;
@@ -982,8 +990,7 @@ finish_run(RsScanState *state)
 				remote_send(stream->conn, psprintf("CLOSE %s", stream->cursor), true, &cursor_number);
 			/* owned by no stream, whose freed address a later scan may get; dropped at transaction end */
 		}
-		if (stream->batch)
-			PQclear(stream->batch);
+		remote_result_free(stream->batch);
 		stream->batch = NULL;
 	}
 	state->nstreams = 0;

@@ -44,6 +44,7 @@
 #include "fdw/upper.h"
 #include "placement.h"
 #include "remote/connection.h"
+#include "remote/values.h"
 
 /* One pushed-down aggregate, as the coordinator combines it. */
 typedef struct UpperAggregate
@@ -51,8 +52,7 @@ typedef struct UpperAggregate
 	RsCombineKind kind;
 	int			column;			/* remote column of its partial result (averages: the sum; the count follows) */
 	int			output;			/* its column in the scan tuple */
-	FmgrInfo	input;			/* the partial result's input function */
-	Oid			typioparam;
+	RemoteCodec codec;			/* how the partial result is read */
 	int16		typlen;
 	bool		typbyval;
 	FmgrInfo	addition;		/* sums and averages: adds two partial sums */
@@ -98,9 +98,7 @@ typedef struct UpperScanState
 
 	TupleDesc	scan_desc;		/* the scan tuple (fdw_scan_tlist) */
 	int			ncolumns_read;	/* columns of an answer that are decoded: the scan's, then the key's */
-	FmgrInfo   *in_functions;	/* per column read */
-	Oid		   *typioparams;
-	int32	   *typmods;
+	RemoteCodec *codecs;		/* per column read: answers come back as text (remote/values.h) */
 
 	/* aggregates */
 	bool		aggregating;
@@ -208,21 +206,16 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	state->scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	state->ntiebreak = state->late_check ? list_length(tiebreak) : 0;
 	state->ncolumns_read = state->scan_desc->natts + state->ntiebreak;
-	state->in_functions = palloc0(sizeof(FmgrInfo) * Max(state->ncolumns_read, 1));
-	state->typioparams = palloc0(sizeof(Oid) * Max(state->ncolumns_read, 1));
-	state->typmods = palloc0(sizeof(int32) * Max(state->ncolumns_read, 1));
+	state->codecs = palloc0(sizeof(RemoteCodec) * Max(state->ncolumns_read, 1));
 	for (i = 0; i < state->ncolumns_read; i++)
 	{
 		Form_pg_attribute attr;
-		Oid			input;
 
 		if (i < state->scan_desc->natts)
 			attr = TupleDescAttr(state->scan_desc, i);
 		else
 			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i - state->scan_desc->natts) - 1);
-		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
-		fmgr_info(input, &state->in_functions[i]);
-		state->typmods[i] = attr->atttypmod;
+		remote_codec_init(&state->codecs[i], attr->atttypid, attr->atttypmod, false);
 	}
 	state->mine_column = state->ncolumns_read;
 
@@ -237,13 +230,11 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 		UpperAggregate *agg = &state->aggregates[foreach_current_index(lc)];
 		Oid			partial_type = (Oid) list_nth_int(description, 3);
 		Oid			function = (Oid) list_nth_int(description, 4);
-		Oid			input;
 
 		agg->kind = (RsCombineKind) list_nth_int(description, 0);
 		agg->column = list_nth_int(description, 1);
 		agg->output = list_nth_int(description, 2);
-		getTypeInputInfo(partial_type, &input, &agg->typioparam);
-		fmgr_info(input, &agg->input);
+		remote_codec_init(&agg->codec, partial_type, -1, false);
 		get_typlenbyval(partial_type, &agg->typlen, &agg->typbyval);
 		if (agg->kind == RS_COMBINE_MIN_MAX)
 		{
@@ -320,19 +311,17 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 }
 
 /*
- * The answers are libpq results, outside any memory context: they are
- * cleared when the run's context goes, whether the scan ends, is rescanned
- * or fails.
+ * The answers are libpq results, outside any memory context: a run that
+ * ends clears them; one that fails leaves them to the remote layer, which
+ * clears what an aborted (sub)transaction still holds.
  */
 static void
-clear_answers(void *arg)
+clear_answers(UpperScanState *state)
 {
-	UpperScanState *state = arg;
 
 	for (int i = 0; i < state->nanswers; i++)
 	{
-		if (state->answers[i].result)
-			PQclear(state->answers[i].result);
+		remote_result_free(state->answers[i].result);
 		state->answers[i].result = NULL;
 	}
 	state->nanswers = 0;
@@ -366,9 +355,9 @@ keep_value(UpperAggregate *agg, Combined *combined, Datum value, MemoryContext c
 
 /* Add a node's count (never NULL) to a group's. */
 static void
-add_count(Combined *combined, PGresult *res, int row, int column)
+add_count(RemoteConnection *conn, Combined *combined, PGresult *res, int row, int column)
 {
-	int64		count = pg_strtoint64(PQgetvalue(res, row, column));
+	int64		count = remote_int64_value(conn, res, row, column, "an aggregate");
 
 	if (pg_add_s64_overflow(combined->count, count, &combined->count))
 		ereport(ERROR,
@@ -378,21 +367,23 @@ add_count(Combined *combined, PGresult *res, int row, int column)
 
 /* Combine one node's partial result of an aggregate into a group's state. */
 static void
-combine_partial(UpperAggregate *agg, Combined *combined, PGresult *res, int row, MemoryContext cxt)
+combine_partial(RemoteConnection *conn, UpperAggregate *agg, Combined *combined, PGresult *res, int row,
+				MemoryContext cxt)
 {
 	Datum		value;
 
 	if (agg->kind == RS_COMBINE_COUNT)
 	{
-		add_count(combined, res, row, agg->column);
+		add_count(conn, combined, res, row, agg->column);
 		return;
 	}
 	if (agg->kind == RS_COMBINE_AVG_NUMERIC || agg->kind == RS_COMBINE_AVG_FLOAT8 ||
 		agg->kind == RS_COMBINE_AVG_INTERVAL)
-		add_count(combined, res, row, agg->column + 1);
+		add_count(conn, combined, res, row, agg->column + 1);
 	if (PQgetisnull(res, row, agg->column))
 		return;					/* no value in this group on that node */
-	value = InputFunctionCall(&agg->input, PQgetvalue(res, row, agg->column), agg->typioparam, -1);
+	value = remote_codec_decode(&agg->codec, PQgetvalue(res, row, agg->column), PQgetlength(res, row, agg->column),
+								conn->node);
 	if (combined->isnull)
 		keep_value(agg, combined, value, cxt);
 	else if (agg->kind == RS_COMBINE_MIN_MAX)
@@ -426,11 +417,8 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 
 		if (res == NULL)
 			continue;
-		if (PQnfields(res) != state->ncolumns)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_ERROR),
-					 errmsg("node \"%s\" answered with %d columns instead of %d",
-							answer->conn->node, PQnfields(res), state->ncolumns)));
+		remote_expect_rows(answer->conn, res, state->ncolumns, 0, -1, "an aggregate");
+		remote_expect_formats(answer->conn, res, 0, NULL, "an aggregate");
 		nrows = PQntuples(res);
 		for (int row = 0; row < nrows; row++)
 		{
@@ -452,8 +440,8 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 				{
 					key->tts_isnull[k] = PQgetisnull(res, row, k);
 					key->tts_values[k] = key->tts_isnull[k] ? (Datum) 0
-						: InputFunctionCall(&state->in_functions[k], PQgetvalue(res, row, k), state->typioparams[k],
-											TupleDescAttr(state->scan_desc, k)->atttypmod);
+						: remote_codec_decode(&state->codecs[k], PQgetvalue(res, row, k), PQgetlength(res, row, k),
+											  answer->conn->node);
 				}
 				ExecStoreVirtualTuple(key);
 				entry = LookupTupleHashEntry(state->groups, key, &isnew, NULL);
@@ -468,10 +456,10 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 				keep_cxt = state->run_cxt;
 			}
 			for (int a = 0; a < state->naggregates; a++)
-				combine_partial(&state->aggregates[a], &combined[a], res, row, keep_cxt);
+				combine_partial(answer->conn, &state->aggregates[a], &combined[a], res, row, keep_cxt);
 			MemoryContextSwitchTo(old);
 		}
-		PQclear(res);
+		remote_result_free(res);
 		answer->result = NULL;
 	}
 	MemoryContextReset(state->temp_cxt);
@@ -508,7 +496,6 @@ start_run(ForeignScanState *node)
 	UpperScanState *state = node->fdw_state;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
-	MemoryContextCallback *cleanup = palloc(sizeof(MemoryContextCallback));
 	char	   *select;
 	char	   *from_where;
 	char	   *tail;
@@ -522,6 +509,7 @@ start_run(ForeignScanState *node)
 	int		   *which;
 	int			nsent = 0;
 	int			nnodes = placement_node_count(&state->placement);
+	int			limit_rows = -1;
 
 	state->started = true;
 	state->returned = 0;
@@ -530,9 +518,6 @@ start_run(ForeignScanState *node)
 	state->ungrouped_done = false;
 	state->groups = NULL;
 	state->ungrouped = NULL;
-	cleanup->func = clear_answers;
-	cleanup->arg = state;
-	MemoryContextRegisterResetCallback(state->run_cxt, cleanup);
 
 	if (!state->aggregating)
 	{
@@ -548,7 +533,10 @@ start_run(ForeignScanState *node)
 			return;
 		}
 		if (state->limit > 0 && !pg_add_s64_overflow(state->limit, state->offset, &rows))
+		{
 			limit_clause = psprintf(" LIMIT " INT64_FORMAT, rows);
+			limit_rows = rows > INT_MAX ? -1 : (int) rows;
+		}
 	}
 	select = rsfdw_fill_template(state->select_tmpl, state->param_states, state->param_exprs, econtext);
 	from_where = rsfdw_fill_template(state->from_where_tmpl, state->param_states, state->param_exprs, econtext);
@@ -604,6 +592,14 @@ start_run(ForeignScanState *node)
 					 errdetail_internal("%s", answer->conn->last_error ? answer->conn->last_error : "")));
 		if (!out[j].ok)
 			remote_report_error(ERROR, answer->conn, answer->result, NULL);
+		if (!state->aggregating)
+		{
+			/* the top rows: the scan's columns (then, late, the key columns and the flag), at most the LIMIT */
+			remote_expect_rows(answer->conn, answer->result,
+							   state->late ? state->ncolumns_read + 1 : Max(state->scan_desc->natts, 1), 0,
+							   limit_rows, "a read of the top rows");
+			remote_expect_formats(answer->conn, answer->result, 0, NULL, "a read of the top rows");
+		}
 	}
 	if (state->aggregating)
 		combine_answers(node, state);
@@ -681,7 +677,8 @@ static bool
 answer_has_own_row(UpperScanState *state, NodeAnswer *answer)
 {
 	while (state->late && answer_has_row(answer) &&
-		   strcmp(PQgetvalue(answer->result, answer->next, state->mine_column), "t") != 0)
+		   strcmp(remote_text_value(answer->conn, answer->result, answer->next, state->mine_column,
+									"a read of the top rows"), "t") != 0)
 	{
 		answer->next++;
 		answer->has_head = false;
@@ -696,8 +693,8 @@ answer_value(UpperScanState *state, NodeAnswer *answer, int column, bool *isnull
 	*isnull = PQgetisnull(answer->result, answer->next, column);
 	if (*isnull)
 		return (Datum) 0;
-	return InputFunctionCall(&state->in_functions[column], PQgetvalue(answer->result, answer->next, column),
-							 state->typioparams[column], state->typmods[column]);
+	return remote_codec_decode(&state->codecs[column], PQgetvalue(answer->result, answer->next, column),
+							   PQgetlength(answer->result, answer->next, column), answer->conn->node);
 }
 
 /* Merge: decode the sort values of an answer's current row. */
@@ -833,6 +830,7 @@ finish_run(UpperScanState *state)
 	}
 	if (state->group_slot)
 		ExecClearTuple(state->group_slot);	/* it points into the groups' memory */
+	clear_answers(state);
 	MemoryContextReset(state->run_cxt);
 	state->groups = NULL;
 	state->ungrouped = NULL;

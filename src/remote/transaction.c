@@ -166,8 +166,7 @@ drain_in_flight(Collected *col)
 			RemoteResult out;
 
 			remote_receive_all(&c, 1, &out, 0);
-			if (out.result)
-				PQclear(out.result);
+			remote_result_free(out.result);
 		}
 		if (c->link == LINK_COPY_IN)
 			remote_mark_broken(c, "a COPY was left unfinished");
@@ -199,8 +198,7 @@ command_all(RemoteConnection **conns, int n, char **sql, bool *worked, int timeo
 	for (int j = 0; j < nsent; j++)
 	{
 		worked[index[j]] = out[j].ok;
-		if (out[j].result)
-			PQclear(out[j].result);
+		remote_result_free(out[j].result);
 	}
 	pfree(out);
 	pfree(sent);
@@ -420,17 +418,7 @@ post_abort(void)
 		RemoteConnection *c = all.conns[i];
 
 		/* A query in flight is cancelled; a link that stays busy is closed. */
-		if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
-		{
-			RemoteResult out;
-
-			(void) remote_cancel(c);
-			if (c->link == LINK_COPY_IN)
-				c->link = LINK_BUSY;
-			remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
-			if (out.result)
-				PQclear(out.result);
-		}
+		(void) remote_abandon_query(c);
 	}
 	for (int i = 0; i < all.n; i++)
 	{
@@ -549,17 +537,7 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 	{
 		RemoteConnection *c = at_level.conns[i];
 
-		if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
-		{
-			RemoteResult out;
-
-			(void) remote_cancel(c);
-			if (c->link == LINK_COPY_IN)
-				c->link = LINK_BUSY;
-			remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
-			if (out.result)
-				PQclear(out.result);
-		}
+		(void) remote_abandon_query(c);
 		sql[i] = psprintf("ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d", level, level);
 	}
 	command_all(at_level.conns, at_level.n, sql, worked, ringshard_node_timeout_ms);
@@ -709,14 +687,15 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 								"AND pg_catalog.starts_with(gid, %s)", quote_literal_cstr(prefix));
 			res = remote_exec(c, list_sql, false);
+			remote_expect_rows(c, res, 2, 0, -1, "the list of prepared transactions");
 			nparts = PQntuples(res);
 			parts = palloc0(sizeof(PreparedPart) * Max(nparts, 1));
 			for (int i = 0; i < nparts; i++)
 			{
-				parts[i].gid = pstrdup(PQgetvalue(res, i, 0));
-				parts[i].owner = pstrdup(PQgetvalue(res, i, 1));
+				parts[i].gid = pstrdup(remote_text_value(c, res, i, 0, "the list of prepared transactions"));
+				parts[i].owner = pstrdup(remote_text_value(c, res, i, 1, "the list of prepared transactions"));
 			}
-			PQclear(res);
+			remote_result_free(res);
 
 			/* A record whose part is no longer prepared has done its work. */
 			for (int r = 0; r < nrecords; r++)
@@ -739,7 +718,9 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			/* Which parts belong to transactions still running here? (before reading records again) */
 			for (int i = 0; i < nparts; i++)
 			{
-				if (!parse_gid_tail(parts[i].gid + strlen(prefix), &parts[i]))
+				/* the node was asked for our names only; a node that answers others is not believed */
+				if (strncmp(parts[i].gid, prefix, strlen(prefix)) != 0 ||
+					!parse_gid_tail(parts[i].gid + strlen(prefix), &parts[i]))
 				{
 					parts[i].in_progress = true;	/* not one of ours after all: leave it */
 					continue;
@@ -797,7 +778,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 					continue;
 				}
 				sql = psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(parts[i].gid));
-				PQclear(remote_exec(owner_conn, sql, false));
+				remote_result_free(remote_exec(owner_conn, sql, false));
 				if (commit)
 				{
 					Datum		gid_arg[1] = {CStringGetTextDatum(parts[i].gid)};
