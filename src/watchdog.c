@@ -26,6 +26,7 @@
 #include "watchdog.h"
 
 static char *watchdog_database = NULL;
+static char *watchdog_role = NULL;
 static int	watchdog_interval_ms = 5000;
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
@@ -47,6 +48,11 @@ watchdog_init(void)
 							   "Database whose ringshard coordinator the health watchdog serves.",
 							   "Empty (the default) starts no watchdog. Needs shared_preload_libraries.",
 							   &watchdog_database, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("ringshard.watchdog_role",
+							   "Role the health watchdog works as, with that role's user mappings.",
+							   "Empty (the default): the bootstrap superuser. A role below superuser must be a "
+							   "member of ringshard_admin and have a user mapping with a password for every node.",
+							   &watchdog_role, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
 	if (watchdog_database == NULL || watchdog_database[0] == '\0')
 		return;
 
@@ -90,11 +96,15 @@ watchdog_round(const char *activity, const char *query)
 void
 ringshard_watchdog_main(Datum arg)
 {
+	char	   *started_role;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(watchdog_database, NULL, 0);
-	elog(LOG, "ringshard watchdog started for database \"%s\"", watchdog_database);
+	started_role = pstrdup(watchdog_role ? watchdog_role : "");
+	BackgroundWorkerInitializeConnection(watchdog_database, started_role[0] ? started_role : NULL, 0);
+	elog(LOG, "ringshard watchdog started for database \"%s\"%s%s", watchdog_database,
+		 started_role[0] ? " as role " : "", started_role);
 
 	for (;;)
 	{
@@ -117,6 +127,13 @@ ringshard_watchdog_main(Datum arg)
 			{
 				ConfigReloadPending = false;
 				ProcessConfigFile(PGC_SIGHUP);
+				if (strcmp(watchdog_role ? watchdog_role : "", started_role) != 0)
+				{
+					/* a session's role is set when it starts: the postmaster starts the worker again */
+					elog(LOG, "ringshard watchdog restarts to work as role \"%s\"",
+						 watchdog_role && watchdog_role[0] ? watchdog_role : "(bootstrap superuser)");
+					proc_exit(1);
+				}
 			}
 			wait_ms = watchdog_interval_ms -
 				(long) ((GetCurrentTimestamp() - last_round) / 1000);

@@ -20,6 +20,7 @@
 #include "utils/lsyscache.h"
 
 #include "fdw/fdw.h"
+#include "remote/connection.h"
 
 int			ringshard_fetch_size = 2000;
 int			ringshard_write_batch_size = 1000;
@@ -136,8 +137,34 @@ ringshard_fdw_validator(PG_FUNCTION_ARGS)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (catalog == ForeignServerRelationId && strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+		{
+			/*
+			 * The options are validated whole on every CREATE and ALTER
+			 * SERVER: a role below superuser that changes a node whose
+			 * address a superuser gave must drop this in the same statement,
+			 * so the server account's credentials never follow an address
+			 * that role chose.
+			 */
+			(void) defGetBoolean(d);
+			if (!superuser())
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("only a superuser may set or keep option \"%s\" of a ringshard node",
+								RINGSHARD_AMBIENT_OPTION),
+						 errdetail("It lets superusers and the watchdog connect to the node's address with the "
+								   "server account's own credentials."),
+						 errhint("Set the address with ringshard.set_node_address(), or drop the option in the same "
+								 "ALTER SERVER.")));
+			continue;
+		}
 		if (catalog == ForeignServerRelationId)
 		{
+			if ((strcmp(d->defname, "sslcert") == 0 || strcmp(d->defname, "sslkey") == 0) && !superuser())
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("only a superuser may set option \"%s\" of a ringshard node", d->defname),
+						 errdetail("It names a file of the coordinator's server account, offered to the node as a credential.")));
 			if (server_option_forbidden(d->defname))
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),

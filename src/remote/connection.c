@@ -404,6 +404,8 @@ remote_node_conninfo(const char *node)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+			continue;
 		appendStringInfo(&buf, "%s%s=", buf.len ? " " : "", d->defname);
 		append_conninfo_value(&buf, defGetString(d));
 		has_dbname |= strcmp(d->defname, "dbname") == 0;
@@ -478,8 +480,16 @@ remote_may_see_addresses(void)
 static bool
 keyword_is_ours(const char *keyword)
 {
-	return strcmp(keyword, "client_encoding") == 0 || strcmp(keyword, "fallback_application_name") == 0;
+	return strcmp(keyword, "client_encoding") == 0 || strcmp(keyword, "fallback_application_name") == 0 ||
+		strcmp(keyword, RINGSHARD_AMBIENT_OPTION) == 0;
 }
+
+/*
+ * A path that names no file on any system (a file under /dev/null): libpq
+ * then finds no password file, client certificate or key of the server
+ * account's own.
+ */
+#define NO_SUCH_FILE "/dev/null/ringshard-offers-no-credential"
 
 /* The keyword/value arrays of a connection: our defaults, the server's options, the mapping's, ours. */
 typedef struct ConnParams
@@ -489,6 +499,7 @@ typedef struct ConnParams
 	int			n;
 	bool		has_password;
 	bool		password_required;
+	bool		ambient_allowed;	/* the address is a superuser's: its own credentials may log in */
 } ConnParams;
 
 static void
@@ -529,10 +540,30 @@ build_params(RemoteConnection *c, ConnParams *p)
 	{
 		DefElem    *d = lfirst(lc);
 
-		if (strcmp(d->defname, "options") == 0)
+		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+			p->ambient_allowed = defGetBoolean(d);
+		else if (strcmp(d->defname, "options") == 0)
 			remote_options = defGetString(d);
 		else if (!keyword_is_ours(d->defname))
 			add_param(p, d->defname, defGetString(d));
+	}
+
+	/*
+	 * An address that a role below superuser chose gets none of the server
+	 * account's own credentials, from any role, the watchdog included: no
+	 * password file (PGPASSFILE, ~/.pgpass), no client certificate or key,
+	 * no Kerberos ticket.  Only what the role's user mapping says is
+	 * offered (docs/security.md).  These come after the server's options:
+	 * libpq takes the last value of a keyword.
+	 */
+	if (!p->ambient_allowed)
+	{
+		add_param(p, "password", "");	/* not PGPASSWORD either: the mapping's own, if any, follows */
+		add_param(p, "passfile", NO_SUCH_FILE);
+		add_param(p, "sslcert", NO_SUCH_FILE);
+		add_param(p, "sslkey", NO_SUCH_FILE);
+		add_param(p, "gssencmode", "disable");
+		add_param(p, "krbsrvname", "ringshard-offers-no-kerberos-ticket");
 	}
 
 	if (OidIsValid(c->umid))
@@ -574,13 +605,17 @@ build_params(RemoteConnection *c, ConnParams *p)
 static void
 check_password_given(RemoteConnection *c, ConnParams *p)
 {
-	if (superuser_arg(c->userid) || !p->password_required)
+	if ((superuser_arg(c->userid) && p->ambient_allowed) || !p->password_required)
 		return;
 	if (!OidIsValid(c->umid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("role \"%s\" has no user mapping for node \"%s\"",
 						GetUserNameFromId(c->userid, false), c->node),
+				 superuser_arg(c->userid)
+				 ? errdetail("The node's address was set by a role below superuser, so the coordinator offers it "
+							 "none of the server account's own credentials.")
+				 : 0,
 				 errhint("CREATE USER MAPPING FOR %s SERVER %s OPTIONS (user '...', password '...');",
 						 quote_identifier(GetUserNameFromId(c->userid, false)),
 						 quote_identifier(GetForeignServer(c->serverid)->servername))));
@@ -588,7 +623,10 @@ check_password_given(RemoteConnection *c, ConnParams *p)
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required to connect to node \"%s\"", c->node),
-				 errdetail("A role below superuser must give a password in its user mapping."),
+				 superuser_arg(c->userid)
+				 ? errdetail("The node's address was set by a role below superuser: a superuser too must give "
+							 "a password in its user mapping.")
+				 : errdetail("A role below superuser must give a password in its user mapping."),
 				 errhint("Add it with ALTER USER MAPPING FOR %s SERVER %s OPTIONS (ADD password '...').",
 						 quote_identifier(GetUserNameFromId(c->userid, false)),
 						 quote_identifier(GetForeignServer(c->serverid)->servername))));
@@ -597,7 +635,7 @@ check_password_given(RemoteConnection *c, ConnParams *p)
 static void
 check_password_used(RemoteConnection *c, ConnParams *p)
 {
-	if (superuser_arg(c->userid) || !p->password_required)
+	if ((superuser_arg(c->userid) && p->ambient_allowed) || !p->password_required)
 		return;
 	if (!PQconnectionUsedPassword(c->conn))
 	{

@@ -19,6 +19,14 @@
 #include "libpq-fe.h"
 #include "portability/instr_time.h"
 
+/*
+ * The server option that says a node's address was given by a superuser,
+ * so that superusers and the watchdog may connect to it with the server
+ * account's own credentials (.pgpass, certificates, peer); only a superuser
+ * may set it, and any change by another role must drop it (fdw/handler.c).
+ */
+#define RINGSHARD_AMBIENT_OPTION "ambient_credentials"
+
 /* ringshard.node_timeout: milliseconds a node may take to connect or answer a control command. */
 extern int	ringshard_node_timeout_ms;
 
