@@ -31,7 +31,14 @@ static int	watchdog_interval_ms = 5000;
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
 
-/* Settings, and the worker itself when preloaded with a database to watch. */
+/*
+ * Settings, and the worker itself when preloaded.  The database and role are
+ * reloadable: a worker is always registered with the preloaded library, and
+ * waits idle while no database is set; when either setting changes it exits
+ * and the postmaster starts it again (a session's database and role are
+ * fixed when it starts).  So ALTER SYSTEM SET ringshard.watchdog_database
+ * and a reload start it, with no second restart.
+ */
 void
 watchdog_init(void)
 {
@@ -41,19 +48,16 @@ watchdog_init(void)
 							"Time between two rounds of the health watchdog.",
 							NULL, &watchdog_interval_ms, 5000, 100, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	/* A postmaster setting can only be defined while preloading. */
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 	DefineCustomStringVariable("ringshard.watchdog_database",
 							   "Database whose ringshard coordinator the health watchdog serves.",
-							   "Empty (the default) starts no watchdog. Needs shared_preload_libraries.",
-							   &watchdog_database, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
+							   "Empty (the default): the watchdog waits idle. Needs shared_preload_libraries.",
+							   &watchdog_database, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("ringshard.watchdog_role",
 							   "Role the health watchdog works as, with that role's user mappings.",
 							   "Empty (the default): the bootstrap superuser. A role below superuser must be a "
 							   "member of ringshard_admin and have a user mapping with a password for every node.",
 							   &watchdog_role, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
-	if (watchdog_database == NULL || watchdog_database[0] == '\0')
+	if (!process_shared_preload_libraries_in_progress)
 		return;
 
 	memset(&worker, 0, sizeof(worker));
@@ -65,6 +69,30 @@ watchdog_init(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "ringshard watchdog");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "ringshard watchdog");
 	RegisterBackgroundWorker(&worker);
+}
+
+/* A setting of the worker's, as a string ("" when unset). */
+static const char *
+setting(const char *value)
+{
+	return value ? value : "";
+}
+
+/* Take a configuration reload; exit (to be started again) when the database or role changed. */
+static void
+reload_settings(const char *started_database, const char *started_role)
+{
+	if (!ConfigReloadPending)
+		return;
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	if (strcmp(setting(watchdog_database), started_database) != 0 ||
+		strcmp(setting(watchdog_role), started_role) != 0)
+	{
+		elog(LOG, "ringshard watchdog restarts to serve database \"%s\" as role \"%s\"",
+			 setting(watchdog_database), watchdog_role && watchdog_role[0] ? watchdog_role : "(bootstrap superuser)");
+		proc_exit(1);
+	}
 }
 
 /*
@@ -96,14 +124,26 @@ watchdog_round(const char *activity, const char *query)
 void
 ringshard_watchdog_main(Datum arg)
 {
+	char	   *started_database;
 	char	   *started_role;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	started_role = pstrdup(watchdog_role ? watchdog_role : "");
-	BackgroundWorkerInitializeConnection(watchdog_database, started_role[0] ? started_role : NULL, 0);
-	elog(LOG, "ringshard watchdog started for database \"%s\"%s%s", watchdog_database,
+	started_database = pstrdup(setting(watchdog_database));
+	started_role = pstrdup(setting(watchdog_role));
+
+	/* No database to serve: wait for one (a reload that sets it restarts the worker). */
+	while (started_database[0] == '\0')
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		reload_settings(started_database, started_role);
+	}
+
+	BackgroundWorkerInitializeConnection(started_database, started_role[0] ? started_role : NULL, 0);
+	elog(LOG, "ringshard watchdog started for database \"%s\"%s%s", started_database,
 		 started_role[0] ? " as role " : "", started_role);
 
 	for (;;)
@@ -123,18 +163,7 @@ ringshard_watchdog_main(Datum arg)
 							 wait_ms, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
-			if (ConfigReloadPending)
-			{
-				ConfigReloadPending = false;
-				ProcessConfigFile(PGC_SIGHUP);
-				if (strcmp(watchdog_role ? watchdog_role : "", started_role) != 0)
-				{
-					/* a session's role is set when it starts: the postmaster starts the worker again */
-					elog(LOG, "ringshard watchdog restarts to work as role \"%s\"",
-						 watchdog_role && watchdog_role[0] ? watchdog_role : "(bootstrap superuser)");
-					proc_exit(1);
-				}
-			}
+			reload_settings(started_database, started_role);
 			wait_ms = watchdog_interval_ms -
 				(long) ((GetCurrentTimestamp() - last_round) / 1000);
 		}

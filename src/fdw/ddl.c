@@ -542,6 +542,8 @@ check_dependents(Oid relid)
 					 "   FROM pg_catalog.pg_inherits i WHERE i.inhrelid = $1"
 					 " UNION SELECT 'row security policy ' OPERATOR(pg_catalog.||) p.polname FROM pg_catalog.pg_policy p"
 					 "  WHERE p.polrelid = $1"
+					 " UNION SELECT 'row level security (enabled on the table: it hides every row from roles without a policy)'"
+					 "   FROM pg_catalog.pg_class r WHERE r.oid = $1 AND (r.relrowsecurity OR r.relforcerowsecurity)"
 					 " UNION SELECT 'publication ' OPERATOR(pg_catalog.||) p.pubname FROM pg_catalog.pg_publication_rel pr"
 					 "   JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid WHERE pr.prrelid = $1"
 					 ") x",

@@ -6,19 +6,23 @@
 
 #include "access/htup_details.h"
 #include "access/transam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
 #include "fdw/deparse.h"
@@ -704,4 +708,152 @@ rsfdw_fill_template(List *pieces, List *param_states, List *param_exprs, ExprCon
 		remote_transmission_end(level);
 	}
 	return buf.data;
+}
+
+/* ----- DDL for the nodes ----- */
+
+/* WITH (name = 'value', ...) of storage or operator-class options. */
+static void
+append_definition_options(StringInfo buf, List *options)
+{
+	ListCell   *lc;
+
+	appendStringInfoChar(buf, '(');
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(buf, ", ");
+		if (d->defnamespace)
+			appendStringInfo(buf, "%s.", quote_identifier(d->defnamespace));
+		appendStringInfoString(buf, quote_identifier(d->defname));
+		if (d->arg)
+			appendStringInfo(buf, " = %s", quote_literal_cstr(defGetString(d)));
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/* A list of column names (String nodes), quoted. */
+static void
+append_name_list(StringInfo buf, List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		appendStringInfo(buf, "%s%s", foreach_current_index(lc) ? ", " : "", quote_identifier(strVal(lfirst(lc))));
+}
+
+char *
+rsfdw_deparse_unique_constraint(const char *table, const char *name, Constraint *con)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "ALTER TABLE %s ADD CONSTRAINT %s %s%s (", table, quote_identifier(name),
+					 con->contype == CONSTR_PRIMARY ? "PRIMARY KEY" : "UNIQUE",
+					 con->contype == CONSTR_UNIQUE && con->nulls_not_distinct ? " NULLS NOT DISTINCT" : "");
+	append_name_list(&buf, con->keys);
+	appendStringInfoChar(&buf, ')');
+	if (con->including)
+	{
+		appendStringInfoString(&buf, " INCLUDE (");
+		append_name_list(&buf, con->including);
+		appendStringInfoChar(&buf, ')');
+	}
+	if (con->options)
+	{
+		appendStringInfoString(&buf, " WITH ");
+		append_definition_options(&buf, con->options);
+	}
+	if (con->indexspace)
+		appendStringInfo(&buf, " USING INDEX TABLESPACE %s", quote_identifier(con->indexspace));
+	if (con->deferrable)
+		appendStringInfoString(&buf, " DEFERRABLE");
+	if (con->initdeferred)
+		appendStringInfoString(&buf, " INITIALLY DEFERRED");
+	return buf.data;
+}
+
+char *
+rsfdw_deparse_create_index(IndexStmt *stmt, Oid relid, const char *table, const char *name)
+{
+	StringInfoData buf;
+	List	   *context = deparse_context_for(get_rel_name(relid), relid);
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE %sINDEX %s%s ON %s USING %s (", stmt->unique ? "UNIQUE " : "",
+					 stmt->if_not_exists ? "IF NOT EXISTS " : "", quote_identifier(name), table,
+					 quote_identifier(stmt->accessMethod));
+	foreach(lc, stmt->indexParams)
+	{
+		IndexElem  *elem = lfirst(lc);
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&buf, ", ");
+		if (elem->name)
+			appendStringInfoString(&buf, quote_identifier(elem->name));
+		else
+			appendStringInfo(&buf, "(%s)", deparse_expression(elem->expr, context, false, false));
+		if (elem->collation)
+			appendStringInfo(&buf, " COLLATE %s", NameListToQuotedString(elem->collation));
+		if (elem->opclass)
+			appendStringInfo(&buf, " %s", NameListToQuotedString(elem->opclass));
+		if (elem->opclassopts)
+			append_definition_options(&buf, elem->opclassopts);
+		if (elem->ordering == SORTBY_DESC)
+			appendStringInfoString(&buf, " DESC");
+		if (elem->nulls_ordering == SORTBY_NULLS_FIRST)
+			appendStringInfoString(&buf, " NULLS FIRST");
+		else if (elem->nulls_ordering == SORTBY_NULLS_LAST)
+			appendStringInfoString(&buf, " NULLS LAST");
+	}
+	appendStringInfoChar(&buf, ')');
+	if (stmt->indexIncludingParams)
+	{
+		appendStringInfoString(&buf, " INCLUDE (");
+		foreach(lc, stmt->indexIncludingParams)
+			appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
+							 quote_identifier(((IndexElem *) lfirst(lc))->name));
+		appendStringInfoChar(&buf, ')');
+	}
+	if (stmt->nulls_not_distinct)
+		appendStringInfoString(&buf, " NULLS NOT DISTINCT");
+	if (stmt->options)
+	{
+		appendStringInfoString(&buf, " WITH ");
+		append_definition_options(&buf, stmt->options);
+	}
+	if (stmt->tableSpace)
+		appendStringInfo(&buf, " TABLESPACE %s", quote_identifier(stmt->tableSpace));
+	if (stmt->whereClause)
+		appendStringInfo(&buf, " WHERE %s", deparse_expression(stmt->whereClause, context, false, false));
+	return buf.data;
+}
+
+char *
+rsfdw_deparse_column_type(Oid relid, AttrNumber attnum)
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+	char	   *sql;
+
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+	sql = format_type_extended(typid, typmod, FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+	/* the column's collation, which decides its order and equality on the node too */
+	if (OidIsValid(collid))
+	{
+		HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+		Form_pg_collation form;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for collation %u", collid);
+		form = (Form_pg_collation) GETSTRUCT(tuple);
+		sql = psprintf("%s COLLATE %s", sql,
+					   quote_qualified_identifier(get_namespace_name(form->collnamespace), NameStr(form->collname)));
+		ReleaseSysCache(tuple);
+	}
+	return sql;
 }

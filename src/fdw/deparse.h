@@ -73,4 +73,20 @@ extern void rsfdw_append_literal_array(StringInfo buf, const Datum *values, int 
 extern char *rsfdw_fill_template(List *pieces, List *param_states, List *param_exprs,
 								 struct ExprContext *econtext);
 
+/*
+ * DDL for the nodes, from the parse tree of a statement whose node-side
+ * part has no local copy to read back (indexes and unique constraints of a
+ * foreign table exist on the nodes only): every property that changes
+ * answers or constraints is carried (NULLS NOT DISTINCT, INCLUDE, storage
+ * and operator-class options, tablespace, DEFERRABLE, partial and
+ * expression indexes, collations).
+ */
+struct Constraint;
+struct IndexStmt;
+extern char *rsfdw_deparse_unique_constraint(const char *table, const char *name, struct Constraint *con);
+extern char *rsfdw_deparse_create_index(struct IndexStmt *stmt, Oid relid, const char *table, const char *name);
+
+/* A column's type as the catalog has it now, with its collation: for ALTER COLUMN ... TYPE on the nodes. */
+extern char *rsfdw_deparse_column_type(Oid relid, AttrNumber attnum);
+
 #endif							/* RINGSHARD_FDW_DEPARSE_H */

@@ -286,7 +286,8 @@ remote_connection_init(void)
 							"A node that takes longer is counted as failed. Queries of scans and writes "
 							"wait as long as they run (statement_timeout and cancel apply).",
 							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
-							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+							/* a node that misses it is marked down for every role: not one role's choice */
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	ctl.keysize = sizeof(Oid) * 2;
 	ctl.entrysize = sizeof(RemoteConnection);
@@ -1276,6 +1277,13 @@ remote_report_error(int elevel, RemoteConnection *c, PGresult *res, const char *
 		code = MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4]);
 	if (primary == NULL)
 		primary = c->last_error ? c->last_error : (c->conn ? PQerrorMessage(c->conn) : "connection lost");
+	/* a node that lacks what ringshard sets up on it: say what sets it up */
+	if (hint == NULL && code == ERRCODE_INVALID_SCHEMA_NAME && strstr(primary, "ringshard") != NULL)
+		hint = psprintf("Run CREATE EXTENSION ringshard in node \"%s\"'s database, then SELECT * FROM "
+						"ringshard.sync_topology(); on the coordinator.", c->node);
+	else if (hint == NULL && code == ERRCODE_UNDEFINED_TABLE)
+		hint = psprintf("Node \"%s\" lacks the table: if the node is new, CALL ringshard.rebalance(table) creates "
+						"it there; else SELECT ringshard.push_table_definition(table).", c->node);
 	ereport(elevel,
 			(errcode(code),
 			 errmsg_internal("node \"%s\": %s", c->node, primary),

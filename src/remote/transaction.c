@@ -812,6 +812,11 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
 
+		if (committed > 0 || rolled_back > 0)
+			ereport(LOG,
+					(errmsg("ringshard: recovery finished %d prepared transaction(s) on node \"%s\": "
+							"%d committed, %d rolled back, %d left to their running transactions",
+							committed + rolled_back, nodes[n], committed, rolled_back, left)));
 		values[0] = CStringGetTextDatum(nodes[n]);
 		values[1] = Int32GetDatum(committed);
 		values[2] = Int32GetDatum(rolled_back);
