@@ -46,6 +46,7 @@ GLUE_OBJS = \
 	src/worker/guard.o \
 	src/admin/node_commands.o \
 	src/admin/addresses.o \
+	src/admin/verify.o \
 	src/plproxy_bridge.o \
 	src/watchdog.o \
 	src/legacy_1_0.o
