@@ -36,6 +36,7 @@ GLUE_OBJS = \
 	src/remote/values.o \
 	src/fdw/handler.o \
 	src/fdw/deparse.o \
+	src/fdw/plan_state.o \
 	src/fdw/planner.o \
 	src/fdw/scan.o \
 	src/fdw/upper.o \
