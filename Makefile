@@ -18,6 +18,7 @@ CORE_OBJS = \
 
 GLUE_OBJS = \
 	src/ringshard.o \
+	src/guc.o \
 	src/version.o \
 	src/admin_errors.o \
 	src/ringtoken.o \

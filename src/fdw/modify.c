@@ -43,9 +43,6 @@
 #include "remote/transaction.h"
 #include "remote/values.h"
 
-/* ringshard.write_quorum: replicas that must take a write at once. */
-int			ringshard_write_quorum = 1;
-
 /* A few rows go as one INSERT (one round trip); more as a COPY (two). */
 #define SMALL_BATCH_ROWS 16
 

@@ -44,8 +44,6 @@
 #include "remote/values.h"
 #include "topology_cache.h"
 
-int			ringshard_node_timeout_ms = 5000;
-
 /* The connections of this session, by (server, role). */
 static HTAB *connections = NULL;
 
@@ -280,14 +278,6 @@ void
 remote_connection_init(void)
 {
 	HASHCTL		ctl;
-
-	DefineCustomIntVariable("ringshard.node_timeout",
-							"Milliseconds a node may take to connect, or to answer a control command.",
-							"A node that takes longer is counted as failed. Queries of scans and writes "
-							"wait as long as they run (statement_timeout and cancel apply).",
-							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
-							/* a node that misses it is marked down for every role: not one role's choice */
-							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	ctl.keysize = sizeof(Oid) * 2;
 	ctl.entrysize = sizeof(RemoteConnection);
