@@ -43,6 +43,7 @@ GLUE_OBJS = \
 	src/fdw/upper.o \
 	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
+	src/fdw/write_locks.o \
 	src/fdw/ddl.o \
 	src/fdw/ddl_hook.o \
 	src/worker/guard.o \
