@@ -124,16 +124,20 @@ my ($k1, $k2) = split /\|/, $coordinator->safe_psql('postgres', q{
 	SELECT a.id || '|' || b.id FROM counters a, counters b
 	 WHERE (replicas_for(a.id))[1] <> (replicas_for(b.id))[1] AND a.id > 10 AND b.id > 10 LIMIT 1});
 my @sessions;
+my $started = time;
 for my $order ([ $k1, $k2 ], [ $k2, $k1 ])
 {
-	my ($in, $out, $err) = ('', '', '');
+	# each session reads its own file: both run at once
+	my $file = "$tmp/crossing-$order->[0].sql";
+	open my $fh, '>', $file or die;
+	print $fh "BEGIN;\nUPDATE counters SET note = 'x' WHERE id = $order->[0];\nSELECT pg_sleep(1);\n"
+	  . "UPDATE counters SET n = n + 1 WHERE id = $order->[1];\nCOMMIT;\n";
+	close $fh;
+	my ($out, $err) = ('', '');
 	my $h = IPC::Run::start([ 'psql', '-X', '-h', $coordinator->host, '-p', $coordinator->port, '-d', 'postgres',
-							  '-v', 'ON_ERROR_STOP=0' ], '<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
-	$in .= "BEGIN;\nUPDATE counters SET note = 'x' WHERE id = $order->[0];\nSELECT pg_sleep(1);\n"
-	  . "UPDATE counters SET n = n + 1 WHERE id = $order->[1];\nCOMMIT;\n\\q\n";
+							  '-f', $file ], '>', \$out, '2>', \$err, IPC::Run::timeout(60));
 	push @sessions, [ $h, \$out, \$err ];
 }
-my $started = time;
 $_->[0]->finish for @sessions;
 my $elapsed = time - $started;
 my @errors = map { ${ $_->[2] } } @sessions;
@@ -146,8 +150,9 @@ is(replicas_equal('counters'), '0', 'and every replica holds the same rows');
 
 # ---------------------------------------------------------------------------
 # pgbench TPC-B on distributed tables (the recipe of docs/cluster.md).
+my ($init_out, $init_err) = ('', '');
 IPC::Run::run([ 'pgbench', '-i', '-s', '1', '-q', '-h', $coordinator->host, '-p', $coordinator->port, 'postgres' ],
-	'>', \my $init_out, '2>', \my $init_err) or die "pgbench -i: $init_err";
+	'>', \$init_out, '2>', \$init_err) or die "pgbench -i: $init_err";
 $coordinator->safe_psql('postgres', q{
 	SELECT ringshard.distribute_table('pgbench_accounts', 'aid');
 	SELECT ringshard.distribute_table('pgbench_tellers', 'tid');
