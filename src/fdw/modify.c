@@ -294,9 +294,10 @@ prepare_node(RsModifyState *state, int node)
 	remote_connect_all(&b->conn, 1, true);
 	if (b->conn->link == LINK_BROKEN || b->conn->link == LINK_CLOSED)
 	{
+		/* nothing of the transaction commits: 40001 says a retry may succeed (clients and pgbench retry it) */
 		if (b->conn->wrote)
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("lost the connection to node \"%s\", which took writes in this transaction",
 							b->conn->node),
 					 errhint("Retry the transaction; its writes for that node are then queued.")));
