@@ -37,6 +37,9 @@ typedef struct DeparseContext
 /* Whether the expression can be evaluated on a node with the same result. */
 extern bool rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 
+/* NULL if it can, else what stops it, for a message ("function random() is volatile", ...). */
+extern const char *rsfdw_unshippable_reason(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
+
 /* Start a context; params collects the expressions of parameter holes. */
 extern void rsfdw_deparse_init(DeparseContext *ctx, PlannerInfo *root, RelOptInfo *rel,
 							   Index varno, List **params);

@@ -428,20 +428,64 @@ rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *targe
 	/* UPDATE and DELETE are sent to the nodes whole: no row identity is needed */
 }
 
+/*
+ * What stops an UPDATE or DELETE from going whole: the first part of its
+ * conditions or new values that the nodes cannot evaluate as we would.
+ */
+static const char *
+refusal_reason(PlannerInfo *root, ModifyTable *plan, Index resultRelation)
+{
+	RelOptInfo *rel = find_base_rel(root, resultRelation);
+	ListCell   *lc;
+	Plan	   *subplan = outerPlan(plan);
+
+	if (subplan && IsA(subplan, Result) && outerPlan(subplan))
+		subplan = outerPlan(subplan);
+	if (subplan == NULL || !IsA(subplan, ForeignScan) ||
+		((ForeignScan *) subplan)->scan.scanrelid != resultRelation)
+		return "another table, a join or a subquery";
+	foreach(lc, subplan->qual)
+	{
+		const char *reason = rsfdw_unshippable_reason(root, rel, lfirst(lc));
+
+		if (reason)
+			return psprintf("%s in its WHERE clause", reason);
+	}
+	if (plan->operation == CMD_UPDATE)
+	{
+		List	   *processed_tlist = NIL;
+		List	   *target_attrs = NIL;
+
+		get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
+		foreach(lc, processed_tlist)
+		{
+			const char *reason = rsfdw_unshippable_reason(root, rel, lfirst_node(TargetEntry, lc)->expr);
+
+			if (reason)
+				return psprintf("%s in its SET list", reason);
+		}
+	}
+	return "a part the nodes cannot evaluate as the coordinator would";
+}
+
 List *
 rsPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index)
 {
 	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
 
 	if (plan->operation == CMD_UPDATE || plan->operation == CMD_DELETE)
+	{
+		const char *reason = refusal_reason(root, plan, resultRelation);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("this %s of distributed table %s cannot be sent to its nodes as one statement",
 						plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE", get_rel_name(rte->relid)),
-				 errdetail("Its WHERE clause or SET list uses functions or operators that are not built in and "
-						   "immutable, subqueries, or other tables."),
-				 errhint("Write the condition with built-in functions of the table's columns, constants and "
-						 "parameters, or select the keys first and use WHERE key = ANY (...).")));
+				 errdetail("It uses %s.", reason),
+				 errhint("Write the condition and the new values with built-in immutable functions of the table's "
+						 "columns, constants, parameters and stable functions of those, or select the keys first "
+						 "and use WHERE key = ANY (...).")));
+	}
 	if (plan->onConflictAction != ONCONFLICT_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -539,14 +583,17 @@ rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 
 /* ----- UPDATE and DELETE, sent whole ----- */
 
-/* The ForeignScan under a ModifyTable, if it is ours and alone. */
+/*
+ * The ForeignScan under a ModifyTable, if it is ours and alone.  A Result
+ * above it that only gates it on a condition of constants and parameters
+ * (WHERE false, WHERE $1 > 0) stays and still decides whether it runs.
+ */
 static ForeignScan *
 modify_subplan(ModifyTable *plan, Index resultRelation)
 {
 	Plan	   *subplan = outerPlan(plan);
 
-	if (subplan && IsA(subplan, Result) && subplan->qual == NIL &&
-		((Result *) subplan)->resconstantqual == NULL && outerPlan(subplan))
+	if (subplan && IsA(subplan, Result) && subplan->qual == NIL && outerPlan(subplan))
 		subplan = outerPlan(subplan);
 	if (subplan == NULL || !IsA(subplan, ForeignScan) ||
 		((ForeignScan *) subplan)->scan.scanrelid != resultRelation)
