@@ -970,8 +970,15 @@ rsExplainDirectModify(ForeignScanState *node, ExplainState *es)
 {
 	RsDirectState *state = node->fdw_state;
 
-	ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT
-						? "every node of the table" : psprintf("every replica of the values of %s", state->key_column), es);
+	{
+		char	   *replicas = state->kind == RS_SCAN_FANOUT ? NULL
+			: rsfdw_constant_key_replicas(&state->placement, (ForeignScan *) node->ss.ps.plan, state->plan->nparams,
+										  state->kind == RS_SCAN_ROUTER_KEYSPACE);
+
+		ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT ? "every node of the table"
+							: replicas ? replicas
+							: psprintf("every replica of the values of %s", state->key_column), es);
+	}
 	if (es->verbose)
 		ExplainPropertyText("Remote SQL", psprintf("%s%s%s", rsfdw_template_text(state->plan->statement_tmpl, NULL),
 												   rsfdw_template_text(state->plan->where_tmpl, NULL),

@@ -854,6 +854,57 @@ rsIterateForeignScan(ForeignScanState *node)
 	}
 }
 
+char *
+rsfdw_constant_key_replicas(TablePlacement *placement, ForeignScan *plan, int nparams, bool with_keyspace)
+{
+	Node	   *keys = list_nth(plan->fdw_exprs, nparams);
+	Node	   *keyspace = with_keyspace ? list_nth(plan->fdw_exprs, nparams + 1) : NULL;
+	StringInfoData buf;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	keys = strip_implicit_coercions(keys);
+	if (!IsA(keys, Const) || ((Const *) keys)->constisnull ||
+		(keyspace && (!IsA(keyspace, Const) || ((Const *) keyspace)->constisnull)))
+		return NULL;
+	if (type_is_array(((Const *) keys)->consttype))
+	{
+		ArrayType  *array = DatumGetArrayTypeP(((Const *) keys)->constvalue);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+		deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &n);
+	}
+	else
+	{
+		elems = &((Const *) keys)->constvalue;
+		nulls = &((Const *) keys)->constisnull;
+		n = 1;
+	}
+	initStringInfo(&buf);
+	for (int k = 0; k < n; k++)
+	{
+		uint16		replicas[PLACEMENT_MAX_REPLICAS];
+		int			nreplicas;
+
+		if (nulls[k])
+			continue;
+		nreplicas = placement_key_replicas(placement, elems[k], keyspace ? ((Const *) keyspace)->constvalue : 0,
+										   replicas);
+		if (buf.len)
+			appendStringInfoString(&buf, "; ");
+		for (int r = 0; r < nreplicas; r++)
+			appendStringInfo(&buf, "%s%s%s", r ? ", " : "", placement_node_name(placement, replicas[r]),
+							 placement_node_up(placement, replicas[r]) ? "" : " (down)");
+	}
+	if (buf.len == 0)
+		return NULL;
+	return psprintf("%s (the replicas of the key%s)", buf.data, n > 1 ? "s" : "");
+}
+
 /* Close a run of the scan: its cursors die with the remote transaction, results are dropped. */
 static void
 finish_run(RsScanState *state)
@@ -924,8 +975,13 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	}
 	else
 	{
+		char	   *replicas = rsfdw_constant_key_replicas(&state->placement,
+														   (ForeignScan *) node->ss.ps.plan, state->plan->nparams,
+														   state->kind == RS_SCAN_ROUTER_KEYSPACE);
+
 		ExplainPropertyText("Router", psprintf("one healthy replica per value of %s", state->key_column), es);
-		ExplainPropertyText("Nodes", nodes.data, es);
+		/* a key fixed by a constant: its replicas, one of which is read */
+		ExplainPropertyText("Nodes", replicas ? replicas : nodes.data, es);
 	}
 	if (es->verbose)
 	{
