@@ -43,6 +43,9 @@ typedef struct RsRelInfo
 	List	   *group_exprs;	/* GROUP BY expressions */
 } RsRelInfo;
 
+/* statement_planner.c: the planner hook */
+extern void rsfdw_statement_planner_init(void);
+
 /* planner.c */
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 extern void rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);

@@ -904,7 +904,14 @@ rsIterateDirectModify(ForeignScanState *node)
 
 	if (!state->done)
 	{
+		/*
+		 * The executor calls this in the per-tuple context, reset for every
+		 * row: the results and their connections must outlive it.
+		 */
+		MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+
 		execute_direct(node, state);
+		MemoryContextSwitchTo(old);
 		state->done = true;
 	}
 	if (!state->has_returning)

@@ -94,6 +94,7 @@ typedef struct RsScanState
 	MemoryContext scan_cxt;		/* everything of one run of the scan */
 	bool		explain_only;
 	RsScanSQL  *sql;			/* this run's SQL parts, parameters filled in */
+	int			fetch_size;		/* ringshard.fetch_size when the run started: every FETCH of it asks this many */
 } RsScanState;
 
 static unsigned int cursor_number = 0;
@@ -499,6 +500,7 @@ start_scan(ForeignScanState *node)
 	state->capacity = 0;
 	state->started = true;
 	state->sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
+	state->fetch_size = ringshard_fetch_size;
 
 	if (state->kind == RS_SCAN_FANOUT)
 	{
@@ -524,7 +526,7 @@ start_scan(ForeignScanState *node)
 			}
 			snprintf(stream->cursor, sizeof(stream->cursor), "ringshard_c%u", ++cursor_number);
 			remote_send(stream->conn, rsfdw_fanout_sql(stream->cursor, state->binary_fanout, state->sql, filter,
-													   ringshard_fetch_size), true, stream);
+													   state->fetch_size), true, stream);
 			stream->in_flight = stream->conn->link == LINK_BUSY;
 			if (!stream->in_flight)
 				ereport(ERROR,
@@ -637,7 +639,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 		remote_report_error(ERROR, stream->conn, out->result, NULL);
 	/* a batch of the columns asked for, no more rows than a FETCH asks */
 	remote_expect_rows(stream->conn, out->result, Max(state->nretrieved, 1), 0,
-					   state->kind == RS_SCAN_FANOUT ? ringshard_fetch_size : -1,
+					   state->kind == RS_SCAN_FANOUT ? state->fetch_size : -1,
 					   psprintf("a read of table %s", RelationGetRelationName(state->rel)));
 	if (state->kind == RS_SCAN_FANOUT)
 		remote_expect_formats(stream->conn, out->result, state->binary_fanout ? 1 : 0, NULL,
@@ -645,7 +647,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 	remote_result_free(stream->batch);
 	stream->batch = out->result;
 	stream->next = 0;
-	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < ringshard_fetch_size)
+	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < state->fetch_size)
 	{
 		ListCell   *lc;
 
@@ -655,7 +657,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 		return;
 	}
 	/* prefetch: the node works on the next batch while we return this one */
-	remote_send(stream->conn, rsfdw_fetch_sql(stream->cursor, ringshard_fetch_size), true, stream);
+	remote_send(stream->conn, rsfdw_fetch_sql(stream->cursor, state->fetch_size), true, stream);
 	stream->in_flight = stream->conn->link == LINK_BUSY;
 	if (!stream->in_flight)
 		ereport(ERROR,

@@ -441,6 +441,8 @@ check_clean('single node, one phase');
 
 # Writing here too: two phases again, and the crash points are reached.
 $coordinator->safe_psql('postgres', q{CREATE TABLE local_notes (note text)});
+$single_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('single-3', 'solo'))[1]});
+($single_index) = grep { $names[$_] eq $single_node } 0 .. 2;
 $worker_offset = -s $workers[$single_index]->logfile;
 ($rc, $out, $err) = $coordinator->psql('postgres', q{
 	SET ringshard.fault_injection = 'after_local_commit=crash';
