@@ -35,11 +35,6 @@
 #include "remote/catalog.h"
 #include "remote/transaction.h"
 
-bool		ringshard_two_phase_commit = true;
-
-#ifdef RINGSHARD_FAULT_INJECTION
-static char *fault_injection = NULL;
-#endif
 
 void
 remote_note_write(RemoteConnection *c)
@@ -57,11 +52,11 @@ fault_point_armed(const char *point)
 #ifdef RINGSHARD_FAULT_INJECTION
 	const char *eq;
 
-	if (fault_injection == NULL || fault_injection[0] == '\0')
+	if (ringshard_fault_injection == NULL || ringshard_fault_injection[0] == '\0')
 		return false;
-	eq = strchr(fault_injection, '=');
-	return eq != NULL && strlen(point) == (size_t) (eq - fault_injection) &&
-		strncmp(fault_injection, point, eq - fault_injection) == 0;
+	eq = strchr(ringshard_fault_injection, '=');
+	return eq != NULL && strlen(point) == (size_t) (eq - ringshard_fault_injection) &&
+		strncmp(ringshard_fault_injection, point, eq - ringshard_fault_injection) == 0;
 #else
 	return false;
 #endif
@@ -75,7 +70,7 @@ remote_fault_point(const char *point)
 
 	if (!fault_point_armed(point))
 		return;
-	eq = strchr(fault_injection, '=');
+	eq = strchr(ringshard_fault_injection, '=');
 	if (strcmp(eq + 1, "crash") == 0)
 		elog(PANIC, "ringshard fault injection: crash at %s", point);
 	if (strncmp(eq + 1, "sleep:", 6) == 0)
@@ -115,7 +110,8 @@ collect_visitor(RemoteConnection *c, void *arg)
 	switch (col->what)
 	{
 		case COLLECT_IN_TRANSACTION:
-			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN;
+			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN ||
+				c->link == LINK_COPY_OUT;
 			break;
 		case COLLECT_WRITERS:
 			take = (c->xact == RXACT_OPEN || c->xact == RXACT_FAILED) && c->wrote;
@@ -168,7 +164,7 @@ drain_in_flight(Collected *col)
 			remote_receive_all(&c, 1, &out, 0);
 			remote_result_free(out.result);
 		}
-		if (c->link == LINK_COPY_IN)
+		if (c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
 			remote_mark_broken(c, "a COPY was left unfinished");
 	}
 }
@@ -560,18 +556,6 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 void
 remote_transaction_init(void)
 {
-	DefineCustomBoolVariable("ringshard.two_phase_commit",
-							 "Commits the nodes' parts of a transaction in two phases.",
-							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
-							 "in between leaves some nodes committed. For measurements only.",
-							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
-#ifdef RINGSHARD_FAULT_INJECTION
-	DefineCustomStringVariable("ringshard.fault_injection",
-							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
-							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
-							   "after_local_commit, after_first_commit_prepared.", &fault_injection, "", PGC_SUSET,
-							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
-#endif
 	RegisterXactCallback(remote_xact_callback, NULL);
 	RegisterSubXactCallback(remote_subxact_callback, NULL);
 }
