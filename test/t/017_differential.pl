@@ -49,7 +49,7 @@ for my $node ($coordinator, @workers)
 	$node->safe_psql('postgres', q{
 		CREATE EXTENSION ringshard;
 		CREATE TYPE public.mood AS ENUM ('sad', 'ok', 'happy');
-		CREATE TYPE public.pairt AS (a int4, f float8);
+		CREATE TYPE public.pairt AS (a int4, f float8, m money);
 	});
 }
 
@@ -131,6 +131,23 @@ for my $candidate ('en_US.UTF-8', 'en_US.utf8', 'de_DE.UTF-8', 'en_GB.UTF-8', 'C
 	{
 		push @monetary, $candidate;
 		last;
+	}
+}
+# C.UTF-8 formats money as C does: compile a locale that does not
+# (1.234,56 €), for the coordinator only, if the machine has the sources.
+if (!grep { /^(en|de)_/ } @monetary)
+{
+	my $dir = $coordinator->basedir . '/locales';
+	mkdir($dir);
+	my $server_locales = $coordinator->safe_psql('postgres',
+		q{SELECT string_agg(setting, ' ') FROM pg_settings WHERE name IN ('lc_collate', 'lc_ctype', 'lc_messages', 'lc_monetary', 'lc_numeric', 'lc_time')});
+	if (-d '/usr/share/i18n/locales' && -e '/usr/share/i18n/locales/de_DE' && $server_locales =~ /^((C|POSIX|C\.UTF-8|C\.utf8)( |$))+$/
+		&& system("localedef -i de_DE -f UTF-8 '$dir/de_DE.UTF-8' >/dev/null 2>&1") == 0)
+	{
+		local $ENV{LOCPATH} = $dir;
+		$coordinator->restart;
+		my ($rc) = $coordinator->psql('postgres', "SET lc_monetary = 'de_DE.UTF-8'");
+		push @monetary, 'de_DE.UTF-8' if $rc == 0;
 	}
 }
 diag("lc_monetary values: @monetary" . (@monetary == 1 ? ' (no other locale installed: lc_monetary stays C)' : ''));
@@ -485,11 +502,18 @@ sub interval_text
 
 sub money_text
 {
+	my ($S) = @_;
 	my $cents = wpick([ 5, rint(-100000, 100000) ], [ 3, rint(-100000000, 100000000) ], [ 1, rint(-9e11, 9e11) ]);
 	my $neg = $cents < 0;
 	$cents = -$cents if $neg;
 	my $units = int($cents / 100);
 	my $digits = "$units";
+	if (($S->{monetary} // 'C') =~ /^de_DE/)
+	{
+		# 1.234,56 €
+		1 while chance(0.5) && $digits =~ s/^(\d+)(\d{3})/$1.$2/;
+		return ($neg ? '-' : '') . $digits . sprintf(',%02d', $cents % 100) . (chance(0.5) ? ' €' : '');
+	}
 	1 while chance(0.5) && $digits =~ s/^(\d+)(\d{3})/$1,$2/;
 	my $s = ($neg ? '-' : '') . (chance(0.5) ? '$' : '') . $digits . sprintf('.%02d', $cents % 100);
 	return $s;
@@ -606,7 +630,7 @@ sub value
 	if ($type eq 'int4')
 	{
 		my $t = rint(-100000, 100000);
-		return [ $t, pick($t, ql($t), "$t::int4") ];
+		return [ $t, pick($t, ql($t), "${t}::int4") ];
 	}
 	if ($type eq 'int8')
 	{
@@ -716,8 +740,9 @@ sub value
 	}
 	if ($type eq 'money')
 	{
-		my $t = money_text();
-		(my $plain = $t) =~ s/[\$,]//g;
+		my $t = money_text($S);
+		(my $plain = $t) =~ s/[\$, €.]//g;
+		$plain =~ s/(\d\d)$/.$1/;
 		return [ $t, pick(ql($t), ql($t) . '::money', "($plain)::numeric::money", "($plain)::money") ];
 	}
 	if ($type eq 'text')
@@ -786,8 +811,9 @@ sub value
 	{
 		my $a = chance(0.1) ? '' : rint(-99, 99);
 		my $f = float8_text();
-		my $t = "($a,$f)";
-		return [ $t, pick(ql($t), ql($t) . '::pairt', 'ROW(' . ($a eq '' ? 'NULL' : $a) . ', 0.1::float8 + 0.2::float8)::pairt') ];
+		my $m = money_text($S);
+		my $t = "($a,$f,\"$m\")";
+		return [ $t, pick(ql($t), ql($t) . '::pairt', 'ROW(' . ($a eq '' ? 'NULL' : $a) . ', 0.1::float8 + 0.2::float8, ' . ql($m) . ')::pairt') ];
 	}
 	die "no generator for $type";
 }
@@ -840,6 +866,15 @@ sub cond_for
 {
 	my ($col, $type, $S) = @_;
 	my $l = sub { lit_sql($_[0] // $type, $S, $_[1] // ($_[0] // $type)) };
+	my %sqltype = (fx => 'float8');
+	if ($type !~ /^(pairt|bool|jsonb|int4\[\]|text\[\])$/ && chance(0.15))
+	{
+		# a value the nodes get as a parameter (an initplan's result), or an IN list: an array literal
+		my $t = $sqltype{$type} // $type;
+		return pick([ "$col = (SELECT " . $l->($type, $t) . ')', 1 ], [ "$col > (SELECT " . $l->($type, $t) . ')', 1 ],
+			[ "$col IN (" . join(', ', map { $l->($type, $t) } 1 .. rint(2, 4)) . ')', 1 ],
+			[ "$col <> ALL (ARRAY[" . join(', ', map { $l->($type, $t) } 1 .. rint(1, 3)) . '])', 1 ]);
+	}
 	if ($type eq 'int8')
 	{
 		my $v = rint(-100000, 100000);
@@ -905,7 +940,7 @@ sub cond_for
 	if ($type eq 'money')
 	{
 		return pick([ "$col > " . $l->(), 1 ], [ "$col = " . $l->(), 1 ], [ "${col}::text = (" . $l->() . ")::text", 0 ],
-			[ "$col < '0'::money", 1 ], [ "$col * 2 > '\$100.00'", 1 ]);
+			[ "$col < '0'::money", 1 ], [ "$col * 2 > 100::numeric::money", 1 ]);
 	}
 	if ($type eq 'text')
 	{
@@ -1124,7 +1159,8 @@ sub gen_copy
 sub set_expression
 {
 	my ($col, $type, $S) = @_;
-	return value($type, $S)->[1] if chance(0.4);
+	return value($type, $S)->[1] if chance(0.35);
+	return '(SELECT (' . value($type, $S)->[1] . ')::' . ($type eq 'fx' ? 'float8' : $type) . ')' if chance(0.08);
 	my %exprs = (
 		int8 => [ "$col + 1", "$col * 2", "abs($col)", "-$col" ],
 		numeric => [ "$col * 2", "$col + 1.5", "round($col, 2)", "trunc($col, 1)", "$col / 3" ],
@@ -1139,7 +1175,7 @@ sub set_expression
 		interval => [ "$col * 2", "$col + interval '1 mon -3 days'", "justify_hours($col)", "-$col", "$col / 3" ],
 		time => [ "$col + interval '90 minutes'", "$col - interval '1 second'" ],
 		timetz => [ "$col + interval '1 hour'" ],
-		money => [ "$col * 2", "$col + '\$1.00'::money", "$col / 3", "$col * 1.5::float8" ],
+		money => [ "$col * 2", "$col + 1::numeric::money", "$col / 3", "$col * 1.5::float8" ],
 		text => [ "$col || 'x'", "upper($col)", "substr($col, 2)", "replace($col, 'a', E'\\t')", "left($col, 3)" ],
 		'varchar(12)' => [ "left($col || 'z', 12)", "lower($col)" ],
 		'char(6)' => [ "upper($col)" ],
@@ -1151,7 +1187,7 @@ sub set_expression
 		jsonb => [ qq{$col || '{"z": 1.50}'::jsonb}, "$col - 'a'" ],
 		mood => [ "'happy'" ],
 		inet => [ "$col + 1", "set_masklen($col, 16)" ],
-		pairt => [ 'ROW(1, 0.5)::pairt' ],
+		pairt => [ "ROW(1, 0.5, 1.5::numeric::money)::pairt", "ROW(($col).a + 1, ($col).f * 2, ($col).m * 2)::pairt" ],
 	);
 	return pick(@{ $exprs{$type} });
 }
@@ -1222,6 +1258,8 @@ my @aggregates = ('count(*)', 'count(f8)', 'count(DISTINCT e)', 'sum(i8)', 'sum(
 	'justify_interval(min(iv))', 'justify_interval(max(iv))', 'sum(f8::numeric)', 'sum(f4::numeric)', 'bool_and(bo)',
 	"string_agg(d::text, ',' ORDER BY id)", "string_agg(f8::text, ',' ORDER BY id)", 'count(*) FILTER (WHERE bo)',
 	"sum(i8) FILTER (WHERE e = 'ok')", 'max(f8) - min(f8)', 'count(*) * 2 + 1', "min(iv) FILTER (WHERE iv > '1 day')");
+my @having = ('count(*) > 1', 'max(d) > %date', 'sum(iv) > %interval', 'min(f8) < 0.3', 'sum(m) > %money', 'max(tz) < %timestamptz',
+	'max(f4) = 3.1415927::real', 'min(n) < %numeric', 'sum(m) > (SELECT %money)', "count(*) FILTER (WHERE ts > %timestamp) >= 1");
 my @group_keys = ('e', 'bo', 'ch', 'vc', 'd', "date_trunc('month', ts)", 'extract(year from d)', 'i8 % 5', 'n2', 'tm', 'ip',
 	'family(ip)', 'length(t)', 'f8', 'j->>\'a\'', 'e, bo', 'ia', 'ttz', 'tz', 'm', 'b');
 
@@ -1249,13 +1287,19 @@ sub gen_select
 	if ($kind eq 'agg')
 	{
 		my $w = chance(0.6) ? " WHERE $where" : '';
-		return { cat => 'select_agg', stmts => [ stmt('SELECT ' . join(', ', map { pick(@aggregates) } 1 .. rint(1, 6)) . " FROM {t}$w") ] };
+		my @a = map { pick(@aggregates) } 1 .. rint(1, 6);
+		push @a, pick('count(*) FILTER (WHERE d > %date)', 'sum(m) FILTER (WHERE m > %money)', 'max(iv) FILTER (WHERE iv < %interval)',
+			'count(*) FILTER (WHERE f8 = 0.1::float8 + 0.2::float8)', 'sum(fx) FILTER (WHERE tz > %timestamptz)') if chance(0.4);
+		my $list = join(', ', @a);
+		$list =~ s/%(\w+)/lit_sql($1, $S, $1)/ge;
+		return { cat => 'select_agg', stmts => [ stmt("SELECT $list FROM {t}$w") ] };
 	}
 	if ($kind eq 'group')
 	{
 		my $g = pick(@group_keys);
 		my $w = chance(0.4) ? " WHERE $where" : '';
-		my $having = chance(0.3) ? ' HAVING count(*) > 1' : '';
+		my $having = chance(0.4) ? ' HAVING ' . pick(@having) : '';
+		$having =~ s/%(\w+)/lit_sql($1, $S, $1)/ge;
 		return { cat => 'select_group', stmts => [ stmt("SELECT $g, " . join(', ', map { pick(@aggregates) } 1 .. rint(1, 4)) . " FROM {t}$w GROUP BY $g$having") ] };
 	}
 	if ($kind eq 'casts')
@@ -1286,7 +1330,7 @@ sub gen_prepared
 	my ($fam, $S) = @_;
 	my @stmts;
 	push @stmts, stmt('SET plan_cache_mode = ' . pick('force_generic_plan', 'auto', 'force_custom_plan'), nocompare => 1) if chance(0.5);
-	my $kind = rint(0, 4);
+	my $kind = rint(0, 5);
 	my ($prep, $gen);
 	if ($kind == 0)
 	{
@@ -1307,6 +1351,11 @@ sub gen_prepared
 		my $min = $t->[0] eq 'bytea' ? 'max(length(b))' : "min($t->[1])";
 		$prep = "PREPARE {p}($t->[0]) AS SELECT count(*), $min, max(id) FROM {t} WHERE $t->[1] $op \$1";
 		$gen = sub { '(' . value($t->[0], $_[0])->[1] . ')' };
+	}
+	elsif ($kind == 5)
+	{
+		$prep = 'PREPARE {p}(int8, int8, date) AS SELECT id, d, f8, iv FROM {t} WHERE d > $3 ORDER BY f8 DESC, id LIMIT $1 OFFSET $2';
+		$gen = sub { '(' . rint(0, 10) . ', ' . rint(0, 5) . ', ' . value('date', $_[0])->[1] . ')' };
 	}
 	elsif ($kind == 3)
 	{
@@ -1329,7 +1378,7 @@ sub gen_prepared
 			$S2->{plan} = $plan;
 			push @stmts, stmt(settings_sql($S2), nocompare => 1, settings => $S2);
 		}
-		push @stmts, stmt('EXECUTE {p}' . $gen->($S2), ordered => ($kind == 4));
+		push @stmts, stmt('EXECUTE {p}' . $gen->($S2), ordered => ($kind == 4 || $kind == 5));
 	}
 	push @stmts, stmt('DEALLOCATE {p}', nocompare => 1);
 	return { cat => 'prepared', stmts => \@stmts };
@@ -1391,8 +1440,12 @@ sub gen_transaction
 sub gen_cursor
 {
 	my ($fam, $S) = @_;
+	# plain columns only: they are printed as each FETCH runs, under the settings
+	# of that moment, whatever the plan (a Sort would compute expressions early)
+	my @cols = map { $_->[0] } family_columns($fam);
+	my $list = chance(0.3) ? '*' : join(', ', 'id', grep { chance(0.4) } @cols);
 	my @stmts = (stmt('BEGIN'),
-		stmt('DECLARE {p} CURSOR FOR SELECT ' . select_list($fam) . ' FROM {t}' . (chance(0.5) ? ' WHERE ' . where_clause($fam, $S, 0) : '') . ' ORDER BY id'));
+		stmt("DECLARE {p} CURSOR FOR SELECT $list FROM {t}" . (chance(0.5) ? ' WHERE ' . where_clause($fam, $S, 1) : '') . ' ORDER BY id'));
 	for (1 .. rint(2, 5))
 	{
 		if (chance(0.4))
@@ -1530,7 +1583,8 @@ sub gen_keyed
 	}
 	if ($op eq 'delete')
 	{
-		return { cat => 'keys', stmts => [ stmt("DELETE FROM {t} WHERE $key = ANY (ARRAY[" . join(', ', @same) . '])') ], writes => 1 };
+		my $type = { nk => 'numeric', ck => 'bpchar', tk => 'timestamptz' }->{$kind};
+		return { cat => 'keys', stmts => [ stmt("DELETE FROM {t} WHERE $key = ANY (ARRAY[" . join(', ', @same) . "]::${type}[])") ], writes => 1 };
 	}
 	if ($op eq 'cross')
 	{
