@@ -1257,7 +1257,7 @@ my @aggregates = ('count(*)', 'count(f8)', 'count(DISTINCT e)', 'sum(i8)', 'sum(
 	'max(vc)', 'min(ch)', 'max(e)', 'min(ip)', 'min(ia)', 'trim_scale(min(n))', 'trim_scale(max(n))',
 	'justify_interval(min(iv))', 'justify_interval(max(iv))', 'sum(f8::numeric)', 'sum(f4::numeric)', 'bool_and(bo)',
 	"string_agg(d::text, ',' ORDER BY id)", "string_agg(f8::text, ',' ORDER BY id)", 'count(*) FILTER (WHERE bo)',
-	"sum(i8) FILTER (WHERE e = 'ok')", 'max(f8) - min(f8)', 'count(*) * 2 + 1', "min(iv) FILTER (WHERE iv > '1 day')");
+	"sum(i8) FILTER (WHERE e = 'ok')", 'max(f8) - min(f8)', 'count(*) * 2 + 1', "justify_interval(min(iv) FILTER (WHERE iv > '1 day'))");
 my @having = ('count(*) > 1', 'max(d) > %date', 'sum(iv) > %interval', 'min(f8) < 0.3', 'sum(m) > %money', 'max(tz) < %timestamptz',
 	'max(f4) = 3.1415927::real', 'min(n) < %numeric', 'sum(m) > (SELECT %money)', "count(*) FILTER (WHERE ts > %timestamp) >= 1");
 my @group_keys = ('e', 'bo', 'ch', 'vc', 'd', "date_trunc('month', ts)", 'extract(year from d)', 'i8 % 5', 'n2', 'tm', 'ip',
@@ -1288,7 +1288,7 @@ sub gen_select
 	{
 		my $w = chance(0.6) ? " WHERE $where" : '';
 		my @a = map { pick(@aggregates) } 1 .. rint(1, 6);
-		push @a, pick('count(*) FILTER (WHERE d > %date)', 'sum(m) FILTER (WHERE m > %money)', 'max(iv) FILTER (WHERE iv < %interval)',
+		push @a, pick('count(*) FILTER (WHERE d > %date)', 'sum(m) FILTER (WHERE m > %money)', 'justify_interval(max(iv) FILTER (WHERE iv < %interval))',
 			'count(*) FILTER (WHERE f8 = 0.1::float8 + 0.2::float8)', 'sum(fx) FILTER (WHERE tz > %timestamptz)') if chance(0.4);
 		my $list = join(', ', @a);
 		$list =~ s/%(\w+)/lit_sql($1, $S, $1)/ge;
@@ -1348,7 +1348,9 @@ sub gen_prepared
 			[ 'timestamp', 'ts' ], [ 'real', 'f4' ], [ 'bytea', 'b' ], [ 'time', 'tm' ]);
 		my $t = pick(@types);
 		my $op = pick('>', '<', '=', '<=');
-		my $min = $t->[0] eq 'bytea' ? 'max(length(b))' : "min($t->[1])";
+		# equal values of several spellings (1.5 and 1.50, 1 mon and 30 days): the minimum is either
+		my $min = $t->[0] eq 'bytea' ? 'max(length(b))' : $t->[0] eq 'numeric' ? 'trim_scale(min(n))'
+		  : $t->[0] eq 'interval' ? 'justify_interval(min(iv))' : "min($t->[1])";
 		$prep = "PREPARE {p}($t->[0]) AS SELECT count(*), $min, max(id) FROM {t} WHERE $t->[1] $op \$1";
 		$gen = sub { '(' . value($t->[0], $_[0])->[1] . ')' };
 	}
