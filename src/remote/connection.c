@@ -865,9 +865,19 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
 		if (c->xact == RXACT_NONE)
 		{
+			/*
+			 * The node's transaction runs at the coordinator's isolation
+			 * level.  At READ COMMITTED each statement on the node takes its
+			 * own snapshot, so an UPDATE that waited for another writer's
+			 * commit applies to the row that writer left (as on one server)
+			 * instead of failing with 40001; a fan-out then sees one snapshot
+			 * per node, as it always did (docs/guarantees.md).
+			 */
 			appendStringInfoString(&buf, IsolationIsSerializable()
 								   ? "START TRANSACTION ISOLATION LEVEL SERIALIZABLE;"
-								   : "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;");
+								   : IsolationUsesXactSnapshot()
+								   ? "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
+								   : "START TRANSACTION ISOLATION LEVEL READ COMMITTED;");
 			c->xact = RXACT_OPEN;
 			c->xact_depth = 1;
 		}

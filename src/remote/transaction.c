@@ -273,14 +273,19 @@ pre_commit(bool preparing)
 				 errmsg("cannot prepare a transaction that wrote to ringshard node \"%s\"", writers.conns[0]->node),
 				 errdetail("ringshard commits the nodes' part of a transaction itself, in two phases.")));
 
-	/* A node that lost its part cannot commit it: the whole transaction rolls back. */
+	/*
+	 * A node that lost its part cannot commit it: the whole transaction rolls
+	 * back.  40001 (a serialization failure) tells clients, and pgbench, that
+	 * a retry may succeed: it queues the writes of a node that is down.
+	 */
 	for (int i = 0; i < writers.n; i++)
 	{
 		RemoteConnection *c = writers.conns[i];
 
 		if (c->xact == RXACT_FAILED || c->link != LINK_IDLE)
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(c->link == LINK_IDLE && c->last_sqlstate != 0 ? c->last_sqlstate
+							 : ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("node \"%s\" lost its part of the transaction, so nothing was committed anywhere", c->node),
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0,
 					 errhint("Retry the transaction; a node that is down then gets its writes queued.")));
@@ -316,7 +321,8 @@ pre_commit(bool preparing)
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
-						(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+						(errcode(writers.conns[i]->link != LINK_IDLE ? ERRCODE_T_R_SERIALIZATION_FAILURE
+								 : ERRCODE_TRANSACTION_ROLLBACK),
 						 errmsg("node \"%s\" could not prepare its part of the transaction, so nothing was committed anywhere",
 								writers.conns[i]->node),
 						 writers.conns[i]->last_error ? errdetail_internal("%s", writers.conns[i]->last_error) : 0,
