@@ -1023,7 +1023,7 @@ rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char
 }
 
 char *
-rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topology_version)
+rsfdw_excluded_nodes_sql(TablePlacement *placement, const bool *excluded)
 {
 	int			n = placement_node_count(placement);
 	StringInfoData names;
@@ -1049,8 +1049,13 @@ rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topol
 		first = false;
 	}
 	appendStringInfoChar(&names, '}');
-	return psprintf(" AND %s", rsfdw_reads_here_sql(placement,
-												   psprintf("%s::pg_catalog.text[]", quote_literal_cstr(names.data)),
+	return psprintf("%s::pg_catalog.text[]", quote_literal_cstr(names.data));
+}
+
+char *
+rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topology_version)
+{
+	return psprintf(" AND %s", rsfdw_reads_here_sql(placement, rsfdw_excluded_nodes_sql(placement, excluded),
 												   psprintf("%lld::pg_catalog.int8", (long long) topology_version)));
 }
 

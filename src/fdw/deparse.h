@@ -131,6 +131,8 @@ extern char *rsfdw_close_sql(const char *cursor);
 
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
 extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
+/* The excluded nodes of a placement as a text[] literal, for reads_here(). */
+extern char *rsfdw_excluded_nodes_sql(struct TablePlacement *placement, const bool *excluded);
 /* " AND reads_here(...)": each row read once, on its first replica not excluded. */
 extern char *rsfdw_fanout_filter(struct TablePlacement *placement, const bool *excluded, int64 topology_version);
 
