@@ -351,7 +351,8 @@ sub shorten_binary_values
 # certificate (made with openssl); the TLS handshake asks for a client
 # certificate (verify mode peer, any certificate accepted).  One line per
 # connection goes to $file:
-#   tls=0|1  cert=<subject>|none  user=<u>  database=<d>  password=<p>|none
+#   request=startup|cancel|none  tls=0|1  cert=<subject>|none  user=<u>
+#   database=<d>  password=<p>|none
 sub start_recorder
 {
 	my ($class, %args) = @_;
@@ -396,7 +397,7 @@ sub record_one_client
 {
 	my ($sock, $key, $cert, $log) = @_;
 	my $deadline = Time::HiRes::time() + 15;
-	my %seen = (tls => 0, cert => 'none', user => '', database => '', password => 'none');
+	my %seen = (request => 'none', tls => 0, cert => 'none', user => '', database => '', password => 'none');
 	my $packet;
 	for (1 .. 3)    # SSLRequest and GSSENCRequest may come first, once each
 	{
@@ -434,7 +435,9 @@ sub record_one_client
 		}
 		last;
 	}
-	if (defined $packet && unpack('N', substr($packet, 4, 4)) == PROTOCOL_3)
+	my $code = defined $packet ? unpack('N', substr($packet, 4, 4)) : -1;
+	$seen{request} = $code == PROTOCOL_3 ? 'startup' : $code == CANCEL_REQUEST_CODE ? 'cancel' : $code == -1 ? 'none' : "code $code";
+	if ($code == PROTOCOL_3)
 	{
 		my %params = startup_parameters($packet);
 		$seen{user} = $params{user} // '';
@@ -450,7 +453,7 @@ sub record_one_client
 				$deadline);
 		}
 	}
-	append_line($log, join("\t", map { "$_=$seen{$_}" } qw(tls cert user database password)));
+	append_line($log, join("\t", map { "$_=$seen{$_}" } qw(request tls cert user database password)));
 	close($sock);
 }
 
