@@ -419,7 +419,9 @@ sub record_one_client
 				Timeout => 10);
 			if (!$ssl)
 			{
-				append_line($log, "tls=handshake-failed\terror=" . IO::Socket::SSL::errstr());
+				$seen{tls} = 'handshake-failed';
+				append_line($log, join("\t", map { "$_=$seen{$_}" } qw(request tls cert user database password))
+					  . "\terror=" . IO::Socket::SSL::errstr());
 				return;
 			}
 			$sock = $ssl;
@@ -455,6 +457,19 @@ sub record_one_client
 	}
 	append_line($log, join("\t", map { "$_=$seen{$_}" } qw(request tls cert user database password)));
 	close($sock);
+}
+
+# Wait (at most $seconds) until the recorder has written $n lines; how many it has.
+sub wait_for_lines
+{
+	my ($self, $n, $seconds) = @_;
+	my $deadline = Time::HiRes::time() + ($seconds // 5);
+	my $have;
+	while (($have = scalar($self->recorded)) < $n && Time::HiRes::time() < $deadline)
+	{
+		Time::HiRes::sleep(0.05);
+	}
+	return $have;
 }
 
 # The recorder's lines so far, each as a hash.

@@ -86,10 +86,32 @@ sub run_sql
 	my $timed_out = 0;
 	my $t0 = time;
 	my ($rc, $out, $err) = $coordinator->psql('postgres', "SET statement_timeout = '$timeout';\n$sql",
-		timeout => 120, timed_out => \$timed_out);
+		timeout => 30, timed_out => \$timed_out);
 	my $elapsed = time - $t0;
-	$err .= "\n(psql timed out after 120 s)" if $timed_out;
+	if ($timed_out)
+	{
+		# a statement still waiting after 30 s ignores statement_timeout: say so, then end it
+		$err .= "\n(psql gave up after 30 s: the statement was still running)";
+		$rc = -1;
+		end_stuck_sessions();
+	}
 	return ($rc, $out, $err, $elapsed);
+}
+
+# Cancel, then terminate, any other session of the coordinator still
+# running a statement (bounded: 10 s each).
+sub end_stuck_sessions
+{
+	for my $how ('pg_cancel_backend', 'pg_terminate_backend')
+	{
+		for (1 .. 100)
+		{
+			last if $coordinator->safe_psql('postgres',
+				"SELECT count($how(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND state <> 'idle'")
+			  eq '0';
+			sleep(0.1);
+		}
+	}
 }
 
 # The coordinator is still the same server, and takes new sessions.
@@ -153,8 +175,8 @@ sub hostile_case
 		"$label: the session survives") or diag($err);
 	cmp_ok($elapsed, '<', 12, "$label: and returns within a few seconds (" . sprintf('%.1f', $elapsed) . ' s)');
 	coordinator_survived($label);
+	$c{after}->($rc, $out, $err) if $c{after};
 	$coordinator->safe_psql('postgres', $c{cleanup}) if $c{cleanup};
-	$c{after}->() if $c{after};
 	reads_normally($label);
 }
 
@@ -312,33 +334,39 @@ my $small = sprintf(q{INSERT INTO items VALUES %s},
 	join(', ', map { "('$new_h2_keys[$_]', " . (2000 + $_) . ", 'small')" } 0 .. 4));
 my $single = "INSERT INTO items VALUES ('$new_h2_keys[10]', 3000, 'single')";
 my $undo_inserts = q{DELETE FROM items WHERE k LIKE 'm%' OR k LIKE 'new%'};
-my $nothing_written = sub {
-	my ($label) = @_;
+# A write acknowledged is on its nodes; a write that failed is nowhere.
+my $all_or_nothing = sub {
+	my ($label, $rows) = @_;
 	return sub {
-		my $left = join(',', map { $_->safe_psql('postgres', q{SELECT count(*) FROM items WHERE k LIKE 'm%' OR k LIKE 'new%'}) }
-			@workers[ 0, 1 ]);
-		is($left, '0,0', "$label: no node kept a row of it");
+		my ($rc) = @_;
+		my $kept = 0;
+		$kept += $_->safe_psql('postgres', q{SELECT count(*) FROM items WHERE k LIKE 'm%' OR k LIKE 'new%'})
+		  for @workers[ 0, 1 ];
+		is($kept, $rc == 0 ? $rows : 0,
+			$rc == 0 ? "$label: the write was acknowledged, so its $rows rows are on the nodes"
+			: "$label: the write failed, so no node kept a row of it");
 	};
 };
-for my $action (@row_answers, 'wrong_count')
+# (Two results, the real one first, did write the rows: not a case here.)
+for my $action (grep { $_ ne 'extra_results' } @row_answers, 'wrong_count')
 {
 	hostile_case(
 		label => "COPY of many rows, answered $action",
 		rules => [ [ 'COPY \S*items ', $action ] ],
 		sql => $many,
-		after => $nothing_written->("COPY of many rows, answered $action"),
+		after => $all_or_nothing->("COPY of many rows, answered $action", 300),
 		cleanup => $undo_inserts);
 	hostile_case(
 		label => "INSERT of a few rows, answered $action",
 		rules => [ [ 'INSERT INTO \S*items ', $action ] ],
 		sql => $small,
-		after => $nothing_written->("INSERT of a few rows, answered $action"),
+		after => $all_or_nothing->("INSERT of a few rows, answered $action", 5),
 		cleanup => $undo_inserts);
 	hostile_case(
 		label => "INSERT of one row, answered $action",
 		rules => [ [ 'INSERT INTO \S*items ', $action ] ],
 		sql => $single,
-		after => $nothing_written->("INSERT of one row, answered $action"),
+		after => $all_or_nothing->("INSERT of one row, answered $action", 1),
 		cleanup => $undo_inserts);
 }
 my $undo_changes = q{
@@ -373,10 +401,12 @@ for my $action (qw(hang garbage close one_column))
 		sql => "INSERT INTO items VALUES ('$key', 4000, 'prepared')",
 		error => qr/ERROR:.*(h2|statement timeout)/s,
 		after => sub {
-			# nothing half-committed: recovery settles what is left, then the row is nowhere or everywhere
+			my ($rc) = @_;
+			# nothing half-committed: recovery settles what is left; then an acknowledged row is on h2, a failed one is not
 			$coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.recover_prepared_transactions()');
-			is($workers[1]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$key'"), '0',
-				"PREPARE TRANSACTION answered $action: h2 does not have the row of the failed write");
+			is($workers[1]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$key'"), $rc == 0 ? '1' : '0',
+				$rc == 0 ? "PREPARE TRANSACTION answered $action: the write was acknowledged, so h2 has its row"
+				: "PREPARE TRANSACTION answered $action: h2 does not have the row of the failed write");
 			is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 				"PREPARE TRANSACTION answered $action: no prepared transaction is left on h2");
 		},

@@ -41,6 +41,7 @@ my $evil = sprintf('host=127.0.0.1 port=%d dbname=postgres', $recorder->port);
 		"$evil user=probe sslmode=require sslcert=$client_cert sslkey=$client_key");
 	system('psql', '-X', '-w', '-c', 'SELECT 1', "$evil user=plain sslmode=disable");
 }
+$recorder->wait_for_lines(2, 10);
 my @probe = $recorder->recorded;
 ok((grep { $_->{user} eq 'probe' && $_->{password} eq 'probe-pw' && $_->{cert} =~ /ambient-client-certificate/ && $_->{tls} } @probe),
 	'the recorder sees a password and a client certificate when a client offers them (TLS)');
@@ -159,7 +160,7 @@ sub nothing_borrowed
 		my @leaks = grep { $_->{password} eq $secret } @seen;
 		is(scalar @leaks, 0, "$label: the recorder never received the password of $ambient{$secret}");
 	}
-	my @certs = grep { $_->{cert} ne 'none' } @seen;
+	my @certs = grep { ($_->{cert} // 'none') ne 'none' } @seen;
 	is(scalar @certs, 0, "$label: nor a client certificate") or diag(explain \@certs);
 	return @seen;
 }
