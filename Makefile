@@ -36,6 +36,7 @@ GLUE_OBJS = \
 	src/remote/values.o \
 	src/fdw/handler.o \
 	src/fdw/deparse.o \
+	src/fdw/plan_state.o \
 	src/fdw/planner.o \
 	src/fdw/scan.o \
 	src/fdw/upper.o \
@@ -46,6 +47,7 @@ GLUE_OBJS = \
 	src/worker/guard.o \
 	src/admin/node_commands.o \
 	src/admin/addresses.o \
+	src/admin/verify.o \
 	src/plproxy_bridge.o \
 	src/watchdog.o \
 	src/legacy_1_0.o

@@ -404,16 +404,23 @@ alter_table(PlannedStmt *pstmt, AlterTableStmt *stmt, Oid relid, const char *que
 	check_no_queued_writes(relid, "ALTER TABLE");
 	key_columns(relid, &key, &keyspace);
 	local->cmds = NIL;
-	SPI_connect();
-	foreach(cmd, stmt->cmds)
 	{
-		NodeAlterStep *step = plan_alter_command(relid, lfirst(cmd), table, key, keyspace);
+		/* the plan outlives the SPI connection node_ddl_owner() reads the catalog with */
+		MemoryContext caller = CurrentMemoryContext;
 
-		steps = lappend(steps, step);
-		if (step->local)
-			local->cmds = lappend(local->cmds, lfirst(cmd));
+		SPI_connect();
+		MemoryContextSwitchTo(caller);
+		foreach(cmd, stmt->cmds)
+		{
+			NodeAlterStep *step = plan_alter_command(relid, lfirst(cmd), table, key, keyspace);
+
+			steps = lappend(steps, step);
+			if (step->local)
+				local->cmds = lappend(local->cmds, lfirst(cmd));
+		}
+		SPI_finish();
+		MemoryContextSwitchTo(caller);
 	}
-	SPI_finish();
 
 	if (local->cmds != NIL)
 		run_utility(pstmt, (Node *) local, queryString, context, params, queryEnv, dest, qc);

@@ -180,12 +180,10 @@ flush_buffers(RsModifyState *state, bool only_full)
 
 		remote_note_write(b->conn);
 		if (b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0)
-			remote_send(b->conn, psprintf("INSERT INTO %s (%s) VALUES %s", state->table, state->columns,
-										  b->values.data), true, state);
+			remote_send(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data), true, state);
 		else
 		{
-			remote_send(b->conn, psprintf("COPY %s (%s) FROM STDIN%s", state->table, state->columns,
-										  state->binary ? " (FORMAT binary)" : ""), true, state);
+			remote_send(b->conn, rsfdw_copy_from_sql(state->table, state->columns, state->binary), true, state);
 			ncopy++;
 		}
 		if (b->conn->link != LINK_BUSY)
@@ -530,18 +528,6 @@ rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 
 /* ----- UPDATE and DELETE, sent whole ----- */
 
-enum DirectPrivate
-{
-	DM_SQL,						/* template: the statement, from "UPDATE"/"DELETE" to its WHERE conditions */
-	DM_RETURNING,				/* IntList: attnums of RETURNING columns */
-	DM_RELID,
-	DM_KIND,					/* RsScanKind of the scan it replaces */
-	DM_NPARAMS,
-	DM_KEY_COLUMN,
-	DM_KEY_IS_ARRAY,
-	DM_HAS_RETURNING
-};
-
 /* The ForeignScan under a ModifyTable, if it is ours and alone. */
 static ForeignScan *
 modify_subplan(ModifyTable *plan, Index resultRelation)
@@ -565,13 +551,10 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 	RsRelInfo  *info;
 	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
 	List	   *params;
-	List	   *fscan_private;
+	RsScanPlan *scan;
+	RsDirectPlan *direct = palloc0(sizeof(RsDirectPlan));
 	DeparseContext ctx;
-	List	   *returning = NIL;
-	List	   *returning_list;
-	List	   *private;
 	Bitmapset  *attrs = NULL;
-	int			nparams;
 
 	if (plan->operation != CMD_UPDATE && plan->operation != CMD_DELETE)
 		return false;
@@ -580,8 +563,9 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 		return false;
 	rel = find_base_rel(root, resultRelation);
 	info = rel->fdw_private;
-	fscan_private = fscan->fdw_private;
-	params = list_truncate(list_copy(fscan->fdw_exprs), intVal(list_nth(fscan_private, RS_PRIV_NPARAMS)));
+	scan = rsfdw_scan_plan_from_private(fscan->fdw_private);
+	/* the statement shares the scan's parameters, and its WHERE template */
+	params = list_truncate(list_copy(fscan->fdw_exprs), scan->nparams);
 
 	rsfdw_deparse_init(&ctx, root, rel, resultRelation, &params);
 	if (plan->operation == CMD_UPDATE)
@@ -621,45 +605,17 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 		rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
 		rsfdw_append(&ctx, " t");
 	}
-
-	/* the scan's WHERE, without its FROM */
-	{
-		List	   *from_where = list_nth(fscan_private, RS_PRIV_FROM_WHERE);
-		ListCell   *lc;
-		bool		first = true;
-
-		foreach(lc, from_where)
-		{
-			Node	   *piece = lfirst(lc);
-
-			if (IsA(piece, String) && first)
-			{
-				char	   *where = strstr(strVal(piece), " t WHERE ");
-
-				if (where == NULL)
-					elog(ERROR, "ringshard: unexpected scan SQL");
-				rsfdw_append(&ctx, where + 2);
-			}
-			else if (IsA(piece, String))
-				rsfdw_append(&ctx, strVal(piece));
-			else
-			{
-				ctx.pieces = lappend(ctx.pieces, makeString(pstrdup(ctx.current.data)));
-				resetStringInfo(&ctx.current);
-				ctx.pieces = lappend(ctx.pieces, piece);
-			}
-			first = false;
-		}
-	}
+	direct->statement_tmpl = rsfdw_deparse_finish(&ctx);
+	direct->where_tmpl = scan->where_tmpl;
 
 	/* RETURNING: the columns it reads come back from the node that counts the row */
 	if (plan->returningLists)
 	{
 		Relation	relation = table_open(rte->relid, NoLock);
 		TupleDesc	desc = RelationGetDescr(relation);
+		List	   *returning_list = list_nth(plan->returningLists, subplan_index);
 		bool		whole_row;
 
-		returning_list = list_nth(plan->returningLists, subplan_index);
 		pull_varattnos((Node *) returning_list, resultRelation, &attrs);
 		whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
 		for (int attnum = 1; attnum <= desc->natts; attnum++)
@@ -667,51 +623,44 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 			if (TupleDescAttr(desc, attnum - 1)->attisdropped)
 				continue;
 			if (whole_row || bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs))
-				returning = lappend_int(returning, attnum);
+				direct->returning = lappend_int(direct->returning, attnum);
 		}
 		table_close(relation, NoLock);
 	}
 
-	nparams = list_length(params);
-	private = NIL;
-	private = lappend(private, rsfdw_deparse_finish(&ctx));
-	private = lappend(private, returning);
-	private = lappend(private, makeInteger(rte->relid));
-	private = lappend(private, list_nth(fscan_private, RS_PRIV_KIND));
-	private = lappend(private, makeInteger(nparams));
-	private = lappend(private, list_nth(fscan_private, RS_PRIV_KEY_COLUMN));
-	private = lappend(private, list_nth(fscan_private, RS_PRIV_KEY_IS_ARRAY));
-	private = lappend(private, makeInteger(plan->returningLists != NIL));
+	direct->relid = rte->relid;
+	direct->kind = scan->kind;
+	direct->nparams = list_length(params);
+	direct->key_attnum = scan->key_attnum;
+	direct->key_is_array = scan->key_is_array;
+	direct->has_returning = plan->returningLists != NIL;
 
 	/* key values (and keyspace) follow the parameters, as in the scan */
 	{
 		List	   *exprs = list_copy(params);
-		int			scan_nparams = intVal(list_nth(fscan_private, RS_PRIV_NPARAMS));
 
-		for (int i = scan_nparams; i < list_length(fscan->fdw_exprs); i++)
+		for (int i = scan->nparams; i < list_length(fscan->fdw_exprs); i++)
 			exprs = lappend(exprs, list_nth(fscan->fdw_exprs, i));
 		fscan->fdw_exprs = exprs;
 	}
 	fscan->operation = plan->operation;
 	fscan->resultRelation = resultRelation;
-	fscan->fdw_private = private;
+	fscan->fdw_private = rsfdw_direct_plan_to_private(direct);
 	return true;
 }
 
 /* Execution of a statement sent whole. */
 typedef struct RsDirectState
 {
+	RsDirectPlan *plan;			/* what planning decided (plan_state.h) */
 	Relation	rel;
 	TupleDesc	desc;
 	Oid			userid;
 	TablePlacement placement;
-	List	   *sql_tmpl;
 	List	   *returning;		/* attnums */
 	int			nreturning;
 	RsScanKind	kind;
-	int			nparams;
 	char	   *key_column;
-	bool		key_is_array;
 	bool		has_returning;
 	List	   *param_exprs;
 	List	   *param_states;
@@ -740,19 +689,18 @@ rsBeginDirectModify(ForeignScanState *node, int eflags)
 	state->rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation
 		: ExecOpenScanRelation(estate, plan->resultRelation, eflags);
 	state->desc = RelationGetDescr(state->rel);
-	state->sql_tmpl = list_nth(private, DM_SQL);
-	state->returning = list_nth(private, DM_RETURNING);
+	state->plan = rsfdw_direct_plan_from_private(private);
+	state->returning = state->plan->returning;
 	state->nreturning = list_length(state->returning);
-	state->kind = (RsScanKind) intVal(list_nth(private, DM_KIND));
-	state->nparams = intVal(list_nth(private, DM_NPARAMS));
-	state->key_column = strVal(list_nth(private, DM_KEY_COLUMN));
-	state->key_is_array = intVal(list_nth(private, DM_KEY_IS_ARRAY)) != 0;
-	state->has_returning = intVal(list_nth(private, DM_HAS_RETURNING)) != 0;
+	state->kind = state->plan->kind;
+	state->key_column = state->kind != RS_SCAN_FANOUT
+		? rsfdw_column_name(state->plan->relid, state->plan->key_attnum) : "";
+	state->has_returning = state->plan->has_returning;
 	rte = exec_rt_fetch(plan->resultRelation, estate);
 	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 	table_placement_load(&state->placement, RelationGetRelid(state->rel), state->desc, estate->es_query_cxt);
 
-	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
+	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->plan->nparams, (PlanState *) node, &state->param_exprs,
 						 &state->param_states, &state->key_state, &state->keyspace_state);
 	state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard returning row", ALLOCSET_DEFAULT_SIZES);
@@ -787,7 +735,7 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 		int			nkeys = 0;
 		Datum	   *filter_keys;
 
-		if (!isnull && state->key_is_array)
+		if (!isnull && state->plan->key_is_array)
 		{
 			ArrayType  *array = DatumGetArrayTypeP(keys);
 			int16		typlen;
@@ -811,15 +759,7 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 				targets[replicas[r]] = true;
 			filter_keys[nkeys++] = elems[k];
 		}
-		if (nkeys == 0)
-			*key_filter = " AND false";
-		else
-		{
-			appendStringInfo(&filter, " AND t.%s OPERATOR(pg_catalog.=) ANY (", state->key_column);
-			rsfdw_append_literal_array(&filter, filter_keys, nkeys, key_type);
-			appendStringInfoChar(&filter, ')');
-			*key_filter = filter.data;
-		}
+		*key_filter = rsfdw_key_filter_sql(state->key_column, key_type, filter_keys, nkeys);
 	}
 	return targets;
 }
@@ -832,11 +772,13 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	int			nnodes = placement_node_count(&state->placement);
 	char	   *key_filter;
 	bool	   *targets = direct_targets(node, state, &key_filter);
-	char	   *statement = rsfdw_fill_template(state->sql_tmpl, state->param_states, state->param_exprs, econtext);
+	RsParamValues *params = rsfdw_eval_params(state->param_states, state->param_exprs, econtext);
+	char	   *statement = rsfdw_template_text(state->plan->statement_tmpl, params);
+	char	   *where = rsfdw_template_text(state->plan->where_tmpl, params);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
 	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
 	int			n = 0;
-	StringInfoData sql;
+	char	   *sql;
 	bool		single_copy = placement_single_copy(&state->placement);
 	char	   *what;
 
@@ -858,31 +800,18 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	remote_connect_all(conns, n, false);
 
 	/* Each row counts once: on its first replica (ringshard.reads_here with nobody left out). */
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "WITH m AS (%s%s RETURNING %s", statement, key_filter,
-					 single_copy ? "true AS rs_counts"
-					 : psprintf("%s AS rs_counts", rsfdw_reads_here_sql(&state->placement, "'{}'::pg_catalog.text[]",
-																		"NULL::pg_catalog.int8")));
-	{
-		ListCell   *lc;
-
-		foreach(lc, state->returning)
-			appendStringInfo(&sql, ", t.%s", rsfdw_column_name(RelationGetRelid(state->rel), lfirst_int(lc)));
-	}
-	if (state->has_returning)
-		appendStringInfoString(&sql, ") SELECT * FROM m WHERE rs_counts");
-	else
-		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FROM m WHERE rs_counts");
-
+	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
+								  single_copy ? "true"
+								  : rsfdw_reads_here_sql(&state->placement, "'{}'::pg_catalog.text[]", "NULL::pg_catalog.int8"));
 	for (int j = 0; j < n; j++)
 	{
 		remote_note_write(conns[j]);
-		remote_send(conns[j], sql.data, true, state);
+		remote_send(conns[j], sql, true, state);
 	}
 	remote_receive(conns, n, out, 0, 0);
 	what = psprintf("a change of table %s", RelationGetRelationName(state->rel));
 	for (int j = 0; j < n; j++)
-		(void) remote_answer(conns[j], &out[j], sql.data, what);
+		(void) remote_answer(conns[j], &out[j], sql, what);
 	state->results = palloc(sizeof(PGresult *) * Max(n, 1));
 	state->result_conns = conns;
 	state->nresults = n;
@@ -979,24 +908,10 @@ rsExplainDirectModify(ForeignScanState *node, ExplainState *es)
 	ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT
 						? "every node of the table" : psprintf("every replica of the values of %s", state->key_column), es);
 	if (es->verbose)
-	{
-		StringInfoData sql;
-		ListCell   *lc;
-
-		initStringInfo(&sql);
-		foreach(lc, state->sql_tmpl)
-		{
-			Node	   *piece = lfirst(lc);
-
-			if (IsA(piece, String))
-				appendStringInfoString(&sql, strVal(piece));
-			else
-				appendStringInfo(&sql, "$%d", intVal(piece));
-		}
-		if (state->kind != RS_SCAN_FANOUT)
-			appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
-		ExplainPropertyText("Remote SQL", sql.data, es);
-	}
+		ExplainPropertyText("Remote SQL", psprintf("%s%s%s", rsfdw_template_text(state->plan->statement_tmpl, NULL),
+												   rsfdw_template_text(state->plan->where_tmpl, NULL),
+												   state->kind != RS_SCAN_FANOUT
+												   ? psprintf(" AND t.%s = ANY ($keys)", state->key_column) : ""), es);
 }
 
 /* ----- TRUNCATE ----- */
@@ -1028,8 +943,7 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 						 errhint("Retry once the watchdog marks it up.")));
 			conns[i] = remote_connection(placement_node_name(&placement, i), GetUserId());
 		}
-		sql = psprintf("TRUNCATE %s%s", rsfdw_relation_name(RelationGetRelid(rel)),
-					   behavior == DROP_CASCADE ? " CASCADE" : "");
+		sql = rsfdw_truncate_sql(RelationGetRelid(rel), behavior == DROP_CASCADE);
 		run_on_connections(conns, nnodes, sql, "TRUNCATE");
 		/* writes queued for the table would bring rows back */
 		queue_forget_table(RelationGetRelid(rel));

@@ -81,20 +81,15 @@ typedef struct NodeAnswer
 
 typedef struct UpperScanState
 {
+	RsScanPlan *plan;			/* what planning decided (plan_state.h) */
 	Oid			relid;
 	Oid			userid;
 	TablePlacement placement;
 	bool		explain_only;
-	List	   *select_tmpl;
-	List	   *from_where_tmpl;
-	List	   *tail_tmpl;
 	List	   *param_exprs;
 	List	   *param_states;
 	ExprState  *limit_state;
 	ExprState  *offset_state;
-	char	   *pushed;			/* EXPLAIN */
-	char	   *relations;
-	char	   *limit_sql;
 
 	TupleDesc	scan_desc;		/* the scan tuple (fdw_scan_tlist) */
 	int			ncolumns_read;	/* columns of an answer that are decoded: the scan's, then the key's */
@@ -122,7 +117,6 @@ typedef struct UpperScanState
 	int			ntiebreak;
 	SortSupport sortkeys;
 	int		   *sort_columns;	/* 0-based answer column of each sort key */
-	List	   *late_check;		/* SQL pieces of the late check, NIL if there is none */
 	bool		late;			/* this run checks the top rows late: answers carry the key and a flag */
 	int			nmerge;			/* sort keys the merge compares in this run */
 	int			mine_column;	/* late check: the column saying whether the row is the node's own */
@@ -152,26 +146,14 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	Index		rtindex = bms_next_member(plan->fs_relids, -1);
 	RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
 	Relation	rel;
-	List	   *aggregates = list_nth(private, RS_PRIV_AGGREGATES);
-	List	   *groups = list_nth(private, RS_UPRIV_GROUPS);
-	List	   *sort_info = list_nth(private, RS_PRIV_SORT);
-	List	   *tiebreak = list_nth(private, RS_UPRIV_TIEBREAK);
-	int			nparams = intVal(list_nth(private, RS_PRIV_NPARAMS));
-	int			limit_index = intVal(list_nth(private, RS_PRIV_LIMIT));
-	int			offset_index = intVal(list_nth(private, RS_PRIV_OFFSET));
+	RsScanPlan *splan = rsfdw_scan_plan_from_private(private);
 	ListCell   *lc;
 	int			i;
 
 	node->fdw_state = state;
-	state->relid = (Oid) intVal(list_nth(private, RS_PRIV_RELID));
-	state->select_tmpl = list_nth(private, RS_PRIV_SELECT);
-	state->from_where_tmpl = list_nth(private, RS_PRIV_FROM_WHERE);
-	state->tail_tmpl = list_nth(private, RS_PRIV_TAIL);
-	state->aggregating = intVal(list_nth(private, RS_UPRIV_AGGREGATING)) != 0;
-	state->pushed = strVal(list_nth(private, RS_UPRIV_PUSHED));
-	state->relations = strVal(list_nth(private, RS_UPRIV_RELATIONS));
-	state->limit_sql = strVal(list_nth(private, RS_UPRIV_LIMIT_SQL));
-	state->late_check = list_nth(private, RS_UPRIV_LATE_CHECK);
+	state->plan = splan;
+	state->relid = splan->relid;
+	state->aggregating = splan->aggregating;
 	state->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
 
 	/* Remote work runs as the role that reads: a view's owner through a view. */
@@ -188,14 +170,14 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 		ExprState  *es = ExecInitExpr(lfirst(lc), (PlanState *) node);
 
 		i++;
-		if (i <= nparams)
+		if (i <= splan->nparams)
 		{
 			state->param_exprs = lappend(state->param_exprs, lfirst(lc));
 			state->param_states = lappend(state->param_states, es);
 		}
-		else if (i == limit_index)
+		else if (i == splan->limit_index)
 			state->limit_state = es;
-		else if (i == offset_index)
+		else if (i == splan->offset_index)
 			state->offset_state = es;
 	}
 
@@ -204,7 +186,7 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	 * for the late check, of the key columns that follow them.
 	 */
 	state->scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
-	state->ntiebreak = state->late_check ? list_length(tiebreak) : 0;
+	state->ntiebreak = splan->late ? list_length(splan->tiebreak) : 0;
 	state->ncolumns_read = state->scan_desc->natts + state->ntiebreak;
 	state->codecs = palloc0(sizeof(RemoteCodec) * Max(state->ncolumns_read, 1));
 	for (i = 0; i < state->ncolumns_read; i++)
@@ -214,37 +196,35 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 		if (i < state->scan_desc->natts)
 			attr = TupleDescAttr(state->scan_desc, i);
 		else
-			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i - state->scan_desc->natts) - 1);
+			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(splan->tiebreak, i - state->scan_desc->natts) - 1);
 		remote_codec_init(&state->codecs[i], attr->atttypid, attr->atttypmod, false);
 	}
 	state->mine_column = state->ncolumns_read;
 
 	/* Aggregates: how each one combines, and how groups are told apart. */
-	state->ngroups = list_length(groups);
+	state->ngroups = splan->ngroups;
 	state->ncolumns = state->ngroups;
-	state->naggregates = list_length(aggregates);
+	state->naggregates = splan->naggregates;
 	state->aggregates = palloc0(sizeof(UpperAggregate) * Max(state->naggregates, 1));
-	foreach(lc, aggregates)
+	for (i = 0; i < splan->naggregates; i++)
 	{
-		List	   *description = lfirst(lc);
-		UpperAggregate *agg = &state->aggregates[foreach_current_index(lc)];
-		Oid			partial_type = (Oid) list_nth_int(description, 3);
-		Oid			function = (Oid) list_nth_int(description, 4);
+		RsAggregatePlan *description = &splan->aggregates[i];
+		UpperAggregate *agg = &state->aggregates[i];
 
-		agg->kind = (RsCombineKind) list_nth_int(description, 0);
-		agg->column = list_nth_int(description, 1);
-		agg->output = list_nth_int(description, 2);
-		remote_codec_init(&agg->codec, partial_type, -1, false);
-		get_typlenbyval(partial_type, &agg->typlen, &agg->typbyval);
+		agg->kind = description->kind;
+		agg->column = description->column;
+		agg->output = description->output;
+		remote_codec_init(&agg->codec, description->partial_type, -1, false);
+		get_typlenbyval(description->partial_type, &agg->typlen, &agg->typbyval);
 		if (agg->kind == RS_COMBINE_MIN_MAX)
 		{
 			agg->order.ssup_cxt = CurrentMemoryContext;
-			agg->order.ssup_collation = (Oid) list_nth_int(description, 5);
+			agg->order.ssup_collation = description->collation;
 			agg->order.ssup_nulls_first = false;
-			PrepareSortSupportFromOrderingOp(function, &agg->order);
+			PrepareSortSupportFromOrderingOp(description->function, &agg->order);
 		}
 		else if (agg->kind != RS_COMBINE_COUNT)
-			fmgr_info(function, &agg->addition);
+			fmgr_info(description->function, &agg->addition);
 		state->ncolumns += (agg->kind == RS_COMBINE_AVG_NUMERIC || agg->kind == RS_COMBINE_AVG_FLOAT8 ||
 							agg->kind == RS_COMBINE_AVG_INTERVAL) ? 2 : 1;
 	}
@@ -255,11 +235,10 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 
 		state->key_columns = palloc(sizeof(AttrNumber) * state->ngroups);
 		state->group_collations = palloc(sizeof(Oid) * state->ngroups);
-		foreach(lc, groups)
+		for (i = 0; i < state->ngroups; i++)
 		{
-			i = foreach_current_index(lc);
-			eqops[i] = (Oid) linitial_int((List *) lfirst(lc));
-			state->group_collations[i] = (Oid) lsecond_int((List *) lfirst(lc));
+			eqops[i] = splan->groups[i].equality_operator;
+			state->group_collations[i] = splan->groups[i].collation;
 			state->key_columns[i] = i + 1;
 			TupleDescCopyEntry(key_desc, i + 1, state->scan_desc, i + 1);
 		}
@@ -273,27 +252,27 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	 * (late check) by the key columns in their default order, as the nodes
 	 * broke ties.
 	 */
-	state->nsort = list_length(sort_info);
+	state->nsort = splan->nsort;
 	if (state->nsort > 0)
 	{
 		int			nkeys = state->nsort + state->ntiebreak;
 
 		state->sortkeys = palloc0(sizeof(SortSupportData) * nkeys);
 		state->sort_columns = palloc(sizeof(int) * nkeys);
-		foreach(lc, sort_info)
+		for (i = 0; i < state->nsort; i++)
 		{
-			List	   *key = lfirst(lc);
-			SortSupport ssup = &state->sortkeys[foreach_current_index(lc)];
+			RsSortKey  *key = &splan->sort[i];
+			SortSupport ssup = &state->sortkeys[i];
 
-			state->sort_columns[foreach_current_index(lc)] = linitial_int(key) - 1;
+			state->sort_columns[i] = key->column - 1;
 			ssup->ssup_cxt = CurrentMemoryContext;
-			ssup->ssup_collation = (Oid) lthird_int(key);
-			ssup->ssup_nulls_first = lfourth_int(key) != 0;
-			PrepareSortSupportFromOrderingOp((Oid) lsecond_int(key), ssup);
+			ssup->ssup_collation = key->collation;
+			ssup->ssup_nulls_first = key->nulls_first;
+			PrepareSortSupportFromOrderingOp(key->sort_operator, ssup);
 		}
 		for (i = 0; i < state->ntiebreak; i++)
 		{
-			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i) - 1);
+			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(splan->tiebreak, i) - 1);
 			SortSupport ssup = &state->sortkeys[state->nsort + i];
 
 			state->sort_columns[state->nsort + i] = state->scan_desc->natts + i;
@@ -496,12 +475,10 @@ start_run(ForeignScanState *node)
 	UpperScanState *state = node->fdw_state;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
-	char	   *select;
-	char	   *from_where;
-	char	   *tail;
+	RsScanSQL  *sql;
 	char	   *limit_clause = "";
 	char	   *filter;
-	char	   *sql;
+	char	   *statement;
 	RemoteConnection **conns;
 	RemoteConnection **sent;
 	const void **owners;
@@ -538,20 +515,12 @@ start_run(ForeignScanState *node)
 			limit_rows = rows > INT_MAX ? -1 : (int) rows;
 		}
 	}
-	select = rsfdw_fill_template(state->select_tmpl, state->param_states, state->param_exprs, econtext);
-	from_where = rsfdw_fill_template(state->from_where_tmpl, state->param_states, state->param_exprs, econtext);
-	tail = rsfdw_fill_template(state->tail_tmpl, state->param_states, state->param_exprs, econtext);
+	sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
 
 	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filter);
-	state->late = state->late_check != NIL && filter[0] != '\0' && limit_clause[0] != '\0';
+	state->late = state->plan->late != NULL && filter[0] != '\0' && limit_clause[0] != '\0';
 	state->nmerge = state->nsort + (state->late ? state->ntiebreak : 0);
-	if (state->late)
-		sql = psprintf("SELECT s.*, EXISTS (SELECT FROM %s t WHERE true%s) FROM (SELECT %s%s%s%s%s%s)%s",
-					   strVal(lfourth(state->late_check)), filter, select, strVal(linitial(state->late_check)),
-					   from_where, tail, strVal(lsecond(state->late_check)), limit_clause,
-					   strVal(lthird(state->late_check)));
-	else
-		sql = psprintf("SELECT %s%s%s%s%s", select, from_where, filter, tail, limit_clause);
+	statement = rsfdw_upper_sql(state->plan, sql, filter, limit_clause, state->late);
 	state->answers = palloc0(sizeof(NodeAnswer) * Max(nnodes, 1));
 	state->nanswers = nnodes;
 	sent = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
@@ -565,7 +534,7 @@ start_run(ForeignScanState *node)
 		if (conns[i] == NULL)
 			continue;
 		answer->conn = conns[i];
-		remote_send(answer->conn, sql, true, answer);
+		remote_send(answer->conn, statement, true, answer);
 		if (answer->conn->link != LINK_BUSY)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -874,27 +843,11 @@ rsupper_end_scan(ForeignScanState *node)
 		finish_run(state);
 }
 
-/* A template's text as EXPLAIN shows it: parameter holes as $n. */
-static void
-append_template_text(StringInfo buf, List *pieces)
-{
-	ListCell   *lc;
-
-	foreach(lc, pieces)
-	{
-		Node	   *piece = lfirst(lc);
-
-		if (IsA(piece, String))
-			appendStringInfoString(buf, strVal(piece));
-		else
-			appendStringInfo(buf, "$%d", intVal(piece));
-	}
-}
-
 void
 rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 {
 	UpperScanState *state = node->fdw_state;
+	RsScanPlan *plan = state->plan;
 	StringInfoData nodes;
 	int			n = placement_node_count(&state->placement);
 	bool		late;
@@ -903,34 +856,21 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 	for (int i = 0; i < n; i++)
 		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
 						 placement_node_up(&state->placement, i) ? "" : " (down)");
-	ExplainPropertyText("Relations", state->relations, es);
+	ExplainPropertyText("Relations", plan->relations, es);
 	ExplainPropertyText("Nodes", nodes.data, es);
 	/* with several copies of each row, top rows are checked late (unless the LIMIT turns out NULL) */
-	late = state->late_check != NIL && !placement_single_copy(&state->placement);
+	late = plan->late != NULL && !placement_single_copy(&state->placement);
 	ExplainPropertyText("Pushed down", late ? psprintf("%s; each node picks its own rows among its top rows",
-													   state->pushed) : state->pushed, es);
+													   plan->pushed) : plan->pushed, es);
 	if (es->verbose)
 	{
-		StringInfoData sql;
+		RsScanSQL  *sql = rsfdw_scan_sql(plan, NULL);
+		char	   *filter = "";
 
-		initStringInfo(&sql);
 		if (late)
-			appendStringInfo(&sql, "SELECT s.*, EXISTS (SELECT FROM %s t WHERE true AND "
-							 "%s) FROM (", strVal(lfourth(state->late_check)),
-							 rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
-		appendStringInfoString(&sql, "SELECT ");
-		append_template_text(&sql, state->select_tmpl);
-		if (late)
-			appendStringInfoString(&sql, strVal(linitial(state->late_check)));
-		append_template_text(&sql, state->from_where_tmpl);
-		if (!late && !placement_single_copy(&state->placement))
-			appendStringInfo(&sql, " AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
-		append_template_text(&sql, state->tail_tmpl);
-		if (late)
-			appendStringInfoString(&sql, strVal(lsecond(state->late_check)));
-		appendStringInfoString(&sql, state->limit_sql);
-		if (late)
-			appendStringInfo(&sql, ")%s", strVal(lthird(state->late_check)));
-		ExplainPropertyText("Remote SQL", sql.data, es);
+			filter = psprintf(" AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
+		else if (!placement_single_copy(&state->placement))
+			filter = psprintf(" AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
+		ExplainPropertyText("Remote SQL", rsfdw_upper_sql(plan, sql, filter, plan->limit_sql, late), es);
 	}
 }

@@ -442,7 +442,8 @@ remote_connection(const char *node, Oid userid)
 		c->node = MemoryContextStrdup(TopMemoryContext, node);
 	}
 	/* A changed server or mapping takes effect once no transaction uses the link. */
-	if (c->invalidated && c->xact == RXACT_NONE && c->link != LINK_BUSY && c->link != LINK_COPY_IN)
+	if (c->invalidated && c->xact == RXACT_NONE && c->link != LINK_BUSY && c->link != LINK_COPY_IN &&
+		c->link != LINK_COPY_OUT)
 	{
 		remote_disconnect(c);
 		c->invalidated = false;
@@ -857,7 +858,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
-	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
+	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
 		elog(ERROR, "ringshard: a query is still in flight on node \"%s\"", c->node);
 	if (c->link != LINK_IDLE)
 		ereport(ERROR,
@@ -1096,6 +1097,20 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 			finish_query(c, out);
 			return true;
 		}
+		if (status == PGRES_COPY_OUT && c->copy_out_expected)
+		{
+			PQclear(r);
+			c->copy_out_expected = false;
+			c->link = LINK_COPY_OUT;
+			c->partial_ok = true;
+			out->result = NULL;
+			out->ok = true;
+			out->lost = false;
+			out->pending = false;
+			out->elapsed_ms = elapsed_ms(c->sent_at);
+			c->owner = NULL;
+			return true;
+		}
 		if (status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH || status == PGRES_SINGLE_TUPLE ||
 			status == PGRES_PIPELINE_SYNC || status == PGRES_PIPELINE_ABORTED || status == PGRES_BAD_RESPONSE ||
 			status == PGRES_EMPTY_QUERY)
@@ -1213,8 +1228,8 @@ remote_receive_owned(RemoteConnection **conns, const void **owners, int n, Remot
 		}
 		else
 		{
-			out[i].lost = c->link != LINK_COPY_IN;
-			out[i].ok = c->link == LINK_COPY_IN;
+			out[i].lost = c->link != LINK_COPY_IN && c->link != LINK_COPY_OUT;
+			out[i].ok = !out[i].lost;
 			done[i] = true;
 			nfinished++;
 		}
@@ -1440,6 +1455,90 @@ remote_copy_end_all(RemoteConnection **conns, int n)
 	}
 }
 
+int64
+remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql, const char *in_sql)
+{
+	RemoteResult out;
+	PGresult   *res;
+	int64		rows;
+
+	/* the target first: ready for data before any comes */
+	to->wrote = true;			/* a write of this transaction: it commits in two phases */
+	remote_send(to, in_sql, true, to);
+	remote_receive_all(&to, 1, &out, 0);
+	if (!out.ok || to->link != LINK_COPY_IN)
+	{
+		out.ok = false;
+		(void) remote_answer(to, &out, in_sql, "a copy of rows");
+	}
+	remote_result_free(out.result);
+
+	from->copy_out_expected = true;
+	remote_send(from, out_sql, true, from);
+	remote_receive_all(&from, 1, &out, 0);
+	from->copy_out_expected = false;
+	if (!out.ok || from->link != LINK_COPY_OUT)
+	{
+		out.ok = false;
+		(void) remote_answer(from, &out, out_sql, "a copy of rows");
+	}
+
+	for (;;)
+	{
+		char	   *data = NULL;
+		int			n = PQgetCopyData(from->conn, &data, 1);
+
+		if (n > 0)
+		{
+			PG_TRY();
+			{
+				remote_copy_data(to, data, n);
+			}
+			PG_FINALLY();
+			{
+				PQfreemem(data);
+			}
+			PG_END_TRY();
+			continue;
+		}
+		if (n == 0)
+		{
+			PGconn	   *sock = from->conn;
+			uint32		event = WL_SOCKET_READABLE;
+
+			wait_sockets(&sock, &event, 1, 1000);
+			if (!PQconsumeInput(from->conn))
+			{
+				remote_mark_broken(from, PQerrorMessage(from->conn));
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to node \"%s\" while copying rows from it", from->node),
+						 errdetail_internal("%s", from->last_error)));
+			}
+			continue;
+		}
+		break;					/* -1: the COPY ended; -2: it failed, its result says why */
+	}
+
+	/* the source's COPY result, then its end of the query */
+	from->link = LINK_BUSY;
+	from->owner = from;
+	remote_receive_all(&from, 1, &out, 0);
+	res = remote_answer(from, &out, out_sql, "a copy of rows");
+	remote_result_free(res);
+
+	remote_copy_end_all(&to, 1);
+	to->owner = to;
+	remote_receive_all(&to, 1, &out, 0);
+	res = remote_answer(to, &out, in_sql, "a copy of rows");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		reject_answer(to, "a copy of rows", psprintf("%s where a command's end was expected",
+													 PQresStatus(PQresultStatus(res))));
+	rows = strtoll(PQcmdTuples(res), NULL, 10);
+	remote_result_free(res);
+	return rows;
+}
+
 /*
  * The head of libpq's PGcancel (struct pg_cancel of libpq-int.h, the same in
  * libpq 13 to 17): the server's address, the backend's pid and its key.
@@ -1562,6 +1661,9 @@ send_cancel_request(PGconn *conn, int limit_ms)
 bool
 remote_abandon_query(RemoteConnection *c)
 {
+	/* a COPY OUT cannot be stopped but by reading it to its end: the link goes instead */
+	if (c->link == LINK_COPY_OUT)
+		remote_mark_broken(c, "a COPY from the node was left unfinished");
 	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
 	{
 		RemoteResult out;

@@ -37,6 +37,7 @@ typedef enum RemoteLinkState
 	LINK_IDLE,					/* connected, nothing in flight */
 	LINK_BUSY,					/* a query was sent; its results are pending */
 	LINK_COPY_IN,				/* the node waits for COPY data */
+	LINK_COPY_OUT,				/* the node sends COPY data (remote_copy_between only) */
 	LINK_BROKEN					/* lost or unusable; closed at transaction end */
 } RemoteLinkState;
 
@@ -64,6 +65,7 @@ typedef struct RemoteConnection
 	bool		wrote;			/* took a write: a two-phase participant */
 	bool		unreachable;	/* failed before taking a write: its writes are queued */
 	bool		invalidated;	/* its server or mapping changed: reconnect when idle */
+	bool		copy_out_expected;	/* the query in flight is a COPY ... TO STDOUT of ours */
 	uint32		server_hash;
 	uint32		mapping_hash;
 	const void *owner;			/* who sent the query in flight */
@@ -209,6 +211,17 @@ extern void remote_copy_data(RemoteConnection *c, const char *data, int len);
 
 /* End COPY data on several connections and flush them, in parallel; the results follow. */
 extern void remote_copy_end_all(RemoteConnection **conns, int n);
+
+/*
+ * Copy rows from one node to another, node to node: out_sql (a COPY ... TO
+ * STDOUT) runs on `from`, in_sql (a COPY ... FROM STDIN) on `to`, both in
+ * this transaction (`to` as a write of it); the data is relayed as it
+ * comes, never decoded, so any format works (binary where the types allow).
+ * Returns the number of rows the target took.  Either side's error is an
+ * ERROR; every wait is interruptible.
+ */
+extern int64 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql,
+								 const char *in_sql);
 
 /* Record a failure: the link is unusable until the transaction ends. */
 extern void remote_mark_broken(RemoteConnection *c, const char *why);

@@ -115,7 +115,8 @@ collect_visitor(RemoteConnection *c, void *arg)
 	switch (col->what)
 	{
 		case COLLECT_IN_TRANSACTION:
-			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN;
+			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN ||
+				c->link == LINK_COPY_OUT;
 			break;
 		case COLLECT_WRITERS:
 			take = (c->xact == RXACT_OPEN || c->xact == RXACT_FAILED) && c->wrote;
@@ -168,7 +169,7 @@ drain_in_flight(Collected *col)
 			remote_receive_all(&c, 1, &out, 0);
 			remote_result_free(out.result);
 		}
-		if (c->link == LINK_COPY_IN)
+		if (c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
 			remote_mark_broken(c, "a COPY was left unfinished");
 	}
 }
