@@ -137,6 +137,14 @@ sub trigger_connections
 	return @lines;
 }
 
+# After a change of a mapping or an address: a watchdog round that began
+# before it may still connect as before; one second is five rounds.
+sub settle
+{
+	sleep(1);
+	$recorder->wait_for_lines(scalar($recorder->recorded), 1);
+}
+
 # Wait (at most 15 s), with no session running anything, for the watchdog
 # to connect to the recorder; how many connections it made.
 sub watchdog_connections
@@ -185,6 +193,7 @@ nothing_borrowed('no mapping', $recorded_before);
 #    (password_required 'false'): still none of the server account's own.
 #
 $coordinator->safe_psql('postgres', qq{CREATE USER MAPPING FOR "$superuser" SERVER evil OPTIONS (password_required 'false')});
+settle();
 my $from = scalar $recorder->recorded;
 @outcome = trigger_connections('no password');
 my $by_watchdog = watchdog_connections();
@@ -216,6 +225,7 @@ is(join(',', sort { $a cmp $b } keys %{ { map { $_->{password} => 1 } @seen } })
 #
 $coordinator->safe_psql('postgres', qq{
 	ALTER USER MAPPING FOR "$superuser" SERVER evil OPTIONS (DROP password_required, ADD password 'mapped-pw')});
+settle();
 $from = scalar $recorder->recorded;
 @outcome = trigger_connections('mapped password');
 $by_watchdog = watchdog_connections();
@@ -259,6 +269,7 @@ is($coordinator->safe_psql('postgres',
 #
 nothing_borrowed('until a superuser gave the address', $recorded_before);
 $coordinator->safe_psql('postgres', qq{SELECT ringshard.set_node_address('evil', '$evil')});
+settle();
 is($coordinator->safe_psql('postgres',
 	q{SELECT string_agg(o, ',') FROM pg_foreign_server, unnest(srvoptions) o WHERE srvname = 'evil' AND o LIKE 'ambient_credentials=%'}),
 	'ambient_credentials=true', 'an address a superuser sets gets ambient_credentials \'true\'');
@@ -285,6 +296,7 @@ is($coordinator->safe_psql('postgres',
 	'0', 'and the option is gone with it');
 # and the superuser's connections there borrow nothing again
 $coordinator->safe_psql('postgres', qq{CREATE USER MAPPING FOR "$superuser" SERVER evil OPTIONS (password_required 'false')});
+settle();
 $from = scalar $recorder->recorded;
 trigger_connections('given again by radmin');
 watchdog_connections();
