@@ -537,7 +537,8 @@ for my $what ([ 'fan-out read', 'DECLARE ringshard_c', q{SELECT * FROM items WHE
 			rules => [ [ $regex, $action ] ],
 			sql => $sql,
 			timeout => '1s',
-			error => $action eq 'hang' ? qr/canceling statement due to statement timeout/ : undef,
+			error => $action eq 'hang' ? qr/canceling statement due to statement timeout/
+			: $label eq 'read by key' ? qr/ERROR:.*(node "h2"|no healthy replica of key)/s : undef,
 			timeout_expected => 1,
 			cleanup => $undo_inserts);
 	}
@@ -548,9 +549,11 @@ sub start_session
 {
 	my ($sql) = @_;
 	my ($stdout, $stderr) = ('', '');
+	# the SQL goes as -c, not on stdin: IPC::Run feeds stdin only while pumped
 	my $h = IPC::Run::start(
-		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $coordinator->connstr('postgres') . ' application_name=victim' ],
-		'<', \"SET statement_timeout = 0;\n$sql;\n", '>', \$stdout, '2>', \$stderr,
+		[ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $coordinator->connstr('postgres') . ' application_name=victim',
+			'-c', 'SET statement_timeout = 0', '-c', $sql ],
+		'<', '/dev/null', '>', \$stdout, '2>', \$stderr,
 		IPC::Run::timeout(120));
 	return ($h, \$stdout, \$stderr);
 }
