@@ -607,6 +607,12 @@ for my $cancel_mode ('forwarded', 'swallowed')
 			my ($h, $stdout, $stderr) = start_session($sql);
 			my $pid = victim_pid();
 			isnt($pid, '', "$label: the statement waits on the node");
+			# it may be waiting to connect yet: wait (at most 15 s) for the proxy to swallow the query
+			for (1 .. 150)
+			{
+				last if $proxy->hits('hang') > $hits;
+				sleep(0.1);
+			}
 			cmp_ok($proxy->hits('hang'), '>', $hits, "$label: the node went silent");
 			my $t0 = time;
 			$coordinator->safe_psql('postgres', "SELECT $how($pid)") if $pid ne '';
@@ -643,7 +649,9 @@ $coordinator->safe_psql('postgres', sprintf(q{
 	SELECT ringshard.add_node('h3', 'host=%s port=%d dbname=postgres');
 	SELECT count(*) FROM ringshard.sync_topology();
 }, $workers[2]->host, $workers[2]->port));
-for my $what ([ 'page of rows', 'json_build_object\(\'rows\'' ], [ 'count of rows to move', '^SELECT ARRAY\[pg_catalog\.count' ],
+# In the order rebalance meets them: each failure leaves the recorded
+# progress, and the next CALL goes on from there to the next phase.
+for my $what ([ 'count of rows to move', '^SELECT ARRAY\[pg_catalog\.count' ], [ 'page of rows', 'json_build_object\(\'rows\'' ],
 	[ 'delete of moved rows', 'WITH gone AS \(DELETE' ])
 {
 	my ($what_label, $regex) = @$what;
