@@ -18,6 +18,7 @@ CORE_OBJS = \
 
 GLUE_OBJS = \
 	src/ringshard.o \
+	src/guc.o \
 	src/version.o \
 	src/admin_errors.o \
 	src/ringtoken.o \
@@ -42,6 +43,7 @@ GLUE_OBJS = \
 	src/fdw/upper.o \
 	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
+	src/fdw/write_locks.o \
 	src/fdw/ddl.o \
 	src/fdw/ddl_hook.o \
 	src/worker/guard.o \
@@ -65,7 +67,9 @@ DATA = $(EXTENSION)--1.0.sql $(EXTENSION)--1.1.sql $(EXTENSION)--1.0--1.1.sql
 UPGRADE_PIECES = $(sort $(wildcard extension/upgrade/1.1--1.2/*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir) -DRINGSHARD_VERSION='"$(EXTVERSION)"'
-SHLIB_LINK = -lyaml -lcrypto $(libpq)
+# Only what PostgreSQL loads by name is exported (src/exports.map); the rest
+# of the library, whatever its names, is not visible to other libraries.
+SHLIB_LINK = -lyaml -lcrypto $(libpq) -Wl,--version-script=$(srcdir)/src/exports.map
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 # Tests only: `make FAULT_INJECTION=1` compiles in the setting
@@ -98,6 +102,8 @@ $(EXTENSION)--1.1--1.2.sql: $(UPGRADE_PIECES) $(EXTENSION_PIECES) ringshard.cont
 .PHONY: unit
 unit:
 	$(MAKE) -C test/unit run
+
+$(shlib): src/exports.map
 
 # PGXS tracks no header dependencies for extensions: rebuild on any change.
 $(OBJS): $(wildcard src/*.h src/*/*.h)

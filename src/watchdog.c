@@ -23,11 +23,9 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "watchdog.h"
 
-static char *watchdog_database = NULL;
-static char *watchdog_role = NULL;
-static int	watchdog_interval_ms = 5000;
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
 
@@ -44,19 +42,6 @@ watchdog_init(void)
 {
 	BackgroundWorker worker;
 
-	DefineCustomIntVariable("ringshard.watchdog_interval",
-							"Time between two rounds of the health watchdog.",
-							NULL, &watchdog_interval_ms, 5000, 100, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomStringVariable("ringshard.watchdog_database",
-							   "Database whose ringshard coordinator the health watchdog serves.",
-							   "Empty (the default): the watchdog waits idle. Needs shared_preload_libraries.",
-							   &watchdog_database, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
-	DefineCustomStringVariable("ringshard.watchdog_role",
-							   "Role the health watchdog works as, with that role's user mappings.",
-							   "Empty (the default): the bootstrap superuser. A role below superuser must be a "
-							   "member of ringshard_admin and have a user mapping with a password for every node.",
-							   &watchdog_role, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
@@ -86,11 +71,11 @@ reload_settings(const char *started_database, const char *started_role)
 		return;
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
-	if (strcmp(setting(watchdog_database), started_database) != 0 ||
-		strcmp(setting(watchdog_role), started_role) != 0)
+	if (strcmp(setting(ringshard_watchdog_database), started_database) != 0 ||
+		strcmp(setting(ringshard_watchdog_role), started_role) != 0)
 	{
 		elog(LOG, "ringshard watchdog restarts to serve database \"%s\" as role \"%s\"",
-			 setting(watchdog_database), watchdog_role && watchdog_role[0] ? watchdog_role : "(bootstrap superuser)");
+			 setting(ringshard_watchdog_database), ringshard_watchdog_role && ringshard_watchdog_role[0] ? ringshard_watchdog_role : "(bootstrap superuser)");
 		proc_exit(1);
 	}
 }
@@ -130,8 +115,8 @@ ringshard_watchdog_main(Datum arg)
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	started_database = pstrdup(setting(watchdog_database));
-	started_role = pstrdup(setting(watchdog_role));
+	started_database = pstrdup(setting(ringshard_watchdog_database));
+	started_role = pstrdup(setting(ringshard_watchdog_role));
 
 	/* No database to serve: wait for one (a reload that sets it restarts the worker). */
 	while (started_database[0] == '\0')
@@ -149,7 +134,7 @@ ringshard_watchdog_main(Datum arg)
 	for (;;)
 	{
 		TimestampTz last_round = GetCurrentTimestamp();
-		long		wait_ms = watchdog_interval_ms;
+		long		wait_ms = ringshard_watchdog_interval_ms;
 
 		/*
 		 * Wait out the interval since the last round.  A configuration
@@ -164,7 +149,7 @@ ringshard_watchdog_main(Datum arg)
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
 			reload_settings(started_database, started_role);
-			wait_ms = watchdog_interval_ms -
+			wait_ms = ringshard_watchdog_interval_ms -
 				(long) ((GetCurrentTimestamp() - last_round) / 1000);
 		}
 		if (watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()"))

@@ -19,11 +19,7 @@
 
 #include "fdw/plan_state.h"
 
-/* Settings. */
-extern int	ringshard_fetch_size;		/* rows per FETCH of a fan-out */
-extern int	ringshard_write_batch_size;	/* rows per node per COPY of a write */
-extern bool ringshard_allow_partial_reads;	/* a fan-out missing a range warns instead of failing */
-extern int	ringshard_write_quorum;		/* replicas that must take a write at once */
+#include "guc.h"
 
 /* What planning knows of a distributed table (RelOptInfo.fdw_private). */
 typedef struct RsRelInfo
@@ -46,9 +42,6 @@ typedef struct RsRelInfo
 	List	   *grouped_tlist;	/* target list of the aggregate query */
 	List	   *group_exprs;	/* GROUP BY expressions */
 } RsRelInfo;
-
-/* handler.c */
-extern void rsfdw_init(void);
 
 /* planner.c */
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);

@@ -22,32 +22,6 @@
 #include "fdw/fdw.h"
 #include "remote/connection.h"
 
-int			ringshard_fetch_size = 2000;
-int			ringshard_write_batch_size = 1000;
-bool		ringshard_allow_partial_reads = false;
-
-void
-rsfdw_init(void)
-{
-	DefineCustomIntVariable("ringshard.write_quorum",
-							"Replicas that must take a routed write for it to succeed.",
-							"The others get it queued in ringshard.write_queue and replayed when they return.",
-							&ringshard_write_quorum, 1, 1, 64,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("ringshard.fetch_size",
-							"Rows a fan-out fetches from a node at a time.",
-							NULL, &ringshard_fetch_size, 2000, 1, 1000000,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("ringshard.write_batch_size",
-							"Rows of a write sent to a node at a time (one COPY).",
-							NULL, &ringshard_write_batch_size, 1000, 1, 1000000,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("ringshard.allow_partial_reads",
-							 "A read of a distributed table that cannot reach every range warns instead of failing.",
-							 "The rows of the ranges whose nodes are all down are then missing from the answer.",
-							 &ringshard_allow_partial_reads, false, PGC_USERSET, 0, NULL, NULL, NULL);
-}
-
 PG_FUNCTION_INFO_V1(ringshard_fdw_handler);
 
 Datum

@@ -36,15 +36,13 @@
 #include "fdw/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/write_locks.h"
 #include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
 #include "remote/values.h"
-
-/* ringshard.write_quorum: replicas that must take a write at once. */
-int			ringshard_write_quorum = 1;
 
 /* A few rows go as one INSERT (one round trip); more as a COPY (two). */
 #define SMALL_BATCH_ROWS 16
@@ -296,9 +294,10 @@ prepare_node(RsModifyState *state, int node)
 	remote_connect_all(&b->conn, 1, true);
 	if (b->conn->link == LINK_BROKEN || b->conn->link == LINK_CLOSED)
 	{
+		/* nothing of the transaction commits: 40001 says a retry may succeed (clients and pgbench retry it) */
 		if (b->conn->wrote)
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("lost the connection to node \"%s\", which took writes in this transaction",
 							b->conn->node),
 					 errhint("Retry the transaction; its writes for that node are then queued.")));
@@ -329,6 +328,12 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	/* writers of one key queue here, before any replica (write_locks.c) */
+	rsfdw_lock_key_for_write(RelationGetRelid(state->rel),
+							 placement_key_lock_slot(&state->placement,
+													 slot->tts_values[state->placement.key_attnum - 1],
+													 state->placement.keyspace_attnum > 0
+													 ? slot->tts_values[state->placement.keyspace_attnum - 1] : (Datum) 0));
 	for (int r = 0; r < nreplicas; r++)
 	{
 		prepare_node(state, replicas[r]);
@@ -502,6 +507,12 @@ rsBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rows cannot move into distributed table %s by UPDATE of a partitioned table",
 						RelationGetRelationName(rinfo->ri_RelationDesc))));
+	/*
+	 * COPY FROM: a bulk write, which would lock more keys than the lock table
+	 * holds; it takes the table against other writers before it writes
+	 * anything (write_locks.c), so two loads queue instead of deadlocking.
+	 */
+	rsfdw_lock_table_for_write(RelationGetRelid(rinfo->ri_RelationDesc));
 	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
 }
 
@@ -718,6 +729,8 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 	*key_filter = "";
 	if (state->kind == RS_SCAN_FANOUT)
 	{
+		/* any row may change: the table is locked against other writers (write_locks.c) */
+		rsfdw_lock_table_for_write(RelationGetRelid(state->rel));
 		for (int i = 0; i < nnodes; i++)
 			targets[i] = true;
 		return targets;
@@ -734,6 +747,7 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 		int			nelems = 1;
 		int			nkeys = 0;
 		Datum	   *filter_keys;
+		uint32	   *slots;
 
 		if (!isnull && state->plan->key_is_array)
 		{
@@ -746,6 +760,7 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
 		}
 		filter_keys = palloc(sizeof(Datum) * Max(nelems, 1));
+		slots = palloc(sizeof(uint32) * Max(nelems, 1));
 
 		for (int k = 0; k < nelems && !isnull && !keyspace_null; k++)
 		{
@@ -757,8 +772,11 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
 			for (int r = 0; r < n; r++)
 				targets[replicas[r]] = true;
+			slots[nkeys] = placement_key_lock_slot(&state->placement, elems[k], keyspace);
 			filter_keys[nkeys++] = elems[k];
 		}
+		/* writers of one key queue here, before any replica (write_locks.c) */
+		rsfdw_lock_keys_for_write(RelationGetRelid(state->rel), slots, nkeys);
 		*key_filter = rsfdw_key_filter_sql(state->key_column, key_type, filter_keys, nkeys);
 	}
 	return targets;

@@ -44,8 +44,6 @@
 #include "remote/values.h"
 #include "topology_cache.h"
 
-int			ringshard_node_timeout_ms = 5000;
-
 /* The connections of this session, by (server, role). */
 static HTAB *connections = NULL;
 
@@ -280,14 +278,6 @@ void
 remote_connection_init(void)
 {
 	HASHCTL		ctl;
-
-	DefineCustomIntVariable("ringshard.node_timeout",
-							"Milliseconds a node may take to connect, or to answer a control command.",
-							"A node that takes longer is counted as failed. Queries of scans and writes "
-							"wait as long as they run (statement_timeout and cancel apply).",
-							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
-							/* a node that misses it is marked down for every role: not one role's choice */
-							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 
 	ctl.keysize = sizeof(Oid) * 2;
 	ctl.entrysize = sizeof(RemoteConnection);
@@ -875,9 +865,19 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
 		if (c->xact == RXACT_NONE)
 		{
+			/*
+			 * The node's transaction runs at the coordinator's isolation
+			 * level.  At READ COMMITTED each statement on the node takes its
+			 * own snapshot, so an UPDATE that waited for another writer's
+			 * commit applies to the row that writer left (as on one server)
+			 * instead of failing with 40001; a fan-out then sees one snapshot
+			 * per node, as it always did (docs/guarantees.md).
+			 */
 			appendStringInfoString(&buf, IsolationIsSerializable()
 								   ? "START TRANSACTION ISOLATION LEVEL SERIALIZABLE;"
-								   : "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;");
+								   : IsolationUsesXactSnapshot()
+								   ? "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
+								   : "START TRANSACTION ISOLATION LEVEL READ COMMITTED;");
 			c->xact = RXACT_OPEN;
 			c->xact_depth = 1;
 		}

@@ -27,8 +27,7 @@
  */
 #define RINGSHARD_AMBIENT_OPTION "ambient_credentials"
 
-/* ringshard.node_timeout: milliseconds a node may take to connect or answer a control command. */
-extern int	ringshard_node_timeout_ms;
+#include "guc.h"
 
 /* The state of the link itself. */
 typedef enum RemoteLinkState

@@ -32,18 +32,6 @@
 #include "remote/transaction.h"
 #include "remote/values.h"
 
-int			ringshard_replay_max_attempts = 10;
-
-void
-queue_init(void)
-{
-	DefineCustomIntVariable("ringshard.replay_max_attempts",
-							"Times a node may refuse a queued write before it is set aside in ringshard.dead_letters.",
-							"Only refusals count (an SQL error on the node), not a node that cannot be reached.",
-							&ringshard_replay_max_attempts, 10, 1, 1000000,
-							PGC_SUSET, 0, NULL, NULL, NULL);
-}
-
 void
 queue_write(const char *node, Oid relid, Oid writer, Datum row)
 {

@@ -35,11 +35,6 @@
 #include "remote/catalog.h"
 #include "remote/transaction.h"
 
-bool		ringshard_two_phase_commit = true;
-
-#ifdef RINGSHARD_FAULT_INJECTION
-static char *fault_injection = NULL;
-#endif
 
 void
 remote_note_write(RemoteConnection *c)
@@ -57,11 +52,11 @@ fault_point_armed(const char *point)
 #ifdef RINGSHARD_FAULT_INJECTION
 	const char *eq;
 
-	if (fault_injection == NULL || fault_injection[0] == '\0')
+	if (ringshard_fault_injection == NULL || ringshard_fault_injection[0] == '\0')
 		return false;
-	eq = strchr(fault_injection, '=');
-	return eq != NULL && strlen(point) == (size_t) (eq - fault_injection) &&
-		strncmp(fault_injection, point, eq - fault_injection) == 0;
+	eq = strchr(ringshard_fault_injection, '=');
+	return eq != NULL && strlen(point) == (size_t) (eq - ringshard_fault_injection) &&
+		strncmp(ringshard_fault_injection, point, eq - ringshard_fault_injection) == 0;
 #else
 	return false;
 #endif
@@ -75,7 +70,7 @@ remote_fault_point(const char *point)
 
 	if (!fault_point_armed(point))
 		return;
-	eq = strchr(fault_injection, '=');
+	eq = strchr(ringshard_fault_injection, '=');
 	if (strcmp(eq + 1, "crash") == 0)
 		elog(PANIC, "ringshard fault injection: crash at %s", point);
 	if (strncmp(eq + 1, "sleep:", 6) == 0)
@@ -278,14 +273,19 @@ pre_commit(bool preparing)
 				 errmsg("cannot prepare a transaction that wrote to ringshard node \"%s\"", writers.conns[0]->node),
 				 errdetail("ringshard commits the nodes' part of a transaction itself, in two phases.")));
 
-	/* A node that lost its part cannot commit it: the whole transaction rolls back. */
+	/*
+	 * A node that lost its part cannot commit it: the whole transaction rolls
+	 * back.  40001 (a serialization failure) tells clients, and pgbench, that
+	 * a retry may succeed: it queues the writes of a node that is down.
+	 */
 	for (int i = 0; i < writers.n; i++)
 	{
 		RemoteConnection *c = writers.conns[i];
 
 		if (c->xact == RXACT_FAILED || c->link != LINK_IDLE)
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(c->link == LINK_IDLE && c->last_sqlstate != 0 ? c->last_sqlstate
+							 : ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("node \"%s\" lost its part of the transaction, so nothing was committed anywhere", c->node),
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0,
 					 errhint("Retry the transaction; a node that is down then gets its writes queued.")));
@@ -321,7 +321,8 @@ pre_commit(bool preparing)
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
-						(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+						(errcode(writers.conns[i]->link != LINK_IDLE ? ERRCODE_T_R_SERIALIZATION_FAILURE
+								 : ERRCODE_TRANSACTION_ROLLBACK),
 						 errmsg("node \"%s\" could not prepare its part of the transaction, so nothing was committed anywhere",
 								writers.conns[i]->node),
 						 writers.conns[i]->last_error ? errdetail_internal("%s", writers.conns[i]->last_error) : 0,
@@ -561,18 +562,6 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 void
 remote_transaction_init(void)
 {
-	DefineCustomBoolVariable("ringshard.two_phase_commit",
-							 "Commits the nodes' parts of a transaction in two phases.",
-							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
-							 "in between leaves some nodes committed. For measurements only.",
-							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
-#ifdef RINGSHARD_FAULT_INJECTION
-	DefineCustomStringVariable("ringshard.fault_injection",
-							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
-							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
-							   "after_local_commit, after_first_commit_prepared.", &fault_injection, "", PGC_SUSET,
-							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
-#endif
 	RegisterXactCallback(remote_xact_callback, NULL);
 	RegisterSubXactCallback(remote_subxact_callback, NULL);
 }
