@@ -304,13 +304,15 @@ ok($coord_b->poll_query_until('postgres', q{SELECT NOT is_up FROM ringshard.node
 ok(wait_for_commits($w2_down_at, 30), 'writes go on while w2 is down (queued for it)');
 cmp_ok($coord_b->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'w2'}),
 	'>', 0, 'its writes are queued, UPDATEs among them');
+my $w2_queued = $coord_b->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'w2'});
 $w2->start;
 my $w2_back_at = time;
 ok($coord_b->poll_query_until('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'w2'}),
 	'w2 is marked up under the load');
 my $w2_up_at = time;
 ok(wait_for_commits($w2_up_at, 10), 'the load still runs after w2 is marked up');
-note(sprintf('worker restart under load: marked up %.1f s after it came back', $w2_up_at - $w2_back_at));
+note(sprintf('worker restart under load: marked up %.1f s after it came back, with %d writes queued for it then',
+	$w2_up_at - $w2_back_at, $w2_queued));
 my $w2_keys = $coord_b->safe_psql('postgres',
 	q{SELECT string_agg(quote_literal(k), ',') FROM (SELECT k FROM ledger WHERE 'w2' = ANY (replicas_for(k)) LIMIT 20) s});
 my ($rc, $out, $err) = $coord_b->psql('postgres', "UPDATE ledger SET note = 'after w2 returned' WHERE k IN ($w2_keys)");
