@@ -12,6 +12,7 @@ CORE_OBJS = \
 	src/core/rs_keybytes.o \
 	src/core/rs_ring.o \
 	src/core/rs_ring_diff.o \
+	src/core/rs_ring_alloc.o \
 	src/core/rs_schemes.o \
 	src/core/rs_partmap.o \
 	src/core/rs_config.o
