@@ -41,8 +41,8 @@
  * balance part of bench/run (nodes joining one by one up to 1,000, 8 to 32
  * tokens, R = 2 and 3).
  */
-#define OWNED_WEIGHT 8.0
-#define RANGE_WEIGHT 0.05
+#define OWNED_WEIGHT 4.0
+#define RANGE_WEIGHT 0.1
 
 /*
  * Gaps kept in the queue per token to place: the best by their first score.
@@ -353,7 +353,7 @@ pool_reserve(alloc_state *st, size_t n)
 	}
 	for (uint32_t id = 0; id < st->nids; id++)
 	{
-		if (!st->cache_valid[id])
+		if (!st->cache_valid[id] || st->cache_count[id] == 0)
 			continue;
 		memcpy(nodes + used, st->pool_node + st->cache_first[id], st->cache_count[id] * sizeof(uint32_t));
 		memcpy(as + used, st->pool_a + st->cache_first[id], st->cache_count[id] * sizeof(double));
@@ -503,7 +503,11 @@ score_gap(alloc_state *st, uint32_t g, uint64_t *x_out, rs_status *status)
 	uint32_t	n = st->newnode;
 
 	*status = RS_OK;
-	if (gap < 2)
+	/*
+	 * No room, or a range the node owns already: a point there changes no
+	 * replica set (the walks meet the node a little earlier, that is all).
+	 */
+	if (gap < 2 || owner == n)
 		return -INFINITY;
 	if (!st->cache_valid[id])
 	{
@@ -539,7 +543,6 @@ score_gap(alloc_state *st, uint32_t g, uint64_t *x_out, rs_status *status)
 		qc += ((l + a) * (l + a) - l * l) / tr;
 	}
 	/* first copies: x takes s of the gap from g's owner */
-	if (owner != n)
 	{
 		double		to_owner = st->target_o[owner];
 		double		to_new = st->target_o[n] * st->new_factor;
@@ -836,9 +839,12 @@ check_state(alloc_state *st)
 
 			if (!st->cache_valid[id] || n > 4 * MAX_REPLICAS)
 				continue;
-			memcpy(kept_nodes, st->pool_node + first, n * sizeof(uint32_t));
-			memcpy(kept_a, st->pool_a + first, n * sizeof(double));
-			memcpy(kept_b, st->pool_b + first, n * sizeof(double));
+			if (n > 0)
+			{
+				memcpy(kept_nodes, st->pool_node + first, n * sizeof(uint32_t));
+				memcpy(kept_a, st->pool_a + first, n * sizeof(double));
+				memcpy(kept_b, st->pool_b + first, n * sizeof(double));
+			}
 			if (describe_gap(st, g) != RS_OK)
 				abort();
 			first = st->cache_first[id];

@@ -483,7 +483,8 @@ test_add_moves_only_to_new_node(void)
 static void
 test_build_errors(void)
 {
-	rs_ring_member m[3] = {{"a", 1, 1}, {"b", 1, 1}, {"a", 1, 2}};
+	rs_ring_member m[3] = {{.name = "a", .name_len = 1, .weight = 1}, {.name = "b", .name_len = 1, .weight = 1},
+		{.name = "a", .name_len = 1, .weight = 2}};
 	rs_ring    *ring = (rs_ring *) 1;
 	long		bad = -2;
 
