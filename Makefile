@@ -26,6 +26,7 @@ GLUE_OBJS = \
 	src/topology_cache.o \
 	src/routing.o \
 	src/ring_info.o \
+	src/ring_tokens.o \
 	src/partitions.o \
 	src/annotated_tables.o \
 	src/previews.o \
