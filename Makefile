@@ -75,7 +75,7 @@ ifneq ($(FAULT_INJECTION),)
 PG_CPPFLAGS += -DRINGSHARD_FAULT_INJECTION
 endif
 
-REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
+REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_zones ring_tokens ring_admin ring_info \
 	partitions partition_config annotated_tables privileges definer_hijack \
 	previews keys pushdown version
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8

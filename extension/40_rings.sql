@@ -277,7 +277,8 @@ CREATE FUNCTION ringshard_internal.check_zone(zone text) RETURNS void
 	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF zone = '' OR octet_length(zone) > 1024 THEN
-		RAISE EXCEPTION 'invalid zone "%"', zone
+		RAISE EXCEPTION '%', CASE WHEN zone = '' THEN 'a zone must not be empty'
+		                          ELSE format('a zone of %s bytes is too long', octet_length(zone)) END
 			USING ERRCODE = 'invalid_parameter_value',
 			      DETAIL = 'A zone is a name of 1 to 1024 bytes.',
 			      HINT = 'Give NULL for no zone (the node is then a zone of its own).';
@@ -501,13 +502,16 @@ BEGIN
 	 WHERE p.node <> set_node_tokens.node AND p.token = ANY (tokens);
 	IF tied IS NOT NULL THEN
 		RAISE NOTICE 'some tokens of node "%" are points of other nodes too', node
-			USING DETAIL = format('Shared with: %s.  Points of one token sort by node name: the later owns no key.', tied);
+			USING DETAIL = format('Shared with: %s. Points of one token sort by node name: the later one owns no key.', tied);
 	END IF;
 	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = set_node_tokens.node;
-	RETURN format('node "%s" on ring "%s" %s now (it had %s): %s points, %s of the ring', node, ring,
-	              CASE WHEN tokens IS NULL THEN 'has labelled vnodes' ELSE format('holds %s explicit tokens', cardinality(tokens)) END,
-	              CASE WHEN previous IS NULL THEN 'labelled vnodes' ELSE format('%s explicit tokens', cardinality(previous)) END,
-	              balance.points, to_char(balance.share * 100, 'FM990.0') || ' %');
+	RETURN format('node "%s" on ring "%s" %s now (it had %s): %s point%s, %s of the ring', node, ring,
+	              CASE WHEN tokens IS NULL THEN 'has labelled vnodes'
+	                   ELSE format('holds %s explicit token%s', cardinality(tokens), CASE WHEN cardinality(tokens) = 1 THEN '' ELSE 's' END) END,
+	              CASE WHEN previous IS NULL THEN 'labelled vnodes'
+	                   ELSE format('%s explicit token%s', cardinality(previous), CASE WHEN cardinality(previous) = 1 THEN '' ELSE 's' END) END,
+	              balance.points, CASE WHEN balance.points = 1 THEN '' ELSE 's' END,
+	              to_char(balance.share * 100, 'FM990.0') || ' %');
 END
 $$;
 COMMENT ON FUNCTION ringshard.set_node_tokens(text, ringtoken[], text) IS

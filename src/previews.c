@@ -109,8 +109,10 @@ change_from_args(FunctionCallInfo fcinfo, int first, int rest)
 	if (change.zone != NULL && (change.zone[0] == '\0' || strlen(change.zone) > RS_RING_MAX_NAME))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid zone \"%s\"", change.zone),
-				 errdetail("A zone is a name of 1 to %d bytes; NULL means none.", RS_RING_MAX_NAME)));
+				 change.zone[0] == '\0' ? errmsg("a zone must not be empty") :
+				 errmsg("a zone of %zu bytes is too long", strlen(change.zone)),
+				 errdetail("A zone is a name of 1 to %d bytes.", RS_RING_MAX_NAME),
+				 errhint("Give NULL for no zone (the node is then a zone of its own).")));
 	if (change.tokens != NULL && change.token_count != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
