@@ -923,6 +923,215 @@ test_first_nodes(void)
 	}
 }
 
+
+/*
+ * Interoperability claims of docs/routing.md: a model of Cassandra's rules
+ * written here from the interop table's words (the x64_128 h1 with tail
+ * bytes sign-extended, signed token order with the minimum excluded, a token
+ * owning the range from its predecessor, NetworkTopologyStrategy's one pass
+ * that accepts R - racks rack repeats in walk order).  Checked: tokens agree
+ * for ASCII keys and not always otherwise; with the same tokens (as signed
+ * numbers) every owner agrees; replica sets agree as sets with zones as
+ * racks, and in order when R <= zones.
+ */
+static uint64_t
+rotl64(uint64_t x, int r)
+{
+	return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t
+fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* h1 of MurmurHash3_x64_128, seed 0; sign_extend: tail bytes as signed bytes. */
+static uint64_t
+murmur_h1(const unsigned char *data, size_t len, int sign_extend)
+{
+	const uint64_t c1 = 0x87c37b91114253d5ULL;
+	const uint64_t c2 = 0x4cf5ad432745937fULL;
+	uint64_t	h1 = 0,
+				h2 = 0,
+				k1 = 0,
+				k2 = 0;
+	size_t		nblocks = len / 16;
+	const unsigned char *tail = data + nblocks * 16;
+
+	for (size_t i = 0; i < nblocks; i++)
+	{
+		uint64_t	a = 0,
+					b = 0;
+
+		for (int j = 7; j >= 0; j--)
+		{
+			a = (a << 8) | data[i * 16 + j];
+			b = (b << 8) | data[i * 16 + 8 + j];
+		}
+		a *= c1; a = rotl64(a, 31); a *= c2; h1 ^= a;
+		h1 = rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729;
+		b *= c2; b = rotl64(b, 33); b *= c1; h2 ^= b;
+		h2 = rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5;
+	}
+	for (size_t j = len & 15; j > 0; j--)
+	{
+		uint64_t	byte = sign_extend ? (uint64_t) (int64_t) (signed char) tail[j - 1] : tail[j - 1];
+
+		if (j > 8)
+			k2 ^= byte << (8 * (j - 9));
+		else
+			k1 ^= byte << (8 * (j - 1));
+	}
+	if ((len & 15) > 8)
+	{
+		k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2;
+	}
+	if ((len & 15) > 0)
+	{
+		k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+	}
+	h1 ^= len; h2 ^= len;
+	h1 += h2; h2 += h1;
+	h1 = fmix64(h1); h2 = fmix64(h2);
+	h1 += h2;
+	return h1;
+}
+
+/* Cassandra's token of a key: signed, the minimum excluded. */
+static int64_t
+cassandra_token(const char *key)
+{
+	int64_t		t = (int64_t) murmur_h1((const unsigned char *) key, strlen(key), 1);
+
+	return t == INT64_MIN ? INT64_MAX : t;
+}
+
+static void
+test_interop_models(void)
+{
+	int			ascii_differ = 0;
+	int			high_differ = 0;
+	int			owners_differ = 0;
+	int			sets_differ = 0;
+	int			order_differs_small_r = 0;
+	char		key[32];
+
+	/* our own h1 model agrees with the core on the contract's vectors */
+	UNIT_EQ_U64(murmur_h1((const unsigned char *) "3201012345670001", 16, 0), 15884386775397619189ULL);
+	UNIT_EQ_U64(murmur_h1((const unsigned char *) "\xc3\xb1" "and\xc3\xba", 7, 0), 9900926414339375407ULL);
+	for (int i = 0; i < 5000; i++)
+	{
+		snprintf(key, sizeof(key), "user-%d", i);
+		ascii_differ += (uint64_t) cassandra_token(key) != rs_murmur3_token(key, strlen(key));
+	}
+	UNIT_EQ_INT(ascii_differ, 0);
+	/* a high byte in the tail: the variants part */
+	for (int i = 0; i < 100; i++)
+	{
+		snprintf(key, sizeof(key), "k%d\xc3\xb1", i);
+		high_differ += (uint64_t) cassandra_token(key) != rs_murmur3_token(key, strlen(key));
+	}
+	UNIT_CHECK(high_differ > 90, "tail bytes >= 0x80 change the token (%d of 100)", high_differ);
+
+	for (int round = 0; round < 20; round++)
+	{
+		random_ring r;
+		rs_ring    *ring;
+		int64_t    *signed_tokens;
+		uint32_t   *order;
+
+		make_random(&r);
+		ring = build_or_die(r.members, r.n, 1 + (uint32_t) (next_random() % 8), 0);
+		/* the same points in signed order (a rotation of the ring's order) */
+		signed_tokens = malloc(ring->npoints * sizeof(int64_t));
+		order = malloc(ring->npoints * sizeof(uint32_t));
+		{
+			uint32_t	first_negative = 0;
+
+			while (first_negative < ring->npoints && rs_ring_token(ring, first_negative) < (UINT64_C(1) << 63))
+				first_negative++;
+			for (uint32_t i = 0; i < ring->npoints; i++)
+			{
+				order[i] = (first_negative + i) % ring->npoints;
+				signed_tokens[i] = (int64_t) rs_ring_token(ring, order[i]);
+			}
+		}
+		for (int k = 0; k < 300; k++)
+		{
+			int64_t		t = (int64_t) next_random();
+			uint32_t	p = 0;
+			uint32_t	want = 1 + (uint32_t) (next_random() % 5);
+			uint16_t	ours[64];
+			uint32_t	nours = 0;
+			uint16_t	theirs[64];
+			uint32_t	ntheirs = 0;
+			uint32_t	zones_seen[64];
+			uint32_t	nzones_seen = 0;
+			int			repeats;
+			uint32_t	target;
+
+			while (p < ring->npoints && signed_tokens[p] < t)
+				p++;
+			if (p == ring->npoints)
+				p = 0;
+			if (rs_ring_point_owner(ring, order[p]) != rs_ring_owner(ring, (uint64_t) t))
+				owners_differ++;
+
+			/* NetworkTopologyStrategy, one data centre, zones as racks */
+			target = want < ring->nnodes ? want : ring->nnodes;
+			repeats = (int) want - (int) ring->nzones;
+			for (uint32_t step = 0; step < ring->npoints && ntheirs < target; step++)
+			{
+				uint16_t	node = (uint16_t) rs_ring_point_owner(ring, order[(p + step) % ring->npoints]);
+				uint32_t	zone = rs_ring_zone_of(ring, node);
+				int			new_zone = 1;
+				int			taken = 0;
+
+				for (uint32_t j = 0; j < nzones_seen; j++)
+					new_zone &= zones_seen[j] != zone;
+				for (uint32_t j = 0; j < ntheirs; j++)
+					taken |= theirs[j] == node;
+				if (new_zone)
+				{
+					zones_seen[nzones_seen++] = zone;
+					theirs[ntheirs++] = node;
+				}
+				else if (repeats > 0 && !taken)
+				{
+					theirs[ntheirs++] = node;
+					repeats--;
+				}
+			}
+			rs_ring_replicas(ring, (uint64_t) t, want, ours, &nours);
+			if (nours != ntheirs || ours[0] != theirs[0])
+				sets_differ++;
+			else
+				for (uint32_t i = 0; i < nours; i++)
+				{
+					int			found = 0;
+
+					for (uint32_t j = 0; j < ntheirs; j++)
+						found |= ours[i] == theirs[j];
+					sets_differ += !found;
+				}
+			if (want <= ring->nzones && memcmp(ours, theirs, nours * sizeof(uint16_t)) != 0)
+				order_differs_small_r++;
+		}
+		free(signed_tokens);
+		free(order);
+		rs_ring_free(ring);
+	}
+	UNIT_EQ_INT(owners_differ, 0);
+	UNIT_EQ_INT(sets_differ, 0);
+	UNIT_EQ_INT(order_differs_small_r, 0);
+}
+
 int
 main(void)
 {
@@ -936,5 +1145,6 @@ main(void)
 	test_allocator_growth();
 	test_allocation_zones_weights();
 	test_first_nodes();
+	test_interop_models();
 	return unit_report();
 }
