@@ -19,6 +19,7 @@ CORE_OBJS = \
 
 GLUE_OBJS = \
 	src/ringshard.o \
+	src/guc.o \
 	src/version.o \
 	src/admin_errors.o \
 	src/ringtoken.o \
@@ -35,18 +36,22 @@ GLUE_OBJS = \
 	src/remote/connection.o \
 	src/remote/transaction.o \
 	src/remote/queue.o \
+	src/remote/values.o \
 	src/fdw/handler.o \
 	src/fdw/deparse.o \
+	src/fdw/plan_state.o \
 	src/fdw/planner.o \
 	src/fdw/scan.o \
 	src/fdw/upper.o \
 	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
+	src/fdw/write_locks.o \
 	src/fdw/ddl.o \
 	src/fdw/ddl_hook.o \
 	src/worker/guard.o \
 	src/admin/node_commands.o \
 	src/admin/addresses.o \
+	src/admin/verify.o \
 	src/plproxy_bridge.o \
 	src/watchdog.o \
 	src/legacy_1_0.o
@@ -64,7 +69,9 @@ DATA = $(EXTENSION)--1.0.sql $(EXTENSION)--1.1.sql $(EXTENSION)--1.0--1.1.sql
 UPGRADE_PIECES = $(sort $(wildcard extension/upgrade/1.1--1.2/*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(libpq_srcdir) -DRINGSHARD_VERSION='"$(EXTVERSION)"'
-SHLIB_LINK = -lyaml -lcrypto $(libpq)
+# Only what PostgreSQL loads by name is exported (src/exports.map); the rest
+# of the library, whatever its names, is not visible to other libraries.
+SHLIB_LINK = -lyaml -lcrypto $(libpq) -Wl,--version-script=$(srcdir)/src/exports.map
 PG_CFLAGS = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
 
 # Tests only: `make FAULT_INJECTION=1` compiles in the setting
@@ -97,6 +104,8 @@ $(EXTENSION)--1.1--1.2.sql: $(UPGRADE_PIECES) $(EXTENSION_PIECES) ringshard.cont
 .PHONY: unit
 unit:
 	$(MAKE) -C test/unit run
+
+$(shlib): src/exports.map
 
 # PGXS tracks no header dependencies for extensions: rebuild on any change.
 $(OBJS): $(wildcard src/*.h src/*/*.h)

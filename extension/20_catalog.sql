@@ -68,7 +68,7 @@ BEGIN
 		wanted := NULL;
 	END;
 	SELECT n.node_name INTO found FROM ringshard.nodes n JOIN pg_catalog.pg_foreign_server s ON s.srvname = n.server_name
-	 WHERE (SELECT array_agg(x ORDER BY x) FROM unnest(s.srvoptions) x) = wanted
+	 WHERE (SELECT array_agg(x ORDER BY x) FROM unnest(s.srvoptions) x WHERE x NOT LIKE 'ambient\_credentials=%') = wanted
 	 ORDER BY n.node_name = address DESC, n.node_name LIMIT 1;
 	IF found IS NULL THEN
 		SELECT n.node_name INTO found FROM ringshard.nodes n WHERE n.server_name IS NULL AND n.node_name = address;

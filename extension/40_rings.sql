@@ -134,15 +134,25 @@ COMMENT ON FUNCTION ringshard_internal.forget_unused_nodes() IS
 
 -- Give a node the address: its foreign server gets the address's options
 -- (created, owned by ringshard_admin so that every administrator may manage
--- it, or changed in place so that its user mappings stay).
+-- it, or changed in place so that its user mappings stay).  An address a
+-- superuser gives also gets ambient_credentials 'true': superusers and the
+-- watchdog may then log in there with the server account's own credentials,
+-- as 1.1 did everywhere; an address any other role gives gets none of them
+-- (docs/security.md).
 CREATE FUNCTION ringshard_internal.set_server(node text, address text) RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name := (SELECT n.server_name FROM ringshard.nodes n WHERE n.node_name = node);
 	wanted text;
+	added text;
 	dropped text;
 BEGIN
-	SELECT string_agg(format('%I %L', o.option, o.value), ', ') INTO wanted FROM ringshard.address_options(address) o;
+	SELECT string_agg(format('%I %L', o.option, o.value), ', '), string_agg(format('ADD %I %L', o.option, o.value), ', ')
+	  INTO wanted, added
+	  FROM (SELECT a.option, a.value FROM ringshard.address_options(address) a
+	        UNION ALL
+	        SELECT 'ambient_credentials', 'true' FROM pg_catalog.pg_roles r
+	         WHERE r.rolname = current_user AND r.rolsuper) o;
 	IF server IS NULL THEN
 		IF octet_length(node) > 63 THEN
 			RAISE EXCEPTION 'node name "%" is too long for a node with an address', left(node, 64)
@@ -166,8 +176,7 @@ BEGIN
 	IF dropped IS NOT NULL THEN
 		EXECUTE format('ALTER SERVER %I OPTIONS (%s)', server, dropped);
 	END IF;
-	EXECUTE format('ALTER SERVER %I OPTIONS (%s)', server,
-		(SELECT string_agg(format('ADD %I %L', o.option, o.value), ', ') FROM ringshard.address_options(address) o));
+	EXECUTE format('ALTER SERVER %I OPTIONS (%s)', server, added);
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
@@ -261,7 +270,7 @@ BEGIN
 	      (SELECT array_agg(o.option || '=' || o.value ORDER BY o.option) FROM ringshard.address_options(address) o)
 	      IS DISTINCT FROM
 	      (SELECT array_agg(o ORDER BY o) FROM pg_catalog.pg_foreign_server s, unnest(s.srvoptions) o
-	        WHERE s.srvname = known.server_name)) THEN
+	        WHERE s.srvname = known.server_name AND o NOT LIKE 'ambient\_credentials=%')) THEN
 		RAISE EXCEPTION 'node "%" already exists %', node,
 			CASE WHEN known.server_name IS NULL THEN 'without an address'
 			     ELSE format('with address "%s"', ringshard.server_address(known.server_name)) END

@@ -409,3 +409,15 @@ CREATE FUNCTION ringshard.recover_prepared_transactions()
 	AS 'MODULE_PATHNAME', 'ringshard_recover_prepared_transactions' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.recover_prepared_transactions() IS
 	'on every node, commits this coordinator''s prepared transactions that have a record and rolls back the others whose coordinator transaction ended; the watchdog runs it every round';
+
+-- Proof that a table's replicas hold the same rows, and their repair (src/admin/verify.c).
+CREATE FUNCTION ringshard.verify_table(table_name regclass)
+	RETURNS TABLE (node text, range text, problem text, rows bigint, sample_keys text[], reference text)
+	AS 'MODULE_PATHNAME', 'ringshard_verify_table' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+COMMENT ON FUNCTION ringshard.verify_table(regclass) IS
+	'compares every replica of a distributed table by digests computed on the nodes: per node and range, rows missing, extra or differing against the reference copy, and rows on a node that is no replica of them; no row when all agree';
+CREATE FUNCTION ringshard.repair_table(table_name regclass, source_node text DEFAULT NULL)
+	RETURNS TABLE (node text, range text, source text, deleted bigint, copied bigint)
+	AS 'MODULE_PATHNAME', 'ringshard_repair_table' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard.repair_table(regclass, text) IS
+	'brings every replica whose rows differ back to the reference copy (the named source node, else the copy most replicas hold), node to node by COPY, in this transaction';

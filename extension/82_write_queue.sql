@@ -79,8 +79,11 @@ CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch 
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	probe record;
+	was_up boolean;
+	now_up boolean;
+	dead bigint;
 BEGIN
-	FOR probe IN SELECT h.node, h.reachable FROM ringshard.node_health() h LOOP
+	FOR probe IN SELECT h.node, h.reachable, h.last_error AS error FROM ringshard.node_health() h LOOP
 		node := probe.node;
 		reachable := probe.reachable;
 		delivered := 0;
@@ -93,12 +96,25 @@ BEGIN
 			END;
 		END IF;
 		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
+		IF delivered > 0 THEN
+			RAISE LOG 'ringshard: delivered % queued write(s) to node "%", % still queued', delivered, probe.node, still_queued;
+		END IF;
 		IF mark_health THEN
 			-- up: it answers and misses no write (none queued, none set aside as a dead letter)
-			UPDATE ringshard.nodes n SET is_up = x.up
-			  FROM (SELECT probe.reachable AND still_queued = 0
-			               AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = probe.node) AS up) x
-			 WHERE n.node_name = probe.node AND n.is_up IS DISTINCT FROM x.up;
+			dead := (SELECT count(*) FROM ringshard.dead_letters d WHERE d.node_name = probe.node);
+			now_up := probe.reachable AND still_queued = 0 AND dead = 0;
+			SELECT n.is_up INTO was_up FROM ringshard.nodes n WHERE n.node_name = probe.node;
+			IF was_up IS DISTINCT FROM now_up THEN
+				UPDATE ringshard.nodes n SET is_up = now_up WHERE n.node_name = probe.node;
+				IF now_up THEN
+					RAISE LOG 'ringshard: node "%" is marked up', probe.node;
+				ELSE
+					RAISE LOG 'ringshard: node "%" is marked down: %', probe.node,
+						CASE WHEN NOT probe.reachable THEN coalesce(probe.error, 'it does not answer')
+						     WHEN dead > 0 THEN format('%s dead letter(s) to deal with', dead)
+						     ELSE format('%s queued write(s) to deliver', still_queued) END;
+				END IF;
+			END IF;
 		END IF;
 		RETURN NEXT;
 	END LOOP;

@@ -159,6 +159,36 @@ ringshard_check_key_column(PG_FUNCTION_ARGS)
 						   "enums and domains over these (docs/routing.md §1)."),
 				 errhint("Choose a column of one of these types, or change the column's type, for example "
 						 "with ALTER TABLE ... ALTER COLUMN ... TYPE text.")));
+
+	/*
+	 * A non-deterministic collation calls strings with other bytes equal
+	 * ('Alice@Example.com' = 'alice@example.com' at ks-level2): they would
+	 * route apart, so a lookup could miss its row and a unique key hold two
+	 * spellings on two nodes.
+	 */
+	{
+		AttrNumber	attnum = get_attnum(relid, column);
+		Oid			collation = InvalidOid;
+		Oid			typid;
+		int32		typmod;
+
+		if (attnum != InvalidAttrNumber)
+			get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collation);
+
+		if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot use column \"%s\" of table %s as the %s: its collation %s is not deterministic",
+							column,
+							get_rel_name(relid) ? quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+																			 get_rel_name(relid)) : "?",
+							role, quote_identifier(get_collation_name(collation))),
+					 errdetail("Keys route by their bytes; this collation calls values with other bytes equal, "
+							   "which would then be placed on different nodes."),
+					 errhint("Route by a normalized value instead, for example a column lower(email) with a "
+							 "deterministic collation, or give the column one: ALTER TABLE ... ALTER COLUMN ... "
+							 "TYPE text COLLATE \"default\".")));
+	}
 	PG_RETURN_VOID();
 }
 

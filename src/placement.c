@@ -6,6 +6,7 @@
 
 #include "utils/builtins.h"
 
+#include "fdw/write_locks.h"
 #include "placement.h"
 #include "rs_hash.h"
 
@@ -96,6 +97,21 @@ placement_key_replicas(TablePlacement *p, Datum key, Datum keyspace, uint16 *out
 	if (p->map && p->keyspace_attnum > 0)
 		ks = key_encoder_bytes(&p->keyspace_key, keyspace, keyspace_buf, &ks_len);
 	return bytes_replicas(p, bytes, len, ks, ks_len, out);
+}
+
+uint32
+placement_key_lock_slot(TablePlacement *p, Datum key, Datum keyspace)
+{
+	char		buf[KEY_BYTES_BUFSIZE];
+	char		keyspace_buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	size_t		ks_len = 0;
+	const char *bytes = key_encoder_bytes(&p->key, key, buf, &len);
+	const char *ks = NULL;
+
+	if (p->map && p->keyspace_attnum > 0)
+		ks = key_encoder_bytes(&p->keyspace_key, keyspace, keyspace_buf, &ks_len);
+	return rsfdw_key_lock_slot(bytes, len, ks, ks_len);
 }
 
 int

@@ -30,6 +30,9 @@ extern bool placement_node_up(const TablePlacement *p, int i);
  */
 extern int	placement_key_replicas(TablePlacement *p, Datum key, Datum keyspace, uint16 *out);
 
+/* The coordinator lock slot of a key (fdw/write_locks.h), from its canonical bytes. */
+extern uint32 placement_key_lock_slot(TablePlacement *p, Datum key, Datum keyspace);
+
 /* The replicas of a row in a slot; 0 if its key (or keyspace) is NULL. */
 extern int	placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint16 *out);
 

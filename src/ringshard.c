@@ -13,6 +13,7 @@
 #include "admin_errors.h"
 #include "fdw/ddl.h"
 #include "fdw/fdw.h"
+#include "guc.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
@@ -24,9 +25,6 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* Read by ringshard_internal.rebalance_report_progress() through current_setting(). */
-static int	rebalance_notice_interval_ms = 5000;
-
 /*
  * Load-time set-up: cache invalidation hooks, clean administration errors,
  * cluster settings, the watchdog.
@@ -34,19 +32,13 @@ static int	rebalance_notice_interval_ms = 5000;
 void
 _PG_init(void)
 {
+	ringshard_define_settings();
 	topology_cache_init();
 	admin_errors_init();
 	remote_connection_init();
 	remote_transaction_init();
-	queue_init();
-	rsfdw_init();
 	rsfdw_ddl_init();
 	watchdog_init();
-	DefineCustomIntVariable("ringshard.rebalance_notice_interval",
-							"Least time between two progress notices of ringshard.rebalance().",
-							"A move of many steps reports \"step k of N, rows x of y\" at most this often; 0 reports after every page and step.",
-							&rebalance_notice_interval_ms, 5000, 0, 3600 * 1000,
-							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
 PG_FUNCTION_INFO_V1(ringshard_address_is_safe);

@@ -23,31 +23,26 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "watchdog.h"
 
-static char *watchdog_database = NULL;
-static int	watchdog_interval_ms = 5000;
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);
 
-/* Settings, and the worker itself when preloaded with a database to watch. */
+/*
+ * Settings, and the worker itself when preloaded.  The database and role are
+ * reloadable: a worker is always registered with the preloaded library, and
+ * waits idle while no database is set; when either setting changes it exits
+ * and the postmaster starts it again (a session's database and role are
+ * fixed when it starts).  So ALTER SYSTEM SET ringshard.watchdog_database
+ * and a reload start it, with no second restart.
+ */
 void
 watchdog_init(void)
 {
 	BackgroundWorker worker;
 
-	DefineCustomIntVariable("ringshard.watchdog_interval",
-							"Time between two rounds of the health watchdog.",
-							NULL, &watchdog_interval_ms, 5000, 100, 3600 * 1000,
-							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
-	/* A postmaster setting can only be defined while preloading. */
 	if (!process_shared_preload_libraries_in_progress)
-		return;
-	DefineCustomStringVariable("ringshard.watchdog_database",
-							   "Database whose ringshard coordinator the health watchdog serves.",
-							   "Empty (the default) starts no watchdog. Needs shared_preload_libraries.",
-							   &watchdog_database, "", PGC_POSTMASTER, 0, NULL, NULL, NULL);
-	if (watchdog_database == NULL || watchdog_database[0] == '\0')
 		return;
 
 	memset(&worker, 0, sizeof(worker));
@@ -59,6 +54,30 @@ watchdog_init(void)
 	snprintf(worker.bgw_name, BGW_MAXLEN, "ringshard watchdog");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "ringshard watchdog");
 	RegisterBackgroundWorker(&worker);
+}
+
+/* A setting of the worker's, as a string ("" when unset). */
+static const char *
+setting(const char *value)
+{
+	return value ? value : "";
+}
+
+/* Take a configuration reload; exit (to be started again) when the database or role changed. */
+static void
+reload_settings(const char *started_database, const char *started_role)
+{
+	if (!ConfigReloadPending)
+		return;
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	if (strcmp(setting(ringshard_watchdog_database), started_database) != 0 ||
+		strcmp(setting(ringshard_watchdog_role), started_role) != 0)
+	{
+		elog(LOG, "ringshard watchdog restarts to serve database \"%s\" as role \"%s\"",
+			 setting(ringshard_watchdog_database), ringshard_watchdog_role && ringshard_watchdog_role[0] ? ringshard_watchdog_role : "(bootstrap superuser)");
+		proc_exit(1);
+	}
 }
 
 /*
@@ -90,16 +109,32 @@ watchdog_round(const char *activity, const char *query)
 void
 ringshard_watchdog_main(Datum arg)
 {
+	char	   *started_database;
+	char	   *started_role;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(watchdog_database, NULL, 0);
-	elog(LOG, "ringshard watchdog started for database \"%s\"", watchdog_database);
+	started_database = pstrdup(setting(ringshard_watchdog_database));
+	started_role = pstrdup(setting(ringshard_watchdog_role));
+
+	/* No database to serve: wait for one (a reload that sets it restarts the worker). */
+	while (started_database[0] == '\0')
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		reload_settings(started_database, started_role);
+	}
+
+	BackgroundWorkerInitializeConnection(started_database, started_role[0] ? started_role : NULL, 0);
+	elog(LOG, "ringshard watchdog started for database \"%s\"%s%s", started_database,
+		 started_role[0] ? " as role " : "", started_role);
 
 	for (;;)
 	{
 		TimestampTz last_round = GetCurrentTimestamp();
-		long		wait_ms = watchdog_interval_ms;
+		long		wait_ms = ringshard_watchdog_interval_ms;
 
 		/*
 		 * Wait out the interval since the last round.  A configuration
@@ -113,12 +148,8 @@ ringshard_watchdog_main(Datum arg)
 							 wait_ms, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
 			CHECK_FOR_INTERRUPTS();
-			if (ConfigReloadPending)
-			{
-				ConfigReloadPending = false;
-				ProcessConfigFile(PGC_SIGHUP);
-			}
-			wait_ms = watchdog_interval_ms -
+			reload_settings(started_database, started_role);
+			wait_ms = ringshard_watchdog_interval_ms -
 				(long) ((GetCurrentTimestamp() - last_round) / 1000);
 		}
 		if (watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()"))

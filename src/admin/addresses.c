@@ -15,6 +15,7 @@
 #include "utils/builtins.h"
 
 #include "fdw/fdw.h"
+#include "remote/connection.h"
 
 /* Options that credentials or ringshard itself own: never from an address. */
 static bool
@@ -169,6 +170,8 @@ ringshard_server_address(PG_FUNCTION_ARGS)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+			continue;			/* who gave the address, not a part of it */
 		if (strcmp(d->defname, "host") == 0)
 			host = defGetString(d);
 		else if (strcmp(d->defname, "port") == 0)
@@ -183,6 +186,8 @@ ringshard_server_address(PG_FUNCTION_ARGS)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+			continue;
 		appendStringInfo(&buf, "%s%s='", buf.len ? " " : "", d->defname);
 		for (const char *c = defGetString(d); *c; c++)
 		{

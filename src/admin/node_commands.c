@@ -8,10 +8,13 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 
 #include "fdw/deparse.h"
 #include "remote/catalog.h"
@@ -119,7 +122,8 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 		INSTR_TIME_SUBTRACT(now, start);
 		values[0] = CStringGetTextDatum(nodes[i]);
 		values[1] = BoolGetDatum(out[i].ok);
-		if (out[i].ok && r && PQntuples(r) > 0 && PQnfields(r) > 0 && !PQgetisnull(r, 0, 0))
+		if (out[i].ok && r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && PQnfields(r) > 0 &&
+			PQfformat(r, 0) == 0 && !PQgetisnull(r, 0, 0))
 		{
 			values[2] = CStringGetTextDatum(PQgetvalue(r, 0, 0));
 			nulls[2] = false;
@@ -131,8 +135,7 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 		}
 		values[4] = Float8GetDatum(INSTR_TIME_GET_MILLISEC(now));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if (r)
-			PQclear(r);
+		remote_result_free(r);
 	}
 	PG_RETURN_VOID();
 }
@@ -154,11 +157,68 @@ ringshard_addressed_nodes(PG_FUNCTION_ARGS)
 
 PG_FUNCTION_INFO_V1(ringshard_node_health_with_2pc);
 
+/* What node_health() asks each node, and what it must answer: one row of four columns. */
+static const char *const health_probe =
+"SELECT pg_catalog.current_setting('server_version'), "
+"pg_catalog.pg_database_size(pg_catalog.current_database()), "
+"(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
+"WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()), "
+"pg_catalog.current_setting('max_prepared_transactions')::pg_catalog.int4, "
+"(SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'ringshard')";
+
 /*
- * node_health(): per node whether it answers the calling role, its round
+ * One node's probe answer as the columns of its node_health() row (3 to 7),
+ * or an ERROR if it is malformed; a subtransaction keeps that error to the
+ * node's row.
+ */
+static char *
+read_health_answer(RemoteConnection *c, PGresult *r, Datum *values, bool *nulls)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *volatile error = NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		const char *what = "the health probe";
+		char	   *version;
+
+		remote_expect_rows(c, r, 5, 1, 1, what);
+		version = remote_text_value(c, r, 0, 0, what);
+		values[3] = CStringGetTextDatum(version);
+		values[4] = Int64GetDatum(remote_int64_value(c, r, 0, 1, what));
+		values[5] = Int32GetDatum((int32) remote_int64_value(c, r, 0, 2, what));
+		values[6] = BoolGetDatum(remote_int64_value(c, r, 0, 3, what) > 0);
+		nulls[3] = nulls[4] = nulls[5] = nulls[6] = false;
+		if (PQgetisnull(r, 0, 4))
+			error = psprintf("the extension ringshard is not installed in the node's database");
+		ReleaseCurrentSubTransaction();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		error = psprintf("%s: %s", edata->message, edata->detail ? edata->detail : "");
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	CurrentResourceOwner = owner;
+	return error;
+}
+
+/*
+ * node_health(): per node whether it answers the calling role, its own round
  * trip, server version, database size, connections, whether it can take
  * two-phase commits, and the last error of the calling role's connection.
  * Nodes are probed in parallel; a dead one costs at most ringshard.node_timeout.
+ * A node that answers malformed rows, or whose database lacks the extension,
+ * is not ok, with the reason as its error.
  * (Not named ringshard_node_health: that symbol is 1.0's node_health, whose
  * rows have no two_phase_commit column; see legacy_1_0.c.)
  */
@@ -170,58 +230,40 @@ ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
 	char	  **nodes;
 	RemoteConnection **conns;
 	RemoteResult *out;
-	double	   *elapsed;
-	const char *probe = "SELECT pg_catalog.current_setting('server_version'), "
-		"pg_catalog.pg_database_size(pg_catalog.current_database()), "
-		"(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
-		"WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()), "
-		"pg_catalog.current_setting('max_prepared_transactions')::pg_catalog.int4";
-	instr_time	start;
 
 	InitMaterializedSRF(fcinfo, 0);
 	nodes = catalog_addressed_nodes(&nnodes);
 	conns = connections_for(nodes, nnodes);
 	out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
-	elapsed = palloc0(sizeof(double) * Max(nnodes, 1));
 	remote_connect_all(conns, nnodes, true);
-	INSTR_TIME_SET_CURRENT(start);
 	for (int i = 0; i < nnodes; i++)
 		if (conns[i]->link == LINK_IDLE)
-			remote_send(conns[i], probe, false, conns[i]);
+			remote_send(conns[i], health_probe, false, conns[i]);
 	remote_receive(conns, nnodes, out, 0, ringshard_node_timeout_ms);
-	{
-		instr_time	now;
-
-		INSTR_TIME_SET_CURRENT(now);
-		INSTR_TIME_SUBTRACT(now, start);
-		for (int i = 0; i < nnodes; i++)
-			elapsed[i] = INSTR_TIME_GET_MILLISEC(now);
-	}
 	for (int i = 0; i < nnodes; i++)
 	{
 		Datum		values[8];
 		bool		nulls[8] = {false, false, true, true, true, true, true, true};
 		PGresult   *r = out[i].result;
+		char	   *error = NULL;
 
 		values[0] = CStringGetTextDatum(nodes[i]);
-		values[1] = BoolGetDatum(out[i].ok);
-		if (out[i].ok && r && PQntuples(r) == 1)
+		if (out[i].ok && r)
 		{
-			values[2] = Float8GetDatum(elapsed[i]);
-			values[3] = CStringGetTextDatum(PQgetvalue(r, 0, 0));
-			values[4] = Int64GetDatum(strtoll(PQgetvalue(r, 0, 1), NULL, 10));
-			values[5] = Int32GetDatum(atoi(PQgetvalue(r, 0, 2)));
-			values[6] = BoolGetDatum(atoi(PQgetvalue(r, 0, 3)) > 0);
-			nulls[2] = nulls[3] = nulls[4] = nulls[5] = nulls[6] = false;
+			values[2] = Float8GetDatum(out[i].elapsed_ms);
+			nulls[2] = false;
+			error = read_health_answer(conns[i], r, values, nulls);
 		}
-		if (!out[i].ok)
+		else
+			error = failure_text(conns[i], &out[i]);
+		values[1] = BoolGetDatum(error == NULL);
+		if (error)
 		{
-			values[7] = CStringGetTextDatum(failure_text(conns[i], &out[i]));
+			values[7] = CStringGetTextDatum(error);
 			nulls[7] = false;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if (r)
-			PQclear(r);
+		remote_result_free(r);
 	}
 	PG_RETURN_VOID();
 }
@@ -264,9 +306,10 @@ ringshard_node_table_rows(PG_FUNCTION_ARGS)
 		PGresult   *r = out[i].result;
 
 		values[0] = CStringGetTextDatum(nodes[i]);
-		if (out[i].ok && r && PQntuples(r) == 1)
+		if (out[i].ok && r)
 		{
-			values[1] = Int64GetDatum(strtoll(PQgetvalue(r, 0, 0), NULL, 10));
+			remote_expect_rows(conns[i], r, 1, 1, 1, "a count of rows");
+			values[1] = Int64GetDatum(remote_int64_value(conns[i], r, 0, 0, "a count of rows"));
 			nulls[1] = false;
 		}
 		else
@@ -275,8 +318,7 @@ ringshard_node_table_rows(PG_FUNCTION_ARGS)
 			nulls[2] = false;
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		if (r)
-			PQclear(r);
+		remote_result_free(r);
 	}
 	PG_RETURN_VOID();
 }

@@ -170,18 +170,9 @@ run_on_connections(RemoteConnection **conns, int n, const char *sql, const char 
 	}
 	remote_receive(conns, n, out, 0, 0);
 	for (int i = 0; i < n; i++)
-		if (!out[i].ok)
-		{
-			if (out[i].result && !out[i].lost)
-				remote_report_error(ERROR, conns[i], out[i].result, sql);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 what ? errmsg("lost the connection to node \"%s\" during %s", conns[i]->node, what)
-					 : errmsg("lost the connection to node \"%s\"", conns[i]->node),
-					 errdetail_internal("%s", conns[i]->last_error ? conns[i]->last_error : "")));
-		}
+		(void) remote_answer(conns[i], &out[i], sql, what);
 	for (int i = 0; i < n; i++)
-		PQclear(out[i].result);
+		remote_result_free(out[i].result);
 }
 
 /* Every node must be able to take two-phase commits before it gets a table. */
@@ -207,21 +198,17 @@ check_nodes_prepared_transactions(void)
 	remote_receive(conns, nnodes, out, 0, ringshard_node_timeout_ms);
 	for (int i = 0; i < nnodes; i++)
 	{
-		if (!out[i].ok)
-		{
-			if (out[i].result && !out[i].lost)
-				remote_report_error(ERROR, conns[i], out[i].result, NULL);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("node \"%s\" did not answer", conns[i]->node)));
-		}
-		if (atoi(PQgetvalue(out[i].result, 0, 0)) <= 0)
+		const char *what = "the check of max_prepared_transactions";
+		PGresult   *res = remote_answer(conns[i], &out[i], NULL, what);
+
+		remote_expect_rows(conns[i], res, 1, 1, 1, what);
+		if (remote_int64_value(conns[i], res, 0, 0, what) <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("node \"%s\" cannot take part in two-phase commit", conns[i]->node),
 					 errdetail("Its max_prepared_transactions is 0."),
 					 errhint("Set max_prepared_transactions (for example to max_connections) on every node and restart it.")));
-		PQclear(out[i].result);
+		remote_result_free(res);
 	}
 }
 
@@ -555,6 +542,8 @@ check_dependents(Oid relid)
 					 "   FROM pg_catalog.pg_inherits i WHERE i.inhrelid = $1"
 					 " UNION SELECT 'row security policy ' OPERATOR(pg_catalog.||) p.polname FROM pg_catalog.pg_policy p"
 					 "  WHERE p.polrelid = $1"
+					 " UNION SELECT 'row level security (enabled on the table: it hides every row from roles without a policy)'"
+					 "   FROM pg_catalog.pg_class r WHERE r.oid = $1 AND (r.relrowsecurity OR r.relforcerowsecurity)"
 					 " UNION SELECT 'publication ' OPERATOR(pg_catalog.||) p.pubname FROM pg_catalog.pg_publication_rel pr"
 					 "   JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid WHERE pr.prrelid = $1"
 					 ") x",

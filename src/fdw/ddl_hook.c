@@ -20,9 +20,11 @@
 #include "commands/event_trigger.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_utilcmd.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -146,158 +148,278 @@ forget_node_ddl(Oid relid, const char *name)
 							   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1", 2, argtypes, values, false, &n);
 }
 
-/* ALTER TABLE on a distributed table. */
+/*
+ * DDL must find every replica of the table holding the same rows: a write
+ * queued for a node that was down, replayed after a column was renamed,
+ * added or retyped, would land under another definition than it was
+ * written for (a renamed column empty, a new column without its default).
+ * So DDL waits until the watchdog has delivered the table's queue, and a
+ * dead letter is dealt with first.  The table is locked first: no write can
+ * queue for it while the DDL runs.
+ */
+static void
+check_no_queued_writes(Oid relid, const char *what)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	int			nrows;
+	char	  **rows;
+
+	LockRelationOid(relid, AccessExclusiveLock);
+	rows = owner_catalog_query("SELECT pg_catalog.format('%s queued write(s) for %s', count(*), "
+							   "pg_catalog.string_agg(DISTINCT q.node_name, ', ')) FROM ringshard.write_queue q "
+							   "WHERE q.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 HAVING count(*) > 0 "
+							   "UNION ALL "
+							   "SELECT pg_catalog.format('%s dead letter(s) for %s', count(*), "
+							   "pg_catalog.string_agg(DISTINCT d.node_name, ', ')) FROM ringshard.dead_letters d "
+							   "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 HAVING count(*) > 0",
+							   1, argtypes, values, false, &nrows);
+	if (nrows > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s of distributed table %s must wait: some of its writes have not reached every replica",
+						what, get_rel_name(relid)),
+				 errdetail("The table has %s%s%s.", rows[0], nrows > 1 ? " and " : "", nrows > 1 ? rows[1] : ""),
+				 errhint("Retry once the watchdog has delivered them (ringshard.write_queue_status); a dead letter "
+						 "must be replayed or discarded first (ringshard.dead_letters).")));
+}
+
+/* Only the table's owner changes it: checked here, before any node runs anything. */
+static void
+check_table_owner(Oid relid)
+{
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_FOREIGN_TABLE, get_rel_name(relid));
+}
+
+/* What an ALTER TABLE subcommand makes the nodes do, decided before the local change. */
+typedef enum NodeAlterAction
+{
+	NODE_ALTER_NOTHING,			/* the coordinator only (OWNER TO) */
+	NODE_ALTER_SQL,				/* a statement built from the command itself */
+	NODE_ALTER_ADD_COLUMN,		/* the column as the catalog has it afterwards */
+	NODE_ALTER_DEFAULT,			/* its default for the nodes, if it has one they can evaluate */
+	NODE_ALTER_SET_NOT_NULL,
+	NODE_ALTER_DROP_NOT_NULL,
+	NODE_ALTER_TYPE,			/* its type and collation afterwards */
+	NODE_ALTER_ADD_CHECK		/* the constraint as the catalog has it afterwards */
+} NodeAlterAction;
+
+typedef struct NodeAlterStep
+{
+	NodeAlterAction action;
+	char	   *name;			/* the column or constraint */
+	char	   *sql;			/* NODE_ALTER_SQL */
+	bool		local;			/* the coordinator runs the subcommand too */
+	bool		node_only;		/* a constraint the nodes alone have (recorded in node_ddl) */
+	bool		drops_node_only;	/* drops such a constraint */
+} NodeAlterStep;
+
+static NodeAlterStep *
+alter_step(NodeAlterAction action, const char *name, char *sql)
+{
+	NodeAlterStep *step = palloc0(sizeof(NodeAlterStep));
+
+	step->action = action;
+	step->name = name ? pstrdup(name) : NULL;
+	step->sql = sql;
+	step->local = true;
+	return step;
+}
+
+/* Check one subcommand and decide what the nodes do for it; refuses what cannot be carried. */
+static NodeAlterStep *
+plan_alter_command(Oid relid, AlterTableCmd *cmd, const char *table, const char *key, const char *keyspace)
+{
+	switch (cmd->subtype)
+	{
+		case AT_AddColumn:
+			{
+				ColumnDef  *def = (ColumnDef *) cmd->def;
+				ListCell   *c;
+
+				foreach(c, def->constraints)
+				{
+					Constraint *con = lfirst(c);
+
+					if (con->contype == CONSTR_PRIMARY || con->contype == CONSTR_UNIQUE ||
+						con->contype == CONSTR_FOREIGN || con->contype == CONSTR_EXCLUSION ||
+						con->contype == CONSTR_IDENTITY)
+						refuse(relid, "a new column with a key, unique, identity or foreign-key constraint",
+							   "Add the column first, then the constraint (a unique one must include the sharding key).");
+				}
+				return alter_step(NODE_ALTER_ADD_COLUMN, def->colname, NULL);
+			}
+		case AT_DropColumn:
+			if (strcmp(cmd->name, key) == 0 || (keyspace && strcmp(cmd->name, keyspace) == 0))
+				refuse(relid, "dropping the sharding key column", "It places every row on its nodes.");
+			return alter_step(NODE_ALTER_SQL, cmd->name,
+							  psprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s%s", table, quote_identifier(cmd->name),
+									   cmd->behavior == DROP_CASCADE ? " CASCADE" : ""));
+		case AT_ColumnDefault:
+			return alter_step(NODE_ALTER_DEFAULT, cmd->name, NULL);
+		case AT_SetNotNull:
+			return alter_step(NODE_ALTER_SET_NOT_NULL, cmd->name, NULL);
+		case AT_DropNotNull:
+			return alter_step(NODE_ALTER_DROP_NOT_NULL, cmd->name, NULL);
+		case AT_AlterColumnType:
+			{
+				ColumnDef  *def = (ColumnDef *) cmd->def;
+
+				if (strcmp(cmd->name, key) == 0 || (keyspace && strcmp(cmd->name, keyspace) == 0))
+					refuse(relid, "changing the type of the sharding key column",
+						   "Equal keys of another type may route to other nodes.");
+				if (def->raw_default)
+					refuse(relid, "ALTER COLUMN TYPE ... USING", "The nodes convert the values with the type's cast.");
+				return alter_step(NODE_ALTER_TYPE, cmd->name, NULL);
+			}
+		case AT_AddConstraint:
+			{
+				Constraint *con = (Constraint *) cmd->def;
+
+				if (con->contype == CONSTR_CHECK)
+				{
+					if (con->conname == NULL)
+						refuse(relid, "an unnamed CHECK constraint", "Name it (ADD CONSTRAINT name CHECK (...)) "
+							   "so that the nodes' copy has the same name.");
+					return alter_step(NODE_ALTER_ADD_CHECK, con->conname, NULL);
+				}
+				if (con->contype == CONSTR_PRIMARY || con->contype == CONSTR_UNIQUE)
+				{
+					List	   *columns = NIL;
+					ListCell   *k;
+					char	   *name = con->conname;
+					NodeAlterStep *step;
+
+					if (con->indexname)
+						refuse(relid, "ADD CONSTRAINT ... USING INDEX",
+							   "The coordinator's table has no index to use: create the constraint on its columns.");
+					foreach(k, con->keys)
+						columns = lappend(columns, strVal(lfirst(k)));
+					check_unique_columns(relid, columns, con->contype == CONSTR_PRIMARY ? "a primary key" : "a unique constraint");
+					if (name == NULL)
+						name = ChooseConstraintName(get_rel_name(relid),
+													con->contype == CONSTR_PRIMARY ? NULL : strVal(linitial(con->keys)),
+													con->contype == CONSTR_PRIMARY ? "pkey" : "key",
+													get_rel_namespace(relid), NIL);
+					step = alter_step(NODE_ALTER_SQL, name, rsfdw_deparse_unique_constraint(table, name, con));
+					step->local = false;	/* a foreign table has no index to back it */
+					step->node_only = true;
+					return step;
+				}
+				refuse(relid, con->contype == CONSTR_FOREIGN ? "a foreign key" : "this kind of constraint",
+					   "A distributed table's rows live on several nodes, where it cannot be checked.");
+				break;
+			}
+		case AT_DropConstraint:
+			{
+				Oid			owner = node_ddl_owner(cmd->name, get_rel_namespace(relid));
+				NodeAlterStep *step;
+
+				if (owner == relid)
+				{
+					step = alter_step(NODE_ALTER_SQL, cmd->name,
+									  psprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s%s", table,
+											   quote_identifier(cmd->name),
+											   cmd->behavior == DROP_CASCADE ? " CASCADE" : ""));
+					step->local = false;
+					step->drops_node_only = true;
+					return step;
+				}
+				return alter_step(NODE_ALTER_SQL, cmd->name,
+								  psprintf("ALTER TABLE %s DROP CONSTRAINT %s%s%s", table,
+										   cmd->missing_ok ? "IF EXISTS " : "", quote_identifier(cmd->name),
+										   cmd->behavior == DROP_CASCADE ? " CASCADE" : ""));
+			}
+		case AT_ChangeOwner:
+			return alter_step(NODE_ALTER_NOTHING, NULL, NULL);
+		default:
+			refuse(relid, "this ALTER TABLE subcommand", NULL);
+	}
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* The nodes' statement for a step, from the catalog as the local change left it ("" for none). */
+static char *
+node_alter_sql(Oid relid, const char *table, NodeAlterStep *step)
+{
+	AttrNumber	attnum = step->name ? get_attnum(relid, step->name) : InvalidAttrNumber;
+	char	   *column = step->name ? (char *) quote_identifier(step->name) : NULL;
+
+	switch (step->action)
+	{
+		case NODE_ALTER_NOTHING:
+			return "";
+		case NODE_ALTER_SQL:
+			return step->sql;
+		case NODE_ALTER_ADD_COLUMN:
+			return psprintf("ALTER TABLE %s ADD COLUMN %s", table, node_column_definition(relid, attnum, NULL));
+		case NODE_ALTER_DEFAULT:
+			{
+				char	   *node_default;
+
+				(void) node_column_definition(relid, attnum, &node_default);
+				return node_default
+					? psprintf("ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s", table, column, node_default)
+					: psprintf("ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT", table, column);
+			}
+		case NODE_ALTER_SET_NOT_NULL:
+			return psprintf("ALTER TABLE %s ALTER COLUMN %s SET NOT NULL", table, column);
+		case NODE_ALTER_DROP_NOT_NULL:
+			return psprintf("ALTER TABLE %s ALTER COLUMN %s DROP NOT NULL", table, column);
+		case NODE_ALTER_TYPE:
+			return psprintf("ALTER TABLE %s ALTER COLUMN %s TYPE %s", table, column,
+							rsfdw_deparse_column_type(relid, attnum));
+		case NODE_ALTER_ADD_CHECK:
+			return psprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", table, column,
+							TextDatumGetCString(DirectFunctionCall1(pg_get_constraintdef,
+																	ObjectIdGetDatum(get_relation_constraint_oid(relid, step->name, false)))));
+	}
+	return "";
+}
+
+/*
+ * ALTER TABLE on a distributed table: every subcommand is checked and
+ * planned, the coordinator runs its part, then the nodes get their
+ * statements, built from the catalog as the local change left it.
+ */
 static void
 alter_table(PlannedStmt *pstmt, AlterTableStmt *stmt, Oid relid, const char *queryString,
 			ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *queryEnv,
 			DestReceiver *dest, QueryCompletion *qc)
 {
 	AlterTableStmt *local = copyObject(stmt);
-	List	   *after = NIL;	/* per command: what to send, decided after the local change */
+	List	   *steps = NIL;
 	List	   *node_only_names = NIL;
 	List	   *node_only_sql = NIL;
-	List	   *dropped_node_only = NIL;
 	ListCell   *lc;
+	ListCell   *cmd;
 	char	   *table = table_name(relid);
 	char	   *key;
 	char	   *keyspace;
 	int			qualified;
 	StringInfoData sql;
 
+	check_table_owner(relid);
+	check_no_queued_writes(relid, "ALTER TABLE");
 	key_columns(relid, &key, &keyspace);
 	local->cmds = NIL;
-	foreach(lc, stmt->cmds)
 	{
-		AlterTableCmd *cmd = lfirst(lc);
+		/* the plan outlives the SPI connection node_ddl_owner() reads the catalog with */
+		MemoryContext caller = CurrentMemoryContext;
 
-		switch (cmd->subtype)
+		SPI_connect();
+		MemoryContextSwitchTo(caller);
+		foreach(cmd, stmt->cmds)
 		{
-			case AT_AddColumn:
-				{
-					ColumnDef  *def = (ColumnDef *) cmd->def;
-					ListCell   *c;
+			NodeAlterStep *step = plan_alter_command(relid, lfirst(cmd), table, key, keyspace);
 
-					foreach(c, def->constraints)
-					{
-						Constraint *con = lfirst(c);
-
-						if (con->contype == CONSTR_PRIMARY || con->contype == CONSTR_UNIQUE ||
-							con->contype == CONSTR_FOREIGN || con->contype == CONSTR_EXCLUSION ||
-							con->contype == CONSTR_IDENTITY)
-							refuse(relid, "a new column with a key, unique, identity or foreign-key constraint",
-								   "Add the column first, then the constraint (a unique one must include the sharding key).");
-					}
-					local->cmds = lappend(local->cmds, cmd);
-					after = lappend(after, list_make2(makeString("add column"), makeString(def->colname)));
-					break;
-				}
-			case AT_DropColumn:
-				if (strcmp(cmd->name, key) == 0 || (keyspace && strcmp(cmd->name, keyspace) == 0))
-					refuse(relid, "dropping the sharding key column", "It places every row on its nodes.");
-				local->cmds = lappend(local->cmds, cmd);
-				after = lappend(after, list_make1(makeString(psprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s%s", table,
-																	 quote_identifier(cmd->name),
-																	 cmd->behavior == DROP_CASCADE ? " CASCADE" : ""))));
-				break;
-			case AT_ColumnDefault:
-			case AT_SetNotNull:
-			case AT_DropNotNull:
-				local->cmds = lappend(local->cmds, cmd);
-				after = lappend(after, list_make2(makeString(cmd->subtype == AT_ColumnDefault ? "default"
-															  : cmd->subtype == AT_SetNotNull ? "set not null" : "drop not null"),
-												  makeString(cmd->name)));
-				break;
-			case AT_AlterColumnType:
-				{
-					ColumnDef  *def = (ColumnDef *) cmd->def;
-
-					if (strcmp(cmd->name, key) == 0 || (keyspace && strcmp(cmd->name, keyspace) == 0))
-						refuse(relid, "changing the type of the sharding key column",
-							   "Equal keys of another type may route to other nodes.");
-					if (def->raw_default)
-						refuse(relid, "ALTER COLUMN TYPE ... USING", "The nodes convert the values with the type's cast.");
-					local->cmds = lappend(local->cmds, cmd);
-					after = lappend(after, list_make2(makeString("type"), makeString(cmd->name)));
-					break;
-				}
-			case AT_AddConstraint:
-				{
-					Constraint *con = (Constraint *) cmd->def;
-
-					if (con->contype == CONSTR_CHECK)
-					{
-						if (con->conname == NULL)
-							refuse(relid, "an unnamed CHECK constraint", "Name it (ADD CONSTRAINT name CHECK (...)) "
-								   "so that the nodes' copy has the same name.");
-						local->cmds = lappend(local->cmds, cmd);
-						after = lappend(after, list_make2(makeString("check"), makeString(con->conname)));
-					}
-					else if (con->contype == CONSTR_PRIMARY || con->contype == CONSTR_UNIQUE)
-					{
-						List	   *columns = NIL;
-						StringInfoData def;
-						ListCell   *k;
-						char	   *name = con->conname;
-
-						foreach(k, con->keys)
-							columns = lappend(columns, strVal(lfirst(k)));
-						check_unique_columns(relid, columns, con->contype == CONSTR_PRIMARY ? "a primary key" : "a unique constraint");
-						if (name == NULL)
-							name = ChooseConstraintName(get_rel_name(relid),
-														con->contype == CONSTR_PRIMARY ? NULL : strVal(linitial(con->keys)),
-														con->contype == CONSTR_PRIMARY ? "pkey" : "key",
-														get_rel_namespace(relid), NIL);
-						initStringInfo(&def);
-						appendStringInfo(&def, "ALTER TABLE %s ADD CONSTRAINT %s %s (", table, quote_identifier(name),
-										 con->contype == CONSTR_PRIMARY ? "PRIMARY KEY" : "UNIQUE");
-						foreach(k, con->keys)
-							appendStringInfo(&def, "%s%s", foreach_current_index(k) ? ", " : "",
-											 quote_identifier(strVal(lfirst(k))));
-						appendStringInfoChar(&def, ')');
-						if (con->including)
-						{
-							appendStringInfoString(&def, " INCLUDE (");
-							foreach(k, con->including)
-								appendStringInfo(&def, "%s%s", foreach_current_index(k) ? ", " : "",
-												 quote_identifier(strVal(lfirst(k))));
-							appendStringInfoChar(&def, ')');
-						}
-						node_only_names = lappend(node_only_names, pstrdup(name));
-						node_only_sql = lappend(node_only_sql, def.data);
-						after = lappend(after, list_make1(makeString(def.data)));
-					}
-					else
-						refuse(relid, con->contype == CONSTR_FOREIGN ? "a foreign key" : "this kind of constraint",
-							   "A distributed table's rows live on several nodes, where it cannot be checked.");
-					break;
-				}
-			case AT_DropConstraint:
-				{
-					Oid			owner = node_ddl_owner(cmd->name, get_rel_namespace(relid));
-
-					if (owner == relid)
-					{
-						dropped_node_only = lappend(dropped_node_only, cmd->name);
-						after = lappend(after, list_make1(makeString(psprintf("ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s%s",
-																			 table, quote_identifier(cmd->name),
-																			 cmd->behavior == DROP_CASCADE ? " CASCADE" : ""))));
-					}
-					else
-					{
-						local->cmds = lappend(local->cmds, cmd);
-						after = lappend(after, list_make1(makeString(psprintf("ALTER TABLE %s DROP CONSTRAINT %s%s%s",
-																			 table, cmd->missing_ok ? "IF EXISTS " : "",
-																			 quote_identifier(cmd->name),
-																			 cmd->behavior == DROP_CASCADE ? " CASCADE" : ""))));
-					}
-					break;
-				}
-			case AT_ChangeOwner:
-				local->cmds = lappend(local->cmds, cmd);
-				break;
-			default:
-				refuse(relid, "this ALTER TABLE subcommand", NULL);
+			steps = lappend(steps, step);
+			if (step->local)
+				local->cmds = lappend(local->cmds, lfirst(cmd));
 		}
+		SPI_finish();
+		MemoryContextSwitchTo(caller);
 	}
 
 	if (local->cmds != NIL)
@@ -305,63 +427,27 @@ alter_table(PlannedStmt *pstmt, AlterTableStmt *stmt, Oid relid, const char *que
 	else if (qc)
 		SetQueryCompletion(qc, CMDTAG_ALTER_TABLE, 0);
 
-	/* What the nodes must do, now that the catalog shows the result. */
 	SPI_connect();
 	qualified = begin_qualified_names();
 	initStringInfo(&sql);
-	foreach(lc, after)
+	foreach(lc, steps)
 	{
-		List	   *item = lfirst(lc);
-		char	   *kind = strVal(linitial(item));
+		NodeAlterStep *step = lfirst(lc);
+		char	   *statement = node_alter_sql(relid, table, step);
 
-		if (list_length(item) == 1)
-			appendStringInfo(&sql, "%s;", kind);
-		else
+		if (statement[0] != '\0')
+			appendStringInfo(&sql, "%s;", statement);
+		if (step->node_only)
 		{
-			char	   *column = strVal(lsecond(item));
-
-			if (strcmp(kind, "add column") == 0)
-				appendStringInfo(&sql, "ALTER TABLE %s ADD COLUMN %s;", table,
-								 node_column_definition(relid, get_attnum(relid, column), NULL));
-			else if (strcmp(kind, "default") == 0)
-			{
-				char	   *node_default;
-
-				(void) node_column_definition(relid, get_attnum(relid, column), &node_default);
-				if (node_default)
-					appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s SET DEFAULT %s;", table,
-									 quote_identifier(column), node_default);
-				else
-					appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s DROP DEFAULT;", table,
-									 quote_identifier(column));
-			}
-			else if (strcmp(kind, "set not null") == 0 || strcmp(kind, "drop not null") == 0)
-				appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s %s NOT NULL;", table, quote_identifier(column),
-								 kind[0] == 's' ? "SET" : "DROP");
-			else if (strcmp(kind, "type") == 0)
-			{
-				AttrNumber	attnum = get_attnum(relid, column);
-				Oid			typid;
-				int32		typmod;
-				Oid			collid;
-
-				get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
-				appendStringInfo(&sql, "ALTER TABLE %s ALTER COLUMN %s TYPE %s;", table, quote_identifier(column),
-								 format_type_with_typemod(typid, typmod));
-			}
-			else if (strcmp(kind, "check") == 0)
-			{
-				Oid			conid = get_relation_constraint_oid(relid, column, false);
-
-				appendStringInfo(&sql, "ALTER TABLE %s ADD CONSTRAINT %s %s;", table, quote_identifier(column),
-								 TextDatumGetCString(DirectFunctionCall1(pg_get_constraintdef, ObjectIdGetDatum(conid))));
-			}
+			node_only_names = lappend(node_only_names, step->name);
+			node_only_sql = lappend(node_only_sql, statement);
 		}
 	}
 	if (sql.len > 0)
 		run_on_all_nodes(sql.data);
-	foreach(lc, dropped_node_only)
-		forget_node_ddl(relid, lfirst(lc));
+	foreach(lc, steps)
+		if (((NodeAlterStep *) lfirst(lc))->drops_node_only)
+			forget_node_ddl(relid, ((NodeAlterStep *) lfirst(lc))->name);
 	if (node_only_names)
 		record_node_ddl(relid, node_only_names, node_only_sql, false);
 	end_qualified_names(qualified);
@@ -373,67 +459,32 @@ static void
 create_index(IndexStmt *stmt, Oid relid, const char *queryString, QueryCompletion *qc)
 {
 	IndexStmt  *cooked;
-	StringInfoData sql;
+	char	   *sql;
 	ListCell   *lc;
 	List	   *columns = NIL;
 	char	   *name;
-	List	   *context;
 	int			qualified;
 
 	if (stmt->concurrent)
 		refuse(relid, "CREATE INDEX CONCURRENTLY", "The index is built on every node in the coordinator's transaction.");
+	check_table_owner(relid);
+	check_no_queued_writes(relid, "CREATE INDEX");
 	cooked = transformIndexStmt(relid, copyObject(stmt), queryString);
 	name = cooked->idxname ? cooked->idxname
 		: ChooseRelationName(get_rel_name(relid),
 							 cooked->indexParams && ((IndexElem *) linitial(cooked->indexParams))->name
 							 ? ((IndexElem *) linitial(cooked->indexParams))->name : NULL,
 							 cooked->unique ? "key" : "idx", get_rel_namespace(relid), false);
-	SPI_connect();
-	qualified = begin_qualified_names();
-	context = deparse_context_for(get_rel_name(relid), relid);
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE %sINDEX %s%s ON %s USING %s (", cooked->unique ? "UNIQUE " : "",
-					 cooked->if_not_exists ? "IF NOT EXISTS " : "", quote_identifier(name), table_name(relid),
-					 quote_identifier(cooked->accessMethod));
 	foreach(lc, cooked->indexParams)
-	{
-		IndexElem  *elem = lfirst(lc);
-
-		if (foreach_current_index(lc) > 0)
-			appendStringInfoString(&sql, ", ");
-		if (elem->name)
-		{
-			appendStringInfoString(&sql, quote_identifier(elem->name));
-			columns = lappend(columns, elem->name);
-		}
-		else
-			appendStringInfo(&sql, "(%s)", deparse_expression(elem->expr, context, false, false));
-		if (elem->collation)
-			appendStringInfo(&sql, " COLLATE %s", NameListToQuotedString(elem->collation));
-		if (elem->opclass)
-			appendStringInfo(&sql, " %s", NameListToQuotedString(elem->opclass));
-		if (elem->ordering == SORTBY_DESC)
-			appendStringInfoString(&sql, " DESC");
-		if (elem->nulls_ordering == SORTBY_NULLS_FIRST)
-			appendStringInfoString(&sql, " NULLS FIRST");
-		else if (elem->nulls_ordering == SORTBY_NULLS_LAST)
-			appendStringInfoString(&sql, " NULLS LAST");
-	}
-	appendStringInfoChar(&sql, ')');
-	if (cooked->indexIncludingParams)
-	{
-		appendStringInfoString(&sql, " INCLUDE (");
-		foreach(lc, cooked->indexIncludingParams)
-			appendStringInfo(&sql, "%s%s", foreach_current_index(lc) ? ", " : "",
-							 quote_identifier(((IndexElem *) lfirst(lc))->name));
-		appendStringInfoChar(&sql, ')');
-	}
-	if (cooked->whereClause)
-		appendStringInfo(&sql, " WHERE %s", deparse_expression(cooked->whereClause, context, false, false));
+		if (((IndexElem *) lfirst(lc))->name)
+			columns = lappend(columns, ((IndexElem *) lfirst(lc))->name);
 	if (cooked->unique)
 		check_unique_columns(relid, columns, "a unique index");
-	run_on_all_nodes(sql.data);
-	record_node_ddl(relid, list_make1(pstrdup(name)), list_make1(sql.data), false);
+	SPI_connect();
+	qualified = begin_qualified_names();
+	sql = rsfdw_deparse_create_index(cooked, relid, table_name(relid), name);
+	run_on_all_nodes(sql);
+	record_node_ddl(relid, list_make1(pstrdup(name)), list_make1(sql), false);
 	end_qualified_names(qualified);
 	SPI_finish();
 	if (qc)
@@ -467,6 +518,7 @@ drop_objects(PlannedStmt *pstmt, DropStmt *stmt, const char *queryString, Proces
 			SPI_finish();
 			if (OidIsValid(owner) && !OidIsValid(RangeVarGetRelid(rv, NoLock, true)))
 			{
+				check_table_owner(owner);
 				node_sql = lappend(node_sql, psprintf("DROP INDEX IF EXISTS %s%s",
 													 quote_qualified_identifier(get_namespace_name(get_rel_namespace(owner)),
 																				rv->relname),
@@ -483,6 +535,7 @@ drop_objects(PlannedStmt *pstmt, DropStmt *stmt, const char *queryString, Proces
 
 			if (is_distributed_table(relid))
 			{
+				check_table_owner(relid);
 				distributed = lappend(distributed, names);
 				node_sql = lappend(node_sql, psprintf("DROP TABLE IF EXISTS %s%s", table_name(relid),
 													 stmt->behavior == DROP_CASCADE ? " CASCADE" : ""));
@@ -549,6 +602,9 @@ rename_object(PlannedStmt *pstmt, RenameStmt *stmt, const char *queryString, Pro
 		return false;
 	if (stmt->renameType == OBJECT_TABCONSTRAINT)
 		refuse(relid, "renaming a constraint", NULL);
+	check_table_owner(relid);
+	/* a queued row names its columns: a renamed one would come back empty */
+	check_no_queued_writes(relid, "ALTER TABLE ... RENAME");
 	if (stmt->renameType == OBJECT_COLUMN)
 		sql = psprintf("ALTER TABLE %s RENAME COLUMN %s TO %s", table_name(relid), quote_identifier(stmt->subname),
 					   quote_identifier(stmt->newname));

@@ -6,21 +6,29 @@
 
 #include "access/htup_details.h"
 #include "access/transam.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "nodes/parsenodes.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
 #include "fdw/deparse.h"
+#include "placement.h"
+#include "remote/values.h"
 
 /* Built in: part of every PostgreSQL, so the node has the same object. */
 static bool
@@ -59,6 +67,34 @@ type_is_shippable(Oid typid, ShipContext *ctx)
 	}
 	RelationClose(rel);
 	return found;
+}
+
+/*
+ * Output functions that PostgreSQL marks immutable although their text
+ * depends on a setting (extra_float_digits, bytea_output): a cast through
+ * text of such a type gives another text on the node, whose session pins
+ * those settings, than here under the session's own.
+ */
+static bool
+output_depends_on_settings(Oid output)
+{
+	switch (output)
+	{
+		case F_FLOAT4OUT:
+		case F_FLOAT8OUT:
+		case F_BYTEAOUT:
+		case F_POINT_OUT:
+		case F_LSEG_OUT:
+		case F_LINE_OUT:
+		case F_PATH_OUT:
+		case F_BOX_OUT:
+		case F_POLY_OUT:
+		case F_CIRCLE_OUT:
+		case F_CASH_OUT:
+			return true;
+		default:
+			return false;
+	}
 }
 
 /* A function the node evaluates exactly as we do: built in and immutable. */
@@ -242,7 +278,8 @@ ship_walker(Node *node, ShipContext *ctx)
 					return true;
 				getTypeOutputInfo(argtype, &output, &varlena);
 				getTypeInputInfo(c->resulttype, &input, &ioparam);
-				if (func_volatile(output) != PROVOLATILE_IMMUTABLE || func_volatile(input) != PROVOLATILE_IMMUTABLE)
+				if (func_volatile(output) != PROVOLATILE_IMMUTABLE || func_volatile(input) != PROVOLATILE_IMMUTABLE ||
+					output_depends_on_settings(output))
 					return true;
 				break;
 			}
@@ -300,20 +337,40 @@ rsfdw_column_name(Oid relid, AttrNumber attnum)
 	return (char *) quote_identifier(get_attname(relid, attnum, false));
 }
 
-void
-rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
+/* A typed literal; the caller has pinned the transmission settings. */
+static void
+append_literal_pinned(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
 {
 	if (isnull)
 		appendStringInfo(buf, "NULL::%s", rsfdw_type_name(typid, typmod));
 	else
-	{
-		Oid			output;
-		bool		varlena;
-
-		getTypeOutputInfo(typid, &output, &varlena);
-		appendStringInfo(buf, "%s::%s", quote_literal_cstr(OidOutputFunctionCall(output, value)),
+		appendStringInfo(buf, "%s::%s", quote_literal_cstr(remote_value_text(typid, value, false)),
 						 rsfdw_type_name(typid, typmod));
+}
+
+void
+rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod)
+{
+	int			level = remote_transmission_begin(!isnull && remote_type_involves_money(typid));
+
+	append_literal_pinned(buf, value, isnull, typid, typmod);
+	remote_transmission_end(level);
+}
+
+void
+rsfdw_append_literal_array(StringInfo buf, const Datum *values, int n, Oid typid)
+{
+	int			level = remote_transmission_begin(remote_type_involves_money(typid));
+
+	appendStringInfoString(buf, "ARRAY[");
+	for (int i = 0; i < n; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(buf, ", ");
+		append_literal_pinned(buf, values[i], false, typid, -1);
 	}
+	appendStringInfo(buf, "]::%s[]", rsfdw_type_name(typid, -1));
+	remote_transmission_end(level);
 }
 
 void
@@ -604,30 +661,449 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 	}
 }
 
+RsParamValues *
+rsfdw_eval_params(List *param_states, List *param_exprs, ExprContext *econtext)
+{
+	RsParamValues *params = palloc0(sizeof(RsParamValues));
+	int			n = list_length(param_exprs);
+	ListCell   *lc;
+
+	params->n = n;
+	params->values = palloc0(sizeof(Datum) * Max(n, 1));
+	params->nulls = palloc0(sizeof(bool) * Max(n, 1));
+	params->types = palloc0(sizeof(Oid) * Max(n, 1));
+	params->typmods = palloc0(sizeof(int32) * Max(n, 1));
+	/* evaluated as the user's expressions, under the user's settings; printed pinned (rsfdw_template_text) */
+	foreach(lc, param_exprs)
+	{
+		int			i = foreach_current_index(lc);
+
+		params->types[i] = exprType(lfirst(lc));
+		params->typmods[i] = exprTypmod(lfirst(lc));
+		params->values[i] = ExecEvalExpr(list_nth(param_states, i), econtext, &params->nulls[i]);
+		params->money |= remote_type_involves_money(params->types[i]);
+	}
+	return params;
+}
+
 char *
-rsfdw_fill_template(List *pieces, List *param_states, List *param_exprs, ExprContext *econtext)
+rsfdw_template_text(List *pieces, RsParamValues *params)
 {
 	StringInfoData buf;
 	ListCell   *lc;
+	int			level = params ? remote_transmission_begin(params->money) : 0;
 
 	initStringInfo(&buf);
 	foreach(lc, pieces)
 	{
 		Node	   *piece = lfirst(lc);
+		int			index;
 
 		if (IsA(piece, String))
-			appendStringInfoString(&buf, strVal(piece));
-		else
 		{
-			int			index = intVal(piece);
-			ExprState  *state = list_nth(param_states, index - 1);
-			Expr	   *expr = list_nth(param_exprs, index - 1);
-			bool		isnull;
-			Datum		value;
-
-			value = ExecEvalExpr(state, econtext, &isnull);
-			rsfdw_append_literal(&buf, value, isnull, exprType((Node *) expr), exprTypmod((Node *) expr));
+			appendStringInfoString(&buf, strVal(piece));
+			continue;
 		}
+		index = intVal(piece) - 1;
+		if (params == NULL)
+			appendStringInfo(&buf, "$%d", index + 1);
+		else if (index < 0 || index >= params->n)
+			elog(ERROR, "ringshard: template parameter %d of %d", index + 1, params->n);
+		else
+			append_literal_pinned(&buf, params->values[index], params->nulls[index], params->types[index],
+								  params->typmods[index]);
 	}
+	if (params)
+		remote_transmission_end(level);
 	return buf.data;
+}
+
+/* ----- Scans ----- */
+
+RsScanSQL *
+rsfdw_scan_sql(const RsScanPlan *plan, RsParamValues *params)
+{
+	RsScanSQL  *sql = palloc(sizeof(RsScanSQL));
+
+	sql->select = rsfdw_template_text(plan->select_tmpl, params);
+	sql->from = rsfdw_template_text(plan->from_tmpl, params);
+	sql->where = rsfdw_template_text(plan->where_tmpl, params);
+	sql->tail = rsfdw_template_text(plan->tail_tmpl, params);
+	return sql;
+}
+
+void
+rsfdw_deparse_scan(PlannerInfo *root, RelOptInfo *rel, Oid relid, List *remote_exprs, List *sort_exprs,
+				   List *sort_directions, List **params, RsScanPlan *plan)
+{
+	DeparseContext ctx;
+	ListCell   *lc;
+	ListCell   *dir;
+
+	/* SELECT: the columns execution reads, by attnum */
+	rsfdw_deparse_init(&ctx, root, rel, rel->relid, params);
+	if (plan->retrieved == NIL)
+		rsfdw_append(&ctx, "NULL");
+	foreach(lc, plan->retrieved)
+	{
+		rsfdw_append(&ctx, foreach_current_index(lc) > 0 ? ", t." : "t.");
+		rsfdw_append(&ctx, rsfdw_column_name(relid, lfirst_int(lc)));
+	}
+	plan->select_tmpl = rsfdw_deparse_finish(&ctx);
+	rsfdw_deparse_from_where(root, rel, relid, remote_exprs, params, plan);
+
+	/* ORDER BY: the sort keys, each "expr" with "ASC|DESC NULLS FIRST|LAST" */
+	rsfdw_deparse_init(&ctx, root, rel, rel->relid, params);
+	forboth(lc, sort_exprs, dir, sort_directions)
+	{
+		rsfdw_append(&ctx, foreach_current_index(lc) == 0 ? " ORDER BY " : ", ");
+		rsfdw_append_expr(&ctx, lfirst(lc));
+		rsfdw_append(&ctx, strVal(lfirst(dir)));
+	}
+	plan->tail_tmpl = rsfdw_deparse_finish(&ctx);
+}
+
+void
+rsfdw_deparse_from_where(PlannerInfo *root, RelOptInfo *rel, Oid relid, List *remote_exprs, List **params,
+						 RsScanPlan *plan)
+{
+	DeparseContext ctx;
+
+	rsfdw_deparse_init(&ctx, root, rel, rel->relid, params);
+	rsfdw_append(&ctx, " FROM ");
+	rsfdw_append(&ctx, rsfdw_relation_name(relid));
+	rsfdw_append(&ctx, " t");
+	plan->from_tmpl = rsfdw_deparse_finish(&ctx);
+
+	rsfdw_deparse_init(&ctx, root, rel, rel->relid, params);
+	rsfdw_append(&ctx, " WHERE ");
+	if (remote_exprs)
+		rsfdw_append_expr(&ctx, (Expr *) remote_exprs);
+	else
+		rsfdw_append(&ctx, "true");
+	plan->where_tmpl = rsfdw_deparse_finish(&ctx);
+}
+
+char *
+rsfdw_router_sql(const RsScanSQL *sql, const char *key_column, Oid key_type, const Datum *keys, int nkeys)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s%s%s AND t.%s ", sql->select, sql->from, sql->where, key_column);
+	if (nkeys == 1)
+	{
+		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ");
+		rsfdw_append_literal(&buf, keys[0], false, key_type, -1);
+	}
+	else
+	{
+		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ANY (");
+		rsfdw_append_literal_array(&buf, keys, nkeys, key_type);
+		appendStringInfoChar(&buf, ')');
+	}
+	appendStringInfoString(&buf, sql->tail);
+	return buf.data;
+}
+
+char *
+rsfdw_router_sql_param(const RsScanSQL *sql, const char *key_column, Oid key_type, bool array)
+{
+	return array
+		? psprintf("SELECT %s%s%s AND t.%s OPERATOR(pg_catalog.=) ANY ($1::%s)%s", sql->select, sql->from,
+				   sql->where, key_column, rsfdw_type_name(get_array_type(key_type), -1), sql->tail)
+		: psprintf("SELECT %s%s%s AND t.%s OPERATOR(pg_catalog.=) $1::%s%s", sql->select, sql->from, sql->where,
+				   key_column, rsfdw_type_name(key_type, -1), sql->tail);
+}
+
+char *
+rsfdw_router_param_text(Oid key_type, const Datum *keys, int nkeys)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	if (nkeys == 1)
+		return remote_value_text(key_type, keys[0], true);
+	get_typlenbyvalalign(key_type, &typlen, &typbyval, &typalign);
+	return remote_value_text(get_array_type(key_type),
+							 PointerGetDatum(construct_array((Datum *) keys, nkeys, key_type, typlen, typbyval, typalign)),
+							 true);
+}
+
+char *
+rsfdw_fanout_sql(const char *cursor, bool binary, const RsScanSQL *sql, const char *filter, int fetch_size)
+{
+	return psprintf("DECLARE %s %sNO SCROLL CURSOR FOR SELECT %s%s%s%s%s; FETCH %d FROM %s", cursor,
+					binary ? "BINARY " : "", sql->select, sql->from, sql->where, filter, sql->tail, fetch_size,
+					cursor);
+}
+
+char *
+rsfdw_fetch_sql(const char *cursor, int fetch_size)
+{
+	return psprintf("FETCH %d FROM %s", fetch_size, cursor);
+}
+
+char *
+rsfdw_close_sql(const char *cursor)
+{
+	return psprintf("CLOSE %s", cursor);
+}
+
+char *
+rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char *version)
+{
+	char	   *table = rsfdw_relation_name(placement->relid);
+
+	if (placement->keyspace_attnum > 0)
+		return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)",
+						quote_literal_cstr(table), quote_identifier(placement->key_column),
+						quote_identifier(placement->keyspace_column), excluded, version);
+	return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, %s, %s)",
+					quote_literal_cstr(table), quote_identifier(placement->key_column), excluded, version);
+}
+
+char *
+rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topology_version)
+{
+	int			n = placement_node_count(placement);
+	StringInfoData names;
+	bool		first = true;
+
+	/* the excluded nodes as a text[] literal */
+	initStringInfo(&names);
+	appendStringInfoChar(&names, '{');
+	for (int i = 0; i < n; i++)
+	{
+		if (!excluded[i])
+			continue;
+		if (!first)
+			appendStringInfoChar(&names, ',');
+		appendStringInfoChar(&names, '"');
+		for (const char *c = placement_node_name(placement, i); *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				appendStringInfoChar(&names, '\\');
+			appendStringInfoChar(&names, *c);
+		}
+		appendStringInfoChar(&names, '"');
+		first = false;
+	}
+	appendStringInfoChar(&names, '}');
+	return psprintf(" AND %s", rsfdw_reads_here_sql(placement,
+												   psprintf("%s::pg_catalog.text[]", quote_literal_cstr(names.data)),
+												   psprintf("%lld::pg_catalog.int8", (long long) topology_version)));
+}
+
+char *
+rsfdw_upper_sql(const RsScanPlan *plan, const RsScanSQL *sql, const char *filter, const char *limit_clause,
+				bool late)
+{
+	if (late)
+		return psprintf("SELECT s.*, EXISTS (SELECT FROM %s t WHERE true%s) FROM (SELECT %s%s%s%s%s%s%s)%s",
+						plan->late->row, filter, sql->select, plan->late->inner_select, sql->from, sql->where,
+						sql->tail, plan->late->inner_order, limit_clause, plan->late->outer);
+	return psprintf("SELECT %s%s%s%s%s%s", sql->select, sql->from, sql->where, filter, sql->tail, limit_clause);
+}
+
+/* ----- Writes ----- */
+
+char *
+rsfdw_insert_values_sql(const char *table, const char *columns, const char *values)
+{
+	return psprintf("INSERT INTO %s (%s) VALUES %s", table, columns, values);
+}
+
+char *
+rsfdw_copy_from_sql(const char *table, const char *columns, bool binary)
+{
+	return psprintf("COPY %s (%s) FROM STDIN%s", table, columns, binary ? " (FORMAT binary)" : "");
+}
+
+char *
+rsfdw_truncate_sql(Oid relid, bool cascade)
+{
+	return psprintf("TRUNCATE %s%s", rsfdw_relation_name(relid), cascade ? " CASCADE" : "");
+}
+
+char *
+rsfdw_key_filter_sql(const char *key_column, Oid key_type, const Datum *keys, int nkeys)
+{
+	StringInfoData buf;
+
+	if (nkeys == 0)
+		return " AND false";
+	initStringInfo(&buf);
+	appendStringInfo(&buf, " AND t.%s OPERATOR(pg_catalog.=) ANY (", key_column);
+	rsfdw_append_literal_array(&buf, keys, nkeys, key_type);
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+char *
+rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const char *where, const char *key_filter,
+						const char *counts)
+{
+	StringInfoData sql;
+	ListCell   *lc;
+
+	/* each row counts once, on the node where counts is true (its first replica) */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "WITH m AS (%s%s%s RETURNING %s AS rs_counts", statement, where, key_filter, counts);
+	foreach(lc, plan->returning)
+		appendStringInfo(&sql, ", t.%s", rsfdw_column_name(plan->relid, lfirst_int(lc)));
+	if (plan->has_returning)
+		appendStringInfoString(&sql, ") SELECT * FROM m WHERE rs_counts");
+	else
+		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FROM m WHERE rs_counts");
+	return sql.data;
+}
+
+/* ----- DDL for the nodes ----- */
+
+/* WITH (name = 'value', ...) of storage or operator-class options. */
+static void
+append_definition_options(StringInfo buf, List *options)
+{
+	ListCell   *lc;
+
+	appendStringInfoChar(buf, '(');
+	foreach(lc, options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(buf, ", ");
+		if (d->defnamespace)
+			appendStringInfo(buf, "%s.", quote_identifier(d->defnamespace));
+		appendStringInfoString(buf, quote_identifier(d->defname));
+		if (d->arg)
+			appendStringInfo(buf, " = %s", quote_literal_cstr(defGetString(d)));
+	}
+	appendStringInfoChar(buf, ')');
+}
+
+/* A list of column names (String nodes), quoted. */
+static void
+append_name_list(StringInfo buf, List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		appendStringInfo(buf, "%s%s", foreach_current_index(lc) ? ", " : "", quote_identifier(strVal(lfirst(lc))));
+}
+
+char *
+rsfdw_deparse_unique_constraint(const char *table, const char *name, Constraint *con)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "ALTER TABLE %s ADD CONSTRAINT %s %s%s (", table, quote_identifier(name),
+					 con->contype == CONSTR_PRIMARY ? "PRIMARY KEY" : "UNIQUE",
+					 con->contype == CONSTR_UNIQUE && con->nulls_not_distinct ? " NULLS NOT DISTINCT" : "");
+	append_name_list(&buf, con->keys);
+	appendStringInfoChar(&buf, ')');
+	if (con->including)
+	{
+		appendStringInfoString(&buf, " INCLUDE (");
+		append_name_list(&buf, con->including);
+		appendStringInfoChar(&buf, ')');
+	}
+	if (con->options)
+	{
+		appendStringInfoString(&buf, " WITH ");
+		append_definition_options(&buf, con->options);
+	}
+	if (con->indexspace)
+		appendStringInfo(&buf, " USING INDEX TABLESPACE %s", quote_identifier(con->indexspace));
+	if (con->deferrable)
+		appendStringInfoString(&buf, " DEFERRABLE");
+	if (con->initdeferred)
+		appendStringInfoString(&buf, " INITIALLY DEFERRED");
+	return buf.data;
+}
+
+char *
+rsfdw_deparse_create_index(IndexStmt *stmt, Oid relid, const char *table, const char *name)
+{
+	StringInfoData buf;
+	List	   *context = deparse_context_for(get_rel_name(relid), relid);
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE %sINDEX %s%s ON %s USING %s (", stmt->unique ? "UNIQUE " : "",
+					 stmt->if_not_exists ? "IF NOT EXISTS " : "", quote_identifier(name), table,
+					 quote_identifier(stmt->accessMethod));
+	foreach(lc, stmt->indexParams)
+	{
+		IndexElem  *elem = lfirst(lc);
+
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&buf, ", ");
+		if (elem->name)
+			appendStringInfoString(&buf, quote_identifier(elem->name));
+		else
+			appendStringInfo(&buf, "(%s)", deparse_expression(elem->expr, context, false, false));
+		if (elem->collation)
+			appendStringInfo(&buf, " COLLATE %s", NameListToQuotedString(elem->collation));
+		if (elem->opclass)
+			appendStringInfo(&buf, " %s", NameListToQuotedString(elem->opclass));
+		if (elem->opclassopts)
+			append_definition_options(&buf, elem->opclassopts);
+		if (elem->ordering == SORTBY_DESC)
+			appendStringInfoString(&buf, " DESC");
+		if (elem->nulls_ordering == SORTBY_NULLS_FIRST)
+			appendStringInfoString(&buf, " NULLS FIRST");
+		else if (elem->nulls_ordering == SORTBY_NULLS_LAST)
+			appendStringInfoString(&buf, " NULLS LAST");
+	}
+	appendStringInfoChar(&buf, ')');
+	if (stmt->indexIncludingParams)
+	{
+		appendStringInfoString(&buf, " INCLUDE (");
+		foreach(lc, stmt->indexIncludingParams)
+			appendStringInfo(&buf, "%s%s", foreach_current_index(lc) ? ", " : "",
+							 quote_identifier(((IndexElem *) lfirst(lc))->name));
+		appendStringInfoChar(&buf, ')');
+	}
+	if (stmt->nulls_not_distinct)
+		appendStringInfoString(&buf, " NULLS NOT DISTINCT");
+	if (stmt->options)
+	{
+		appendStringInfoString(&buf, " WITH ");
+		append_definition_options(&buf, stmt->options);
+	}
+	if (stmt->tableSpace)
+		appendStringInfo(&buf, " TABLESPACE %s", quote_identifier(stmt->tableSpace));
+	if (stmt->whereClause)
+		appendStringInfo(&buf, " WHERE %s", deparse_expression(stmt->whereClause, context, false, false));
+	return buf.data;
+}
+
+char *
+rsfdw_deparse_column_type(Oid relid, AttrNumber attnum)
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+	char	   *sql;
+
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+	sql = format_type_extended(typid, typmod, FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY);
+	/* the column's collation, which decides its order and equality on the node too */
+	if (OidIsValid(collid))
+	{
+		HeapTuple	tuple = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+		Form_pg_collation form;
+
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for collation %u", collid);
+		form = (Form_pg_collation) GETSTRUCT(tuple);
+		sql = psprintf("%s COLLATE %s", sql,
+					   quote_qualified_identifier(get_namespace_name(form->collnamespace), NameStr(form->collname)));
+		ReleaseSysCache(tuple);
+	}
+	return sql;
 }

@@ -55,14 +55,108 @@ extern char *rsfdw_type_name(Oid typid, int32 typmod);
 /* A column's quoted name. */
 extern char *rsfdw_column_name(Oid relid, AttrNumber attnum);
 
-/* A value as a typed SQL literal: 'text'::schema.type, or NULL::schema.type. */
+/*
+ * A value as a typed SQL literal, 'text'::schema.type or NULL::schema.type,
+ * printed under the pinned transmission settings (remote/values.h): the
+ * node reads back exactly the value, whatever the session's DateStyle,
+ * IntervalStyle, extra_float_digits or lc_monetary.
+ */
 extern void rsfdw_append_literal(StringInfo buf, Datum value, bool isnull, Oid typid, int32 typmod);
 
+/* Non-null values of one type as ARRAY['..'::type, ...]::type[], printed the same way. */
+extern void rsfdw_append_literal_array(StringInfo buf, const Datum *values, int n, Oid typid);
+
+/* A scan's parameter values, evaluated once per run (under the user's settings). */
+typedef struct RsParamValues
+{
+	int			n;
+	Datum	   *values;
+	bool	   *nulls;
+	Oid		   *types;
+	int32	   *typmods;
+	bool		money;			/* some parameter's text involves money */
+} RsParamValues;
+
+extern RsParamValues *rsfdw_eval_params(List *param_states, List *param_exprs, struct ExprContext *econtext);
+
 /*
- * Fill a template's holes with the values of its parameters, given as
- * ExprStates (evaluated in econtext).
+ * A template's text: its holes filled with the parameters as literals
+ * (printed under pinned settings), or shown as $n when params is NULL
+ * (EXPLAIN).  The one routine that turns templates into text.
  */
-extern char *rsfdw_fill_template(List *pieces, List *param_states, List *param_exprs,
-								 struct ExprContext *econtext);
+extern char *rsfdw_template_text(List *pieces, RsParamValues *params);
+
+/*
+ * Node-bound SQL.  Every statement a node gets for a distributed table is
+ * built here: the scan's parts at planning, the router, fan-out and
+ * top-row statements, writes and DDL at execution.
+ */
+#include "fdw/plan_state.h"
+
+struct TablePlacement;
+
+/* A scan's filled parts: SELECT <select><from><where>[filter]<tail>. */
+typedef struct RsScanSQL
+{
+	char	   *select;
+	char	   *from;
+	char	   *where;
+	char	   *tail;
+} RsScanSQL;
+
+/* Planning: a base scan's select list (plan->retrieved), FROM, WHERE and ORDER BY templates. */
+extern void rsfdw_deparse_scan(PlannerInfo *root, RelOptInfo *rel, Oid relid, List *remote_exprs,
+							   List *sort_exprs, List *sort_directions, List **params, RsScanPlan *plan);
+/* ... FROM and WHERE only (upper scans build their own select list and tail). */
+extern void rsfdw_deparse_from_where(PlannerInfo *root, RelOptInfo *rel, Oid relid, List *remote_exprs,
+									 List **params, RsScanPlan *plan);
+
+/* Execution: the scan's parts with this run's parameters. */
+extern RsScanSQL *rsfdw_scan_sql(const RsScanPlan *plan, RsParamValues *params);
+
+/* A router read of some keys (as literals), or with them as parameter $1 (one key, or an array). */
+extern char *rsfdw_router_sql(const RsScanSQL *sql, const char *key_column, Oid key_type, const Datum *keys,
+							  int nkeys);
+extern char *rsfdw_router_sql_param(const RsScanSQL *sql, const char *key_column, Oid key_type, bool array);
+extern char *rsfdw_router_param_text(Oid key_type, const Datum *keys, int nkeys);
+
+/* A fan-out's cursor (binary where every column is binary-safe), its FETCH and CLOSE. */
+extern char *rsfdw_fanout_sql(const char *cursor, bool binary, const RsScanSQL *sql, const char *filter,
+							  int fetch_size);
+extern char *rsfdw_fetch_sql(const char *cursor, int fetch_size);
+extern char *rsfdw_close_sql(const char *cursor);
+
+/* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
+extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
+/* " AND reads_here(...)": each row read once, on its first replica not excluded. */
+extern char *rsfdw_fanout_filter(struct TablePlacement *placement, const bool *excluded, int64 topology_version);
+
+/* The nodes' query of an upper scan (aggregates or top rows), plain or with the late check. */
+extern char *rsfdw_upper_sql(const RsScanPlan *plan, const RsScanSQL *sql, const char *filter,
+							 const char *limit_clause, bool late);
+
+/* Writes. */
+extern char *rsfdw_insert_values_sql(const char *table, const char *columns, const char *values);
+extern char *rsfdw_copy_from_sql(const char *table, const char *columns, bool binary);
+extern char *rsfdw_truncate_sql(Oid relid, bool cascade);
+extern char *rsfdw_key_filter_sql(const char *key_column, Oid key_type, const Datum *keys, int nkeys);
+extern char *rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const char *where,
+									 const char *key_filter, const char *counts);
+
+/*
+ * DDL for the nodes, from the parse tree of a statement whose node-side
+ * part has no local copy to read back (indexes and unique constraints of a
+ * foreign table exist on the nodes only): every property that changes
+ * answers or constraints is carried (NULLS NOT DISTINCT, INCLUDE, storage
+ * and operator-class options, tablespace, DEFERRABLE, partial and
+ * expression indexes, collations).
+ */
+struct Constraint;
+struct IndexStmt;
+extern char *rsfdw_deparse_unique_constraint(const char *table, const char *name, struct Constraint *con);
+extern char *rsfdw_deparse_create_index(struct IndexStmt *stmt, Oid relid, const char *table, const char *name);
+
+/* A column's type as the catalog has it now, with its collation: for ALTER COLUMN ... TYPE on the nodes. */
+extern char *rsfdw_deparse_column_type(Oid relid, AttrNumber attnum);
 
 #endif							/* RINGSHARD_FDW_DEPARSE_H */

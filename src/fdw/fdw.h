@@ -17,11 +17,9 @@
 #include "foreign/fdwapi.h"
 #include "nodes/pathnodes.h"
 
-/* Settings. */
-extern int	ringshard_fetch_size;		/* rows per FETCH of a fan-out */
-extern int	ringshard_write_batch_size;	/* rows per node per COPY of a write */
-extern bool ringshard_allow_partial_reads;	/* a fan-out missing a range warns instead of failing */
-extern int	ringshard_write_quorum;		/* replicas that must take a write at once */
+#include "fdw/plan_state.h"
+
+#include "guc.h"
 
 /* What planning knows of a distributed table (RelOptInfo.fdw_private). */
 typedef struct RsRelInfo
@@ -44,38 +42,6 @@ typedef struct RsRelInfo
 	List	   *grouped_tlist;	/* target list of the aggregate query */
 	List	   *group_exprs;	/* GROUP BY expressions */
 } RsRelInfo;
-
-/*
- * ForeignScan.fdw_private: a list in this order.  Templates are Lists of
- * String (SQL) and Integer (index of a parameter in fdw_exprs) nodes.
- */
-enum RsScanPrivate
-{
-	RS_PRIV_SELECT,				/* template: the select list */
-	RS_PRIV_FROM_WHERE,			/* template: FROM table t WHERE conditions */
-	RS_PRIV_TAIL,				/* template: GROUP BY / ORDER BY */
-	RS_PRIV_RETRIEVED,			/* IntList: for each result column, its attnum or scan tlist position */
-	RS_PRIV_RELID,				/* Integer: the distributed table */
-	RS_PRIV_KIND,				/* Integer: RsScanKind */
-	RS_PRIV_NPARAMS,			/* Integer: how many fdw_exprs are template parameters */
-	RS_PRIV_KEY_COLUMN,			/* String: the quoted key column, for router scans */
-	RS_PRIV_KEY_IS_ARRAY,		/* Integer: 1 if the key value is an array (key = ANY) */
-	RS_PRIV_SORT,				/* List of IntLists (column, sort operator, collation, nulls first) */
-	RS_PRIV_LIMIT,				/* Integer: index in fdw_exprs of the LIMIT count (0: none) */
-	RS_PRIV_OFFSET,				/* Integer: index in fdw_exprs of the OFFSET (0: none) */
-	RS_PRIV_AGGREGATES,			/* List of IntLists describing how to combine partial aggregates */
-	RS_PRIV_COUNT
-};
-
-typedef enum RsScanKind
-{
-	RS_SCAN_FANOUT,				/* every node, each row once */
-	RS_SCAN_ROUTER,				/* by key: fdw_exprs after the parameters hold the key values */
-	RS_SCAN_ROUTER_KEYSPACE		/* the same, with the keyspace value after the key values */
-} RsScanKind;
-
-/* handler.c */
-extern void rsfdw_init(void);
 
 /* planner.c */
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);

@@ -20,32 +20,7 @@
 #include "utils/lsyscache.h"
 
 #include "fdw/fdw.h"
-
-int			ringshard_fetch_size = 2000;
-int			ringshard_write_batch_size = 1000;
-bool		ringshard_allow_partial_reads = false;
-
-void
-rsfdw_init(void)
-{
-	DefineCustomIntVariable("ringshard.write_quorum",
-							"Replicas that must take a routed write for it to succeed.",
-							"The others get it queued in ringshard.write_queue and replayed when they return.",
-							&ringshard_write_quorum, 1, 1, 64,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("ringshard.fetch_size",
-							"Rows a fan-out fetches from a node at a time.",
-							NULL, &ringshard_fetch_size, 2000, 1, 1000000,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomIntVariable("ringshard.write_batch_size",
-							"Rows of a write sent to a node at a time (one COPY).",
-							NULL, &ringshard_write_batch_size, 1000, 1, 1000000,
-							PGC_USERSET, 0, NULL, NULL, NULL);
-	DefineCustomBoolVariable("ringshard.allow_partial_reads",
-							 "A read of a distributed table that cannot reach every range warns instead of failing.",
-							 "The rows of the ranges whose nodes are all down are then missing from the answer.",
-							 &ringshard_allow_partial_reads, false, PGC_USERSET, 0, NULL, NULL, NULL);
-}
+#include "remote/connection.h"
 
 PG_FUNCTION_INFO_V1(ringshard_fdw_handler);
 
@@ -136,8 +111,34 @@ ringshard_fdw_validator(PG_FUNCTION_ARGS)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (catalog == ForeignServerRelationId && strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+		{
+			/*
+			 * The options are validated whole on every CREATE and ALTER
+			 * SERVER: a role below superuser that changes a node whose
+			 * address a superuser gave must drop this in the same statement,
+			 * so the server account's credentials never follow an address
+			 * that role chose.
+			 */
+			(void) defGetBoolean(d);
+			if (!superuser())
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("only a superuser may set or keep option \"%s\" of a ringshard node",
+								RINGSHARD_AMBIENT_OPTION),
+						 errdetail("It lets superusers and the watchdog connect to the node's address with the "
+								   "server account's own credentials."),
+						 errhint("Set the address with ringshard.set_node_address(), or drop the option in the same "
+								 "ALTER SERVER.")));
+			continue;
+		}
 		if (catalog == ForeignServerRelationId)
 		{
+			if ((strcmp(d->defname, "sslcert") == 0 || strcmp(d->defname, "sslkey") == 0) && !superuser())
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						 errmsg("only a superuser may set option \"%s\" of a ringshard node", d->defname),
+						 errdetail("It names a file of the coordinator's server account, offered to the node as a credential.")));
 			if (server_option_forbidden(d->defname))
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),

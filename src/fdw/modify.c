@@ -36,14 +36,13 @@
 #include "fdw/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/write_locks.h"
 #include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
-
-/* ringshard.write_quorum: replicas that must take a write at once. */
-int			ringshard_write_quorum = 1;
+#include "remote/values.h"
 
 /* A few rows go as one INSERT (one round trip); more as a COPY (two). */
 #define SMALL_BATCH_ROWS 16
@@ -55,7 +54,7 @@ typedef struct NodeBuffer
 {
 	RemoteConnection *conn;		/* NULL until the node gets its first row */
 	bool		queued;			/* unreachable or down: its rows go to the write queue */
-	StringInfoData copy_data;	/* rows in COPY text format */
+	StringInfoData copy_data;	/* rows in COPY format (binary, or text), without header and trailer */
 	StringInfoData values;		/* the first rows as VALUES literals */
 	int			nrows;
 	bool		result_pending; /* a COPY or INSERT sent, its result not read yet */
@@ -69,7 +68,9 @@ typedef struct RsModifyState
 	TablePlacement placement;
 	NodeBuffer *buffers;		/* by node index */
 	int			nnodes;
-	FmgrInfo   *out_functions;
+	RemoteCodec *codecs;		/* per column: binary send, or text output (remote/values.h) */
+	bool		binary;			/* every column binary-safe: COPY ... (FORMAT binary) */
+	bool		money;			/* a column's text involves money (lc_monetary is pinned for it) */
 	char	   *columns;		/* the column list */
 	char	   *table;			/* the qualified name */
 	MemoryContext row_cxt;
@@ -98,18 +99,18 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s has no nodes to write to", RelationGetRelationName(rel))));
 	state->buffers = palloc0(sizeof(NodeBuffer) * state->nnodes);
-	state->out_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
+	/* Rows travel as binary COPY where every column's type allows (remote/values.h), else as text. */
+	state->codecs = remote_codecs_for_desc(state->desc, true, &state->binary);
+	if (!state->binary)
+		state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	initStringInfo(&columns);
 	for (int i = 0; i < state->desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
-		Oid			output;
-		bool		varlena;
 
 		if (attr->attisdropped)
 			continue;
-		getTypeOutputInfo(attr->atttypid, &output, &varlena);
-		fmgr_info(output, &state->out_functions[i]);
+		state->money |= remote_type_involves_money(attr->atttypid);
 		appendStringInfo(&columns, "%s%s", columns.len ? ", " : "", quote_identifier(NameStr(attr->attname)));
 	}
 	state->columns = columns.data;
@@ -119,30 +120,11 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 	return state;
 }
 
-/* Append a value in COPY text format. */
-static void
-append_copy_value(StringInfo buf, const char *value)
+/* What a write's errors say it was doing. */
+static const char *
+write_what(RsModifyState *state)
 {
-	for (const char *c = value; *c; c++)
-	{
-		switch (*c)
-		{
-			case '\\':
-				appendStringInfoString(buf, "\\\\");
-				break;
-			case '\t':
-				appendStringInfoString(buf, "\\t");
-				break;
-			case '\n':
-				appendStringInfoString(buf, "\\n");
-				break;
-			case '\r':
-				appendStringInfoString(buf, "\\r");
-				break;
-			default:
-				appendStringInfoChar(buf, *c);
-		}
-	}
+	return psprintf("a write to table %s", RelationGetRelationName(state->rel));
 }
 
 /* Send every buffer that has rows (or only the full ones) to its node, all at once. */
@@ -184,20 +166,9 @@ flush_buffers(RsModifyState *state, bool only_full)
 			}
 		remote_receive_owned(pending, owners, m, out, 0, 0);
 		for (int j = 0; j < m; j++)
-		{
 			state->buffers[pending_which[j]].result_pending = false;
-			if (!out[j].ok)
-			{
-				if (out[j].result)
-					remote_report_error(ERROR, pending[j], out[j].result, NULL);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("lost the connection to node \"%s\" while writing to table %s",
-								pending[j]->node, RelationGetRelationName(state->rel)),
-						 errdetail_internal("%s", pending[j]->last_error ? pending[j]->last_error : "")));
-			}
-			PQclear(out[j].result);
-		}
+		for (int j = 0; j < m; j++)
+			remote_result_free(remote_answer(pending[j], &out[j], NULL, write_what(state)));
 	}
 
 	/* Small batches: one INSERT each; larger ones: COPY. */
@@ -207,11 +178,10 @@ flush_buffers(RsModifyState *state, bool only_full)
 
 		remote_note_write(b->conn);
 		if (b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0)
-			remote_send(b->conn, psprintf("INSERT INTO %s (%s) VALUES %s", state->table, state->columns,
-										  b->values.data), true, state);
+			remote_send(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data), true, state);
 		else
 		{
-			remote_send(b->conn, psprintf("COPY %s (%s) FROM STDIN", state->table, state->columns), true, state);
+			remote_send(b->conn, rsfdw_copy_from_sql(state->table, state->columns, state->binary), true, state);
 			ncopy++;
 		}
 		if (b->conn->link != LINK_BUSY)
@@ -246,15 +216,25 @@ flush_buffers(RsModifyState *state, bool only_full)
 			if (!out[j].ok || copies[j]->link != LINK_COPY_IN)
 			{
 				b->result_pending = false;
-				if (out[j].result && !out[j].lost)
-					remote_report_error(ERROR, copies[j], out[j].result, NULL);
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 errmsg("lost the connection to node \"%s\" while writing to table %s",
-								copies[j]->node, RelationGetRelationName(state->rel))));
+				if (out[j].ok)
+					out[j].ok = false;	/* it answered, but not with a COPY */
+				(void) remote_answer(copies[j], &out[j], NULL, write_what(state));
 			}
-			PQclear(out[j].result);
-			remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
+			remote_result_free(out[j].result);
+			if (state->binary)
+			{
+				StringInfoData edge;
+
+				initStringInfo(&edge);
+				remote_copy_binary_header(&edge);
+				remote_copy_data(copies[j], edge.data, edge.len);
+				remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
+				resetStringInfo(&edge);
+				remote_copy_binary_trailer(&edge);
+				remote_copy_data(copies[j], edge.data, edge.len);
+			}
+			else
+				remote_copy_data(copies[j], b->copy_data.data, b->copy_data.len);
 		}
 		remote_copy_end_all(copies, m);
 		for (int j = 0; j < m; j++)
@@ -289,17 +269,9 @@ finish_buffers(RsModifyState *state)
 		}
 	remote_receive_owned(conns, owners, n, out, 0, 0);
 	for (int j = 0; j < n; j++)
-		if (!out[j].ok)
-		{
-			if (out[j].result && !out[j].lost)
-				remote_report_error(ERROR, conns[j], out[j].result, NULL);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("lost the connection to node \"%s\" while writing to table %s",
-							conns[j]->node, RelationGetRelationName(state->rel))));
-		}
+		(void) remote_answer(conns[j], &out[j], NULL, write_what(state));
 	for (int j = 0; j < n; j++)
-		PQclear(out[j].result);
+		remote_result_free(out[j].result);
 }
 
 /* Decide, once per transaction and node, whether it takes rows or gets them queued. */
@@ -322,9 +294,10 @@ prepare_node(RsModifyState *state, int node)
 	remote_connect_all(&b->conn, 1, true);
 	if (b->conn->link == LINK_BROKEN || b->conn->link == LINK_CLOSED)
 	{
+		/* nothing of the transaction commits: 40001 says a retry may succeed (clients and pgbench retry it) */
 		if (b->conn->wrote)
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("lost the connection to node \"%s\", which took writes in this transaction",
 							b->conn->node),
 					 errhint("Retry the transaction; its writes for that node are then queued.")));
@@ -355,6 +328,12 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	/* writers of one key queue here, before any replica (write_locks.c) */
+	rsfdw_lock_key_for_write(RelationGetRelid(state->rel),
+							 placement_key_lock_slot(&state->placement,
+													 slot->tts_values[state->placement.key_attnum - 1],
+													 state->placement.keyspace_attnum > 0
+													 ? slot->tts_values[state->placement.keyspace_attnum - 1] : (Datum) 0));
 	for (int r = 0; r < nreplicas; r++)
 	{
 		prepare_node(state, replicas[r]);
@@ -369,43 +348,47 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 						RelationGetRelationName(state->rel), took, nreplicas, ringshard_write_quorum),
 				 errhint("Check the nodes with ringshard.node_health().")));
 
-	/* The row, formatted once for every replica. */
+	/*
+	 * The row, encoded once for every replica: as a binary COPY row, or as
+	 * text under pinned settings; the first rows of a node also as a VALUES
+	 * literal (a few rows go as one INSERT).
+	 */
 	MemoryContextReset(state->row_cxt);
 	old = MemoryContextSwitchTo(state->row_cxt);
 	slot_getallattrs(slot);
 	initStringInfo(&line);
 	initStringInfo(&literal);
-	appendStringInfoChar(&literal, '(');
-	for (int i = 0, first = 1; i < state->desc->natts; i++)
+	if (state->binary)
+		remote_copy_binary_row(&line, state->codecs, state->desc, slot->tts_values, slot->tts_isnull);
+	if (need_values || !state->binary)
 	{
-		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
+		int			level = remote_transmission_begin(state->money);
 
-		if (attr->attisdropped)
-			continue;
-		if (!first)
+		if (!state->binary)
+			remote_copy_text_row(&line, state->codecs, state->desc, slot->tts_values, slot->tts_isnull);
+		if (need_values)
 		{
-			appendStringInfoChar(&line, '\t');
-			appendStringInfoString(&literal, ", ");
-		}
-		first = 0;
-		if (slot->tts_isnull[i])
-		{
-			appendStringInfoString(&line, "\\N");
-			if (need_values)
-				rsfdw_append_literal(&literal, (Datum) 0, true, attr->atttypid, attr->atttypmod);
-			continue;
-		}
-		{
-			char	   *text = OutputFunctionCall(&state->out_functions[i], slot->tts_values[i]);
+			appendStringInfoChar(&literal, '(');
+			for (int i = 0, first = 1; i < state->desc->natts; i++)
+			{
+				Form_pg_attribute attr = TupleDescAttr(state->desc, i);
 
-			append_copy_value(&line, text);
-			if (need_values)
-				appendStringInfo(&literal, "%s::%s", quote_literal_cstr(text),
-								 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+				if (attr->attisdropped)
+					continue;
+				if (!first)
+					appendStringInfoString(&literal, ", ");
+				first = 0;
+				if (slot->tts_isnull[i])
+					appendStringInfo(&literal, "NULL::%s", rsfdw_type_name(attr->atttypid, attr->atttypmod));
+				else
+					appendStringInfo(&literal, "%s::%s",
+									 quote_literal_cstr(remote_value_text(attr->atttypid, slot->tts_values[i], false)),
+									 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+			}
+			appendStringInfoChar(&literal, ')');
 		}
+		remote_transmission_end(level);
 	}
-	appendStringInfoChar(&line, '\n');
-	appendStringInfoChar(&literal, ')');
 	MemoryContextSwitchTo(old);
 
 	for (int r = 0; r < nreplicas; r++)
@@ -524,6 +507,12 @@ rsBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rows cannot move into distributed table %s by UPDATE of a partitioned table",
 						RelationGetRelationName(rinfo->ri_RelationDesc))));
+	/*
+	 * COPY FROM: a bulk write, which would lock more keys than the lock table
+	 * holds; it takes the table against other writers before it writes
+	 * anything (write_locks.c), so two loads queue instead of deadlocking.
+	 */
+	rsfdw_lock_table_for_write(RelationGetRelid(rinfo->ri_RelationDesc));
 	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
 }
 
@@ -550,18 +539,6 @@ rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 
 /* ----- UPDATE and DELETE, sent whole ----- */
 
-enum DirectPrivate
-{
-	DM_SQL,						/* template: the statement, from "UPDATE"/"DELETE" to its WHERE conditions */
-	DM_RETURNING,				/* IntList: attnums of RETURNING columns */
-	DM_RELID,
-	DM_KIND,					/* RsScanKind of the scan it replaces */
-	DM_NPARAMS,
-	DM_KEY_COLUMN,
-	DM_KEY_IS_ARRAY,
-	DM_HAS_RETURNING
-};
-
 /* The ForeignScan under a ModifyTable, if it is ours and alone. */
 static ForeignScan *
 modify_subplan(ModifyTable *plan, Index resultRelation)
@@ -585,13 +562,10 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 	RsRelInfo  *info;
 	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
 	List	   *params;
-	List	   *fscan_private;
+	RsScanPlan *scan;
+	RsDirectPlan *direct = palloc0(sizeof(RsDirectPlan));
 	DeparseContext ctx;
-	List	   *returning = NIL;
-	List	   *returning_list;
-	List	   *private;
 	Bitmapset  *attrs = NULL;
-	int			nparams;
 
 	if (plan->operation != CMD_UPDATE && plan->operation != CMD_DELETE)
 		return false;
@@ -600,8 +574,9 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 		return false;
 	rel = find_base_rel(root, resultRelation);
 	info = rel->fdw_private;
-	fscan_private = fscan->fdw_private;
-	params = list_truncate(list_copy(fscan->fdw_exprs), intVal(list_nth(fscan_private, RS_PRIV_NPARAMS)));
+	scan = rsfdw_scan_plan_from_private(fscan->fdw_private);
+	/* the statement shares the scan's parameters, and its WHERE template */
+	params = list_truncate(list_copy(fscan->fdw_exprs), scan->nparams);
 
 	rsfdw_deparse_init(&ctx, root, rel, resultRelation, &params);
 	if (plan->operation == CMD_UPDATE)
@@ -641,45 +616,17 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 		rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
 		rsfdw_append(&ctx, " t");
 	}
-
-	/* the scan's WHERE, without its FROM */
-	{
-		List	   *from_where = list_nth(fscan_private, RS_PRIV_FROM_WHERE);
-		ListCell   *lc;
-		bool		first = true;
-
-		foreach(lc, from_where)
-		{
-			Node	   *piece = lfirst(lc);
-
-			if (IsA(piece, String) && first)
-			{
-				char	   *where = strstr(strVal(piece), " t WHERE ");
-
-				if (where == NULL)
-					elog(ERROR, "ringshard: unexpected scan SQL");
-				rsfdw_append(&ctx, where + 2);
-			}
-			else if (IsA(piece, String))
-				rsfdw_append(&ctx, strVal(piece));
-			else
-			{
-				ctx.pieces = lappend(ctx.pieces, makeString(pstrdup(ctx.current.data)));
-				resetStringInfo(&ctx.current);
-				ctx.pieces = lappend(ctx.pieces, piece);
-			}
-			first = false;
-		}
-	}
+	direct->statement_tmpl = rsfdw_deparse_finish(&ctx);
+	direct->where_tmpl = scan->where_tmpl;
 
 	/* RETURNING: the columns it reads come back from the node that counts the row */
 	if (plan->returningLists)
 	{
 		Relation	relation = table_open(rte->relid, NoLock);
 		TupleDesc	desc = RelationGetDescr(relation);
+		List	   *returning_list = list_nth(plan->returningLists, subplan_index);
 		bool		whole_row;
 
-		returning_list = list_nth(plan->returningLists, subplan_index);
 		pull_varattnos((Node *) returning_list, resultRelation, &attrs);
 		whole_row = bms_is_member(0 - FirstLowInvalidHeapAttributeNumber, attrs);
 		for (int attnum = 1; attnum <= desc->natts; attnum++)
@@ -687,59 +634,52 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 			if (TupleDescAttr(desc, attnum - 1)->attisdropped)
 				continue;
 			if (whole_row || bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, attrs))
-				returning = lappend_int(returning, attnum);
+				direct->returning = lappend_int(direct->returning, attnum);
 		}
 		table_close(relation, NoLock);
 	}
 
-	nparams = list_length(params);
-	private = NIL;
-	private = lappend(private, rsfdw_deparse_finish(&ctx));
-	private = lappend(private, returning);
-	private = lappend(private, makeInteger(rte->relid));
-	private = lappend(private, list_nth(fscan_private, RS_PRIV_KIND));
-	private = lappend(private, makeInteger(nparams));
-	private = lappend(private, list_nth(fscan_private, RS_PRIV_KEY_COLUMN));
-	private = lappend(private, list_nth(fscan_private, RS_PRIV_KEY_IS_ARRAY));
-	private = lappend(private, makeInteger(plan->returningLists != NIL));
+	direct->relid = rte->relid;
+	direct->kind = scan->kind;
+	direct->nparams = list_length(params);
+	direct->key_attnum = scan->key_attnum;
+	direct->key_is_array = scan->key_is_array;
+	direct->has_returning = plan->returningLists != NIL;
 
 	/* key values (and keyspace) follow the parameters, as in the scan */
 	{
 		List	   *exprs = list_copy(params);
-		int			scan_nparams = intVal(list_nth(fscan_private, RS_PRIV_NPARAMS));
 
-		for (int i = scan_nparams; i < list_length(fscan->fdw_exprs); i++)
+		for (int i = scan->nparams; i < list_length(fscan->fdw_exprs); i++)
 			exprs = lappend(exprs, list_nth(fscan->fdw_exprs, i));
 		fscan->fdw_exprs = exprs;
 	}
 	fscan->operation = plan->operation;
 	fscan->resultRelation = resultRelation;
-	fscan->fdw_private = private;
+	fscan->fdw_private = rsfdw_direct_plan_to_private(direct);
 	return true;
 }
 
 /* Execution of a statement sent whole. */
 typedef struct RsDirectState
 {
+	RsDirectPlan *plan;			/* what planning decided (plan_state.h) */
 	Relation	rel;
 	TupleDesc	desc;
 	Oid			userid;
 	TablePlacement placement;
-	List	   *sql_tmpl;
 	List	   *returning;		/* attnums */
 	int			nreturning;
 	RsScanKind	kind;
-	int			nparams;
 	char	   *key_column;
-	bool		key_is_array;
 	bool		has_returning;
 	List	   *param_exprs;
 	List	   *param_states;
 	ExprState  *key_state;
 	ExprState  *keyspace_state;
-	FmgrInfo   *in_functions;
-	Oid		   *typioparams;
+	RemoteCodec *codecs;		/* RETURNING columns come back as text */
 	PGresult  **results;		/* per target node */
+	RemoteConnection **result_conns;
 	int			nresults;
 	int			result_index;
 	int			row;
@@ -755,38 +695,25 @@ rsBeginDirectModify(ForeignScanState *node, int eflags)
 	List	   *private = plan->fdw_private;
 	RsDirectState *state = palloc0(sizeof(RsDirectState));
 	RangeTblEntry *rte;
-	ListCell   *lc;
-	int			i;
 
 	node->fdw_state = state;
 	state->rel = node->ss.ss_currentRelation ? node->ss.ss_currentRelation
 		: ExecOpenScanRelation(estate, plan->resultRelation, eflags);
 	state->desc = RelationGetDescr(state->rel);
-	state->sql_tmpl = list_nth(private, DM_SQL);
-	state->returning = list_nth(private, DM_RETURNING);
+	state->plan = rsfdw_direct_plan_from_private(private);
+	state->returning = state->plan->returning;
 	state->nreturning = list_length(state->returning);
-	state->kind = (RsScanKind) intVal(list_nth(private, DM_KIND));
-	state->nparams = intVal(list_nth(private, DM_NPARAMS));
-	state->key_column = strVal(list_nth(private, DM_KEY_COLUMN));
-	state->key_is_array = intVal(list_nth(private, DM_KEY_IS_ARRAY)) != 0;
-	state->has_returning = intVal(list_nth(private, DM_HAS_RETURNING)) != 0;
+	state->kind = state->plan->kind;
+	state->key_column = state->kind != RS_SCAN_FANOUT
+		? rsfdw_column_name(state->plan->relid, state->plan->key_attnum) : "";
+	state->has_returning = state->plan->has_returning;
 	rte = exec_rt_fetch(plan->resultRelation, estate);
 	state->userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 	table_placement_load(&state->placement, RelationGetRelid(state->rel), state->desc, estate->es_query_cxt);
 
-	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
+	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->plan->nparams, (PlanState *) node, &state->param_exprs,
 						 &state->param_states, &state->key_state, &state->keyspace_state);
-	state->in_functions = palloc0(sizeof(FmgrInfo) * state->desc->natts);
-	state->typioparams = palloc0(sizeof(Oid) * state->desc->natts);
-	foreach(lc, state->returning)
-	{
-		int			attnum = lfirst_int(lc);
-		Oid			input;
-
-		getTypeInputInfo(TupleDescAttr(state->desc, attnum - 1)->atttypid, &input,
-						 &state->typioparams[attnum - 1]);
-		fmgr_info(input, &state->in_functions[attnum - 1]);
-	}
+	state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard returning row", ALLOCSET_DEFAULT_SIZES);
 }
 
@@ -802,6 +729,8 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 	*key_filter = "";
 	if (state->kind == RS_SCAN_FANOUT)
 	{
+		/* any row may change: the table is locked against other writers (write_locks.c) */
+		rsfdw_lock_table_for_write(RelationGetRelid(state->rel));
 		for (int i = 0; i < nnodes; i++)
 			targets[i] = true;
 		return targets;
@@ -817,8 +746,10 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 		bool	   *nulls = &isnull;
 		int			nelems = 1;
 		int			nkeys = 0;
+		Datum	   *filter_keys;
+		uint32	   *slots;
 
-		if (!isnull && state->key_is_array)
+		if (!isnull && state->plan->key_is_array)
 		{
 			ArrayType  *array = DatumGetArrayTypeP(keys);
 			int16		typlen;
@@ -828,7 +759,9 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
 		}
-		appendStringInfo(&filter, " AND t.%s OPERATOR(pg_catalog.=) ANY (ARRAY[", state->key_column);
+		filter_keys = palloc(sizeof(Datum) * Max(nelems, 1));
+		slots = palloc(sizeof(uint32) * Max(nelems, 1));
+
 		for (int k = 0; k < nelems && !isnull && !keyspace_null; k++)
 		{
 			uint16		replicas[PLACEMENT_MAX_REPLICAS];
@@ -839,15 +772,12 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
 			for (int r = 0; r < n; r++)
 				targets[replicas[r]] = true;
-			if (nkeys++ > 0)
-				appendStringInfoString(&filter, ", ");
-			rsfdw_append_literal(&filter, elems[k], false, key_type, -1);
+			slots[nkeys] = placement_key_lock_slot(&state->placement, elems[k], keyspace);
+			filter_keys[nkeys++] = elems[k];
 		}
-		appendStringInfo(&filter, "]::%s[])", rsfdw_type_name(key_type, -1));
-		if (nkeys == 0)
-			*key_filter = " AND false";
-		else
-			*key_filter = filter.data;
+		/* writers of one key queue here, before any replica (write_locks.c) */
+		rsfdw_lock_keys_for_write(RelationGetRelid(state->rel), slots, nkeys);
+		*key_filter = rsfdw_key_filter_sql(state->key_column, key_type, filter_keys, nkeys);
 	}
 	return targets;
 }
@@ -860,12 +790,15 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	int			nnodes = placement_node_count(&state->placement);
 	char	   *key_filter;
 	bool	   *targets = direct_targets(node, state, &key_filter);
-	char	   *statement = rsfdw_fill_template(state->sql_tmpl, state->param_states, state->param_exprs, econtext);
+	RsParamValues *params = rsfdw_eval_params(state->param_states, state->param_exprs, econtext);
+	char	   *statement = rsfdw_template_text(state->plan->statement_tmpl, params);
+	char	   *where = rsfdw_template_text(state->plan->where_tmpl, params);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
 	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
 	int			n = 0;
-	StringInfoData sql;
+	char	   *sql;
 	bool		single_copy = placement_single_copy(&state->placement);
+	char	   *what;
 
 	for (int i = 0; i < nnodes; i++)
 	{
@@ -885,46 +818,32 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	remote_connect_all(conns, n, false);
 
 	/* Each row counts once: on its first replica (ringshard.reads_here with nobody left out). */
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "WITH m AS (%s%s RETURNING %s", statement, key_filter,
-					 single_copy ? "true AS rs_counts"
-					 : psprintf("%s AS rs_counts", rsfdw_reads_here_sql(&state->placement, "'{}'::pg_catalog.text[]",
-																		"NULL::pg_catalog.int8")));
-	{
-		ListCell   *lc;
-
-		foreach(lc, state->returning)
-			appendStringInfo(&sql, ", t.%s", rsfdw_column_name(RelationGetRelid(state->rel), lfirst_int(lc)));
-	}
-	if (state->has_returning)
-		appendStringInfoString(&sql, ") SELECT * FROM m WHERE rs_counts");
-	else
-		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FROM m WHERE rs_counts");
-
+	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
+								  single_copy ? "true"
+								  : rsfdw_reads_here_sql(&state->placement, "'{}'::pg_catalog.text[]", "NULL::pg_catalog.int8"));
 	for (int j = 0; j < n; j++)
 	{
 		remote_note_write(conns[j]);
-		remote_send(conns[j], sql.data, true, state);
+		remote_send(conns[j], sql, true, state);
 	}
 	remote_receive(conns, n, out, 0, 0);
+	what = psprintf("a change of table %s", RelationGetRelationName(state->rel));
 	for (int j = 0; j < n; j++)
-		if (!out[j].ok)
-		{
-			if (out[j].result && !out[j].lost)
-				remote_report_error(ERROR, conns[j], out[j].result, NULL);
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("lost the connection to node \"%s\" while changing table %s",
-							conns[j]->node, RelationGetRelationName(state->rel))));
-		}
+		(void) remote_answer(conns[j], &out[j], sql, what);
 	state->results = palloc(sizeof(PGresult *) * Max(n, 1));
+	state->result_conns = conns;
 	state->nresults = n;
 	for (int j = 0; j < n; j++)
-		state->results[j] = out[j].result;
-	if (!state->has_returning)
 	{
-		for (int j = 0; j < n; j++)
-			node->ss.ps.state->es_processed += strtoll(PQgetvalue(out[j].result, 0, 0), NULL, 10);
+		state->results[j] = out[j].result;
+		/* RETURNING: the flag, then the columns; else one count */
+		if (state->has_returning)
+			remote_expect_rows(conns[j], out[j].result, 1 + state->nreturning, 0, -1, what);
+		else
+		{
+			remote_expect_rows(conns[j], out[j].result, 1, 1, 1, what);
+			node->ss.ps.state->es_processed += remote_int64_value(conns[j], out[j].result, 0, 0, what);
+		}
 	}
 }
 
@@ -969,8 +888,9 @@ rsIterateDirectModify(ForeignScanState *node)
 			if (!PQgetisnull(res, state->row, column))
 			{
 				slot->tts_values[attnum - 1] =
-					InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, state->row, column),
-									  state->typioparams[attnum - 1], TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+					remote_codec_decode(&state->codecs[attnum - 1], PQgetvalue(res, state->row, column),
+										PQgetlength(res, state->row, column),
+										state->result_conns[state->result_index]->node);
 				slot->tts_isnull[attnum - 1] = false;
 			}
 			column++;
@@ -994,8 +914,7 @@ rsEndDirectModify(ForeignScanState *node)
 	if (state == NULL)
 		return;
 	for (int j = 0; j < state->nresults; j++)
-		if (state->results[j])
-			PQclear(state->results[j]);
+		remote_result_free(state->results[j]);
 	state->nresults = 0;
 }
 
@@ -1007,24 +926,10 @@ rsExplainDirectModify(ForeignScanState *node, ExplainState *es)
 	ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT
 						? "every node of the table" : psprintf("every replica of the values of %s", state->key_column), es);
 	if (es->verbose)
-	{
-		StringInfoData sql;
-		ListCell   *lc;
-
-		initStringInfo(&sql);
-		foreach(lc, state->sql_tmpl)
-		{
-			Node	   *piece = lfirst(lc);
-
-			if (IsA(piece, String))
-				appendStringInfoString(&sql, strVal(piece));
-			else
-				appendStringInfo(&sql, "$%d", intVal(piece));
-		}
-		if (state->kind != RS_SCAN_FANOUT)
-			appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
-		ExplainPropertyText("Remote SQL", sql.data, es);
-	}
+		ExplainPropertyText("Remote SQL", psprintf("%s%s%s", rsfdw_template_text(state->plan->statement_tmpl, NULL),
+												   rsfdw_template_text(state->plan->where_tmpl, NULL),
+												   state->kind != RS_SCAN_FANOUT
+												   ? psprintf(" AND t.%s = ANY ($keys)", state->key_column) : ""), es);
 }
 
 /* ----- TRUNCATE ----- */
@@ -1056,8 +961,7 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 						 errhint("Retry once the watchdog marks it up.")));
 			conns[i] = remote_connection(placement_node_name(&placement, i), GetUserId());
 		}
-		sql = psprintf("TRUNCATE %s%s", rsfdw_relation_name(RelationGetRelid(rel)),
-					   behavior == DROP_CASCADE ? " CASCADE" : "");
+		sql = rsfdw_truncate_sql(RelationGetRelid(rel), behavior == DROP_CASCADE);
 		run_on_connections(conns, nnodes, sql, "TRUNCATE");
 		/* writes queued for the table would bring rows back */
 		queue_forget_table(RelationGetRelid(rel));

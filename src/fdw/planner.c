@@ -376,17 +376,13 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	List	   *params = NIL;
 	List	   *fdw_exprs;
 	List	   *retrieved;
-	List	   *sort_info = NIL;
 	List	   *sort_vars = NIL;
 	List	   *sort_ops = NIL;
+	List	   *sort_directions = NIL;
 	List	   *private;
 	ListCell   *lc;
-	DeparseContext ctx;
-	List	   *select_tmpl;
-	List	   *from_where_tmpl;
-	List	   *tail_tmpl;
 	RsScanKind	kind = RS_SCAN_FANOUT;
-	int			nparams;
+	RsScanPlan *plan = palloc0(sizeof(RsScanPlan));
 
 	if (IS_UPPER_REL(foreignrel))
 		return rsupper_get_plan(root, foreignrel, best_path, tlist, scan_clauses, outer_plan);
@@ -458,73 +454,40 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	}
 	retrieved = retrieved_attributes(root, foreignrel, local_exprs, sort_vars);
 
-	/* SELECT list */
-	rsfdw_deparse_init(&ctx, root, foreignrel, foreignrel->relid, &params);
-	if (retrieved == NIL)
-		rsfdw_append(&ctx, "NULL");
-	foreach(lc, retrieved)
-	{
-		rsfdw_append(&ctx, foreach_current_index(lc) > 0 ? ", t." : "t.");
-		rsfdw_append(&ctx, rsfdw_column_name(foreigntableid, lfirst_int(lc)));
-	}
-	select_tmpl = rsfdw_deparse_finish(&ctx);
-
-	/* FROM and WHERE */
-	rsfdw_deparse_init(&ctx, root, foreignrel, foreignrel->relid, &params);
-	rsfdw_append(&ctx, " FROM ");
-	rsfdw_append(&ctx, rsfdw_relation_name(foreigntableid));
-	rsfdw_append(&ctx, " t WHERE ");
-	if (remote_exprs)
-		rsfdw_append_expr(&ctx, (Expr *) remote_exprs);
-	else
-		rsfdw_append(&ctx, "true");
-	from_where_tmpl = rsfdw_deparse_finish(&ctx);
-
-	/* ORDER BY, and how to merge the sorted streams */
-	rsfdw_deparse_init(&ctx, root, foreignrel, foreignrel->relid, &params);
+	/* The remote statement's parts, and how to merge the sorted streams. */
+	plan->relid = foreigntableid;
+	plan->kind = kind;
+	plan->retrieved = retrieved;
+	plan->key_attnum = kind != RS_SCAN_FANOUT ? info->key_attnum : 0;
+	plan->key_is_array = info->key_is_array;
+	plan->nsort = list_length(best_path->path.pathkeys);
+	plan->sort = palloc0(sizeof(RsSortKey) * Max(plan->nsort, 1));
 	foreach(lc, best_path->path.pathkeys)
 	{
 		PathKey    *pk = lfirst(lc);
 		Var		   *var = list_nth(sort_vars, foreach_current_index(lc));
-		Oid			sortop = list_nth_oid(sort_ops, foreach_current_index(lc));
-		int			position = 0;
+		RsSortKey  *key = &plan->sort[foreach_current_index(lc)];
 
 		/* the merge compares this result column (1-based) */
 		for (int i = 0; i < list_length(retrieved); i++)
 			if (list_nth_int(retrieved, i) == var->varattno)
-				position = i + 1;
-		rsfdw_append(&ctx, foreach_current_index(lc) == 0 ? " ORDER BY " : ", ");
-		rsfdw_append(&ctx, "t.");
-		rsfdw_append(&ctx, rsfdw_column_name(foreigntableid, var->varattno));
-		rsfdw_append(&ctx, pk->pk_strategy == BTLessStrategyNumber ? " ASC" : " DESC");
-		rsfdw_append(&ctx, pk->pk_nulls_first ? " NULLS FIRST" : " NULLS LAST");
-		sort_info = lappend(sort_info, list_make4_int(position, sortop, pk->pk_eclass->ec_collation,
-													  pk->pk_nulls_first));
+				key->column = i + 1;
+		key->sort_operator = list_nth_oid(sort_ops, foreach_current_index(lc));
+		key->collation = pk->pk_eclass->ec_collation;
+		key->nulls_first = pk->pk_nulls_first;
+		sort_directions = lappend(sort_directions,
+								  makeString(psprintf("%s%s", pk->pk_strategy == BTLessStrategyNumber ? " ASC" : " DESC",
+													  pk->pk_nulls_first ? " NULLS FIRST" : " NULLS LAST")));
 	}
-	tail_tmpl = rsfdw_deparse_finish(&ctx);
+	rsfdw_deparse_scan(root, foreignrel, foreigntableid, remote_exprs, sort_vars, sort_directions, &params, plan);
 
 	/* fdw_exprs: template parameters, then the key values, then the keyspace value */
-	nparams = list_length(params);
+	plan->nparams = list_length(params);
 	fdw_exprs = list_copy(params);
 	if (kind != RS_SCAN_FANOUT)
 		fdw_exprs = lappend(fdw_exprs, info->key_values);
 	if (kind == RS_SCAN_ROUTER_KEYSPACE)
 		fdw_exprs = lappend(fdw_exprs, info->keyspace_value);
-
-	private = NIL;
-	private = lappend(private, select_tmpl);
-	private = lappend(private, from_where_tmpl);
-	private = lappend(private, tail_tmpl);
-	private = lappend(private, retrieved);
-	private = lappend(private, makeInteger(foreigntableid));
-	private = lappend(private, makeInteger(kind));
-	private = lappend(private, makeInteger(nparams));
-	private = lappend(private, makeString(pstrdup(kind != RS_SCAN_FANOUT
-												  ? rsfdw_column_name(foreigntableid, info->key_attnum) : "")));
-	private = lappend(private, makeInteger(info->key_is_array ? 1 : 0));
-	private = lappend(private, sort_info);
-	private = lappend(private, makeInteger(0));		/* no LIMIT */
-	private = lappend(private, makeInteger(0));		/* no OFFSET */
-	private = lappend(private, NIL);			/* no aggregates */
+	private = rsfdw_scan_plan_to_private(plan);
 	return make_foreignscan(tlist, local_exprs, foreignrel->relid, fdw_exprs, private, NIL, NIL, outer_plan);
 }

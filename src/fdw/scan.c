@@ -30,9 +30,11 @@
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "fdw/upper.h"
+#include "key_bytes.h"
 #include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
+#include "remote/values.h"
 
 /* One key of a router scan and the replicas it may be read from. */
 typedef struct KeyRoute
@@ -65,26 +67,22 @@ typedef struct RsScanState
 {
 	Relation	rel;
 	TupleDesc	desc;
+	RsScanPlan *plan;			/* what planning decided (plan_state.h) */
 	RsScanKind	kind;
 	Oid			relid;
 	Oid			userid;
-	List	   *select_tmpl;
-	List	   *from_where_tmpl;
-	List	   *tail_tmpl;
-	List	   *retrieved;
 	int			nretrieved;
 	int		   *retrieved_attnums;
-	int			nparams;
 	List	   *param_exprs;
 	List	   *param_states;
 	ExprState  *key_state;
 	ExprState  *keyspace_state;
-	bool		key_is_array;
-	char	   *key_column;
+	char	   *key_column;		/* router scans: quoted */
 	Oid			key_type;
 	TablePlacement placement;
-	FmgrInfo   *in_functions;
-	Oid		   *typioparams;
+	RemoteCodec *text_codecs;	/* by attnum - 1: how a column's text from a node is read */
+	RemoteCodec *binary_codecs; /* ... its binary form, for the binary-safe types */
+	bool		binary_fanout;	/* every retrieved column binary-safe: fan-outs read a binary cursor */
 	NodeStream **streams;		/* pointers: a stream's address is the owner of its queries */
 	int			nstreams;
 	int			capacity;
@@ -95,9 +93,7 @@ typedef struct RsScanState
 	MemoryContext row_cxt;		/* the row being returned */
 	MemoryContext scan_cxt;		/* everything of one run of the scan */
 	bool		explain_only;
-	char	   *sql_select;		/* this run's SQL parts, parameters filled in */
-	char	   *sql_from_where;
-	char	   *sql_tail;
+	RsScanSQL  *sql;			/* this run's SQL parts, parameters filled in */
 } RsScanState;
 
 static unsigned int cursor_number = 0;
@@ -132,38 +128,6 @@ ringshard_last_fanout_missing(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(DatumGetArrayTypePCopy(PointerGetDatum(last_fanout_missing)));
 }
 
-/* The text[] literal of some node names. */
-static char *
-names_literal(TablePlacement *p, const bool *excluded, int n)
-{
-	StringInfoData buf;
-	bool		first = true;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
-	for (int i = 0; i < n; i++)
-	{
-		char	   *name;
-
-		if (!excluded[i])
-			continue;
-		name = placement_node_name(p, i);
-		if (!first)
-			appendStringInfoChar(&buf, ',');
-		appendStringInfoChar(&buf, '"');
-		for (const char *c = name; *c; c++)
-		{
-			if (*c == '"' || *c == '\\')
-				appendStringInfoChar(&buf, '\\');
-			appendStringInfoChar(&buf, *c);
-		}
-		appendStringInfoChar(&buf, '"');
-		first = false;
-	}
-	appendStringInfoChar(&buf, '}');
-	return buf.data;
-}
-
 /* The coordinator's topology version, which a fan-out's nodes must hold too. */
 static int64
 coordinator_topology_version(void)
@@ -183,7 +147,6 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	List	   *private = plan->fdw_private;
 	RsScanState *state = palloc0(sizeof(RsScanState));
 	RangeTblEntry *rte;
-	List	   *sort_info;
 	ListCell   *lc;
 	int			i;
 
@@ -192,16 +155,10 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	node->fdw_state = state;
 	state->rel = node->ss.ss_currentRelation;
 	state->desc = RelationGetDescr(state->rel);
-	state->select_tmpl = list_nth(private, RS_PRIV_SELECT);
-	state->from_where_tmpl = list_nth(private, RS_PRIV_FROM_WHERE);
-	state->tail_tmpl = list_nth(private, RS_PRIV_TAIL);
-	state->retrieved = list_nth(private, RS_PRIV_RETRIEVED);
-	state->relid = (Oid) intVal(list_nth(private, RS_PRIV_RELID));
-	state->kind = (RsScanKind) intVal(list_nth(private, RS_PRIV_KIND));
-	state->nparams = intVal(list_nth(private, RS_PRIV_NPARAMS));
-	state->key_column = strVal(list_nth(private, RS_PRIV_KEY_COLUMN));
-	state->key_is_array = intVal(list_nth(private, RS_PRIV_KEY_IS_ARRAY)) != 0;
-	sort_info = list_nth(private, RS_PRIV_SORT);
+	state->plan = rsfdw_scan_plan_from_private(private);
+	state->relid = state->plan->relid;
+	state->kind = state->plan->kind;
+	state->key_column = state->kind != RS_SCAN_FANOUT ? rsfdw_column_name(state->relid, state->plan->key_attnum) : "";
 	state->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
 
 	/* Remote work runs as the role that reads: a view's owner through a view. */
@@ -212,46 +169,38 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	table_placement_load(&state->placement, state->relid, state->desc, estate->es_query_cxt);
 	state->key_type = TupleDescAttr(state->desc, state->placement.key_attnum - 1)->atttypid;
 
-	state->nretrieved = list_length(state->retrieved);
+	state->nretrieved = list_length(state->plan->retrieved);
 	state->retrieved_attnums = palloc(sizeof(int) * Max(state->nretrieved, 1));
 	i = 0;
-	foreach(lc, state->retrieved)
+	foreach(lc, state->plan->retrieved)
 		state->retrieved_attnums[i++] = lfirst_int(lc);
-	state->in_functions = palloc(sizeof(FmgrInfo) * state->desc->natts);
-	state->typioparams = palloc(sizeof(Oid) * state->desc->natts);
-	for (i = 0; i < state->desc->natts; i++)
-	{
-		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
-		Oid			input;
-
-		if (attr->attisdropped)
-			continue;
-		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
-		fmgr_info(input, &state->in_functions[i]);
-	}
+	/* Values come back in binary where their types allow (remote/values.h), else as text. */
+	state->text_codecs = remote_codecs_for_desc(state->desc, false, NULL);
+	state->binary_codecs = remote_codecs_for_desc(state->desc, true, NULL);
+	state->binary_fanout = true;
+	for (i = 0; i < state->nretrieved; i++)
+		state->binary_fanout &= state->binary_codecs[state->retrieved_attnums[i] - 1].binary;
 
 	/* Parameters of the SQL, then the key values of a router scan. */
-	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->nparams, (PlanState *) node, &state->param_exprs,
+	rsfdw_init_fdw_exprs(plan->fdw_exprs, state->plan->nparams, (PlanState *) node, &state->param_exprs,
 						 &state->param_states, &state->key_state, &state->keyspace_state);
 
 	/* Merging sorted streams: comparators for the sort keys. */
-	state->nsort = list_length(sort_info);
+	state->nsort = state->plan->nsort;
 	if (state->nsort > 0)
 	{
 		state->sortkeys = palloc0(sizeof(SortSupportData) * state->nsort);
 		state->sort_columns = palloc(sizeof(int) * state->nsort);
-		i = 0;
-		foreach(lc, sort_info)
+		for (i = 0; i < state->nsort; i++)
 		{
-			List	   *key = lfirst(lc);
+			RsSortKey  *key = &state->plan->sort[i];
 			SortSupport ssup = &state->sortkeys[i];
 
-			state->sort_columns[i] = linitial_int(key) - 1;
+			state->sort_columns[i] = key->column - 1;
 			ssup->ssup_cxt = CurrentMemoryContext;
-			ssup->ssup_collation = (Oid) lthird_int(key);
-			ssup->ssup_nulls_first = lfourth_int(key) != 0;
-			PrepareSortSupportFromOrderingOp((Oid) lsecond_int(key), ssup);
-			i++;
+			ssup->ssup_collation = key->collation;
+			ssup->ssup_nulls_first = key->nulls_first;
+			PrepareSortSupportFromOrderingOp(key->sort_operator, ssup);
 		}
 	}
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard scan row", ALLOCSET_DEFAULT_SIZES);
@@ -329,73 +278,17 @@ report_unreachable_key(RsScanState *state, KeyRoute *route)
 					 "the rows of such keys are left out.")));
 }
 
-/*
- * The remote SQL of a router query with the keys as parameter $1 (one key)
- * or $1 an array, and that parameter's text.
- */
-static char *
-router_sql_param(RsScanState *state, NodeStream *stream, const char *select, const char *from_where,
-				 const char *tail, char **param)
+/* The keys of the router queries of a stream. */
+static Datum *
+stream_keys(NodeStream *stream, int *nkeys)
 {
-	Oid			output;
-	bool		varlena;
-
-	if (list_length(stream->routes) == 1)
-	{
-		getTypeOutputInfo(state->key_type, &output, &varlena);
-		*param = OidOutputFunctionCall(output, ((KeyRoute *) linitial(stream->routes))->key);
-		return psprintf("SELECT %s%s AND t.%s OPERATOR(pg_catalog.=) $1::%s%s", select, from_where,
-						state->key_column, rsfdw_type_name(state->key_type, -1), tail);
-	}
-	else
-	{
-		Oid			array_type = get_array_type(state->key_type);
-		Datum	   *keys = palloc(sizeof(Datum) * list_length(stream->routes));
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		ListCell   *lc;
-		int			n = 0;
-
-		foreach(lc, stream->routes)
-			keys[n++] = ((KeyRoute *) lfirst(lc))->key;
-		get_typlenbyvalalign(state->key_type, &typlen, &typbyval, &typalign);
-		getTypeOutputInfo(array_type, &output, &varlena);
-		*param = OidOutputFunctionCall(output, PointerGetDatum(construct_array(keys, n, state->key_type,
-																			   typlen, typbyval, typalign)));
-		return psprintf("SELECT %s%s AND t.%s OPERATOR(pg_catalog.=) ANY ($1::%s)%s", select, from_where,
-						state->key_column, rsfdw_type_name(array_type, -1), tail);
-	}
-}
-
-/* The remote SQL of a router query for the keys of one stream. */
-static char *
-router_sql(RsScanState *state, NodeStream *stream, const char *select, const char *from_where, const char *tail)
-{
-	StringInfoData buf;
+	Datum	   *keys = palloc(sizeof(Datum) * Max(list_length(stream->routes), 1));
 	ListCell   *lc;
-	char	   *type_name = rsfdw_type_name(state->key_type, -1);
 
-	initStringInfo(&buf);
-	appendStringInfo(&buf, "SELECT %s%s AND t.%s ", select, from_where, state->key_column);
-	if (list_length(stream->routes) == 1)
-	{
-		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ");
-		rsfdw_append_literal(&buf, ((KeyRoute *) linitial(stream->routes))->key, false, state->key_type, -1);
-	}
-	else
-	{
-		appendStringInfoString(&buf, "OPERATOR(pg_catalog.=) ANY (ARRAY[");
-		foreach(lc, stream->routes)
-		{
-			if (foreach_current_index(lc) > 0)
-				appendStringInfoString(&buf, ", ");
-			rsfdw_append_literal(&buf, ((KeyRoute *) lfirst(lc))->key, false, state->key_type, -1);
-		}
-		appendStringInfo(&buf, "]::%s[])", type_name);
-	}
-	appendStringInfoString(&buf, tail);
-	return buf.data;
+	foreach(lc, stream->routes)
+		keys[foreach_current_index(lc)] = ((KeyRoute *) lfirst(lc))->key;
+	*nkeys = list_length(stream->routes);
+	return keys;
 }
 
 /*
@@ -404,7 +297,7 @@ router_sql(RsScanState *state, NodeStream *stream, const char *select, const cha
  * key is waiting.
  */
 static bool
-route_keys(RsScanState *state, List *routes, const char *select, const char *from_where, const char *tail)
+route_keys(RsScanState *state, List *routes)
 {
 	ListCell   *lc;
 	bool		any = false;
@@ -462,17 +355,20 @@ route_keys(RsScanState *state, List *routes, const char *select, const char *fro
 				 * With no parameter but the keys, the statement is prepared
 				 * on the node once and only the keys travel afterwards.
 				 */
-				if (state->nparams == 0 && OidIsValid(get_array_type(state->key_type)) &&
+				int			nkeys;
+				Datum	   *keys = stream_keys(stream, &nkeys);
+
+				if (state->plan->nparams == 0 && OidIsValid(get_array_type(state->key_type)) &&
 					remote_can_send_prepared(stream->conn, in_transaction))
 				{
-					char	   *param;
-					char	   *sql = router_sql_param(state, stream, select, from_where, tail, &param);
-					const char *params[1] = {param};
+					const char *params[1] = {rsfdw_router_param_text(state->key_type, keys, nkeys)};
 
-					remote_send_prepared(stream->conn, sql, 1, params, stream);
+					remote_send_prepared(stream->conn, rsfdw_router_sql_param(state->sql, state->key_column,
+																			  state->key_type, nkeys > 1),
+										 1, params, stream);
 				}
 				else
-					remote_send(stream->conn, router_sql(state, stream, select, from_where, tail),
+					remote_send(stream->conn, rsfdw_router_sql(state->sql, state->key_column, state->key_type, keys, nkeys),
 								in_transaction, stream);
 			}
 			if (!remote_owner_pending(stream->conn, stream))
@@ -495,20 +391,6 @@ route_keys(RsScanState *state, List *routes, const char *select, const char *fro
 		if (!retry)
 			return any;
 	}
-}
-
-/* The call of reads_here() for a table's rows (alias t): by its key columns. */
-char *
-rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char *version)
-{
-	char	   *table = rsfdw_relation_name(placement->relid);
-
-	if (placement->keyspace_attnum > 0)
-		return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)",
-						quote_literal_cstr(table), quote_identifier(placement->key_column),
-						quote_identifier(placement->keyspace_column), excluded, version);
-	return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, %s, %s)",
-					quote_literal_cstr(table), quote_identifier(placement->key_column), excluded, version);
 }
 
 /*
@@ -567,14 +449,10 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 				 ? errhint("The rows of those ranges are missing from this answer.")
 				 : errhint("Set ringshard.allow_partial_reads to read the other rows.")));
 	}
-	/* Each row once: on its first replica not left out (none with one copy); t.*, as a column may be named t */
+	/* Each row once: on its first replica not left out (no filter with one copy and nobody left out) */
 	*filter = "";
 	if (any_excluded || !placement_single_copy(placement))
-		*filter = psprintf(" AND %s", rsfdw_reads_here_sql(placement,
-															   psprintf("%s::pg_catalog.text[]",
-																		quote_literal_cstr(names_literal(placement, excluded, nnodes))),
-															   psprintf("%lld::pg_catalog.int8",
-																		(long long) coordinator_topology_version())));
+		*filter = rsfdw_fanout_filter(placement, excluded, coordinator_topology_version());
 	return all;
 }
 
@@ -614,18 +492,13 @@ start_scan(ForeignScanState *node)
 	RsScanState *state = node->fdw_state;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	MemoryContext old = MemoryContextSwitchTo(state->scan_cxt);
-	char	   *select = rsfdw_fill_template(state->select_tmpl, state->param_states, state->param_exprs, econtext);
-	char	   *from_where = rsfdw_fill_template(state->from_where_tmpl, state->param_states, state->param_exprs, econtext);
-	char	   *tail = rsfdw_fill_template(state->tail_tmpl, state->param_states, state->param_exprs, econtext);
 	int			nnodes = placement_node_count(&state->placement);
 
 	state->streams = NULL;
 	state->nstreams = 0;
 	state->capacity = 0;
 	state->started = true;
-	state->sql_select = select;
-	state->sql_from_where = from_where;
-	state->sql_tail = tail;
+	state->sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
 
 	if (state->kind == RS_SCAN_FANOUT)
 	{
@@ -650,11 +523,8 @@ start_scan(ForeignScanState *node)
 				continue;
 			}
 			snprintf(stream->cursor, sizeof(stream->cursor), "ringshard_c%u", ++cursor_number);
-			remote_send(stream->conn,
-						psprintf("DECLARE %s NO SCROLL CURSOR FOR SELECT %s%s%s%s; FETCH %d FROM %s",
-								 stream->cursor, select, from_where, filter, tail, ringshard_fetch_size,
-								 stream->cursor),
-						true, stream);
+			remote_send(stream->conn, rsfdw_fanout_sql(stream->cursor, state->binary_fanout, state->sql, filter,
+													   ringshard_fetch_size), true, stream);
 			stream->in_flight = stream->conn->link == LINK_BUSY;
 			if (!stream->in_flight)
 				ereport(ERROR,
@@ -678,18 +548,23 @@ start_scan(ForeignScanState *node)
 			if (keyspace_null)
 				isnull = true;	/* keyspace = NULL matches nothing */
 		}
-		if (!isnull && state->key_is_array)
+		if (!isnull && state->plan->key_is_array)
 		{
 			ArrayType  *array = DatumGetArrayTypeP(keys);
 			Datum	   *elems;
 			bool	   *nulls;
 			int			nelems;
+			const char **key_bytes;
+			size_t	   *key_len;
+			char		key_buf[KEY_BYTES_BUFSIZE];
 			int16		typlen;
 			bool		typbyval;
 			char		typalign;
 
 			get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
 			deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &nelems);
+			key_bytes = palloc0(sizeof(char *) * Max(nelems, 1));
+			key_len = palloc0(sizeof(size_t) * Max(nelems, 1));
 			for (int i = 0; i < nelems; i++)
 			{
 				KeyRoute   *route;
@@ -697,9 +572,15 @@ start_scan(ForeignScanState *node)
 
 				if (nulls[i])
 					continue;
-				/* the same key twice is read once */
+				/*
+				 * The same key twice is read once: equal keys (1.5 and 1.50,
+				 * 'c7' and 'c7 ' as char(n)) have the same canonical bytes,
+				 * whatever bytes their values have.
+				 */
+				key_bytes[i] = key_encoder_bytes_slow(&state->placement.key, elems[i], key_buf, &key_len[i]);
+				key_bytes[i] = pnstrdup(key_bytes[i], key_len[i]);
 				for (int j = 0; j < i && !seen; j++)
-					seen = !nulls[j] && datumIsEqual(elems[i], elems[j], typbyval, typlen);
+					seen = !nulls[j] && key_len[j] == key_len[i] && memcmp(key_bytes[j], key_bytes[i], key_len[i]) == 0;
 				if (seen)
 					continue;
 				route = palloc0(sizeof(KeyRoute));
@@ -716,7 +597,7 @@ start_scan(ForeignScanState *node)
 			route_key(state, route, keyspace);
 			routes = lappend(routes, route);
 		}
-		(void) route_keys(state, routes, select, from_where, tail);
+		(void) route_keys(state, routes);
 	}
 	MemoryContextSwitchTo(old);
 }
@@ -742,7 +623,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 			}
 			stream->routes = NIL;
 			stream->exhausted = true;
-			(void) route_keys(state, moved, state->sql_select, state->sql_from_where, state->sql_tail);
+			(void) route_keys(state, moved);
 			MemoryContextSwitchTo(old);
 			return;
 		}
@@ -753,21 +634,15 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 				 errdetail_internal("%s", stream->conn->last_error ? stream->conn->last_error : "")));
 	}
 	if (!out->ok)
-	{
-		PGresult   *res = out->result;
-
-		PG_TRY();
-		{
-			remote_report_error(ERROR, stream->conn, res, NULL);
-		}
-		PG_FINALLY();
-		{
-			PQclear(res);
-		}
-		PG_END_TRY();
-	}
-	if (stream->batch)
-		PQclear(stream->batch);
+		remote_report_error(ERROR, stream->conn, out->result, NULL);
+	/* a batch of the columns asked for, no more rows than a FETCH asks */
+	remote_expect_rows(stream->conn, out->result, Max(state->nretrieved, 1), 0,
+					   state->kind == RS_SCAN_FANOUT ? ringshard_fetch_size : -1,
+					   psprintf("a read of table %s", RelationGetRelationName(state->rel)));
+	if (state->kind == RS_SCAN_FANOUT)
+		remote_expect_formats(stream->conn, out->result, state->binary_fanout ? 1 : 0, NULL,
+							  psprintf("a read of table %s", RelationGetRelationName(state->rel)));
+	remote_result_free(stream->batch);
 	stream->batch = out->result;
 	stream->next = 0;
 	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < ringshard_fetch_size)
@@ -780,7 +655,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 		return;
 	}
 	/* prefetch: the node works on the next batch while we return this one */
-	remote_send(stream->conn, psprintf("FETCH %d FROM %s", ringshard_fetch_size, stream->cursor), true, stream);
+	remote_send(stream->conn, rsfdw_fetch_sql(stream->cursor, ringshard_fetch_size), true, stream);
 	stream->in_flight = stream->conn->link == LINK_BUSY;
 	if (!stream->in_flight)
 		ereport(ERROR,
@@ -836,6 +711,23 @@ stream_has_row(NodeStream *stream)
 	return stream->batch != NULL && stream->next < PQntuples(stream->batch);
 }
 
+/* A retrieved column's value in a batch, decoded in the format it came in (binary or text). */
+static Datum
+column_value(RsScanState *state, NodeStream *stream, PGresult *res, int row, int column)
+{
+	int			attnum = state->retrieved_attnums[column];
+	RemoteCodec *codec = PQfformat(res, column) == 1 ? &state->binary_codecs[attnum - 1]
+		: &state->text_codecs[attnum - 1];
+
+	if (PQfformat(res, column) == 1 && !codec->binary)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("node \"%s\" sent column %d of table %s in binary, which was not asked for",
+						stream->conn->node, column + 1, RelationGetRelationName(state->rel))));
+	return remote_codec_decode(codec, PQgetvalue(res, row, column), PQgetlength(res, row, column),
+							   stream->conn->node);
+}
+
 /* Fill the slot from row r of a stream's batch. */
 static void
 store_row(RsScanState *state, NodeStream *stream, TupleTableSlot *slot)
@@ -854,9 +746,7 @@ store_row(RsScanState *state, NodeStream *stream, TupleTableSlot *slot)
 
 		if (PQgetisnull(res, row, j))
 			continue;
-		slot->tts_values[attnum - 1] = InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, row, j),
-														 state->typioparams[attnum - 1],
-														 TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+		slot->tts_values[attnum - 1] = column_value(state, stream, res, row, j);
 		slot->tts_isnull[attnum - 1] = false;
 	}
 	MemoryContextSwitchTo(old);
@@ -882,12 +772,9 @@ load_sort_values(RsScanState *state, NodeStream *stream)
 	for (int k = 0; k < state->nsort; k++)
 	{
 		int			column = state->sort_columns[k];
-		int			attnum = state->retrieved_attnums[column];
 
 		stream->sort_nulls[k] = PQgetisnull(res, row, column);
-		stream->sort_values[k] = stream->sort_nulls[k] ? (Datum) 0
-			: InputFunctionCall(&state->in_functions[attnum - 1], PQgetvalue(res, row, column),
-								state->typioparams[attnum - 1], TupleDescAttr(state->desc, attnum - 1)->atttypmod);
+		stream->sort_values[k] = stream->sort_nulls[k] ? (Datum) 0 : column_value(state, stream, res, row, column);
 	}
 	MemoryContextSwitchTo(old);
 	stream->has_row = true;
@@ -979,11 +866,10 @@ finish_run(RsScanState *state)
 		{
 			remote_forget_owner(stream->conn, stream);
 			if (stream->cursor[0] != '\0' && stream->conn->link == LINK_IDLE && stream->conn->xact == RXACT_OPEN)
-				remote_send(stream->conn, psprintf("CLOSE %s", stream->cursor), true, &cursor_number);
+				remote_send(stream->conn, rsfdw_close_sql(stream->cursor), true, &cursor_number);
 			/* owned by no stream, whose freed address a later scan may get; dropped at transaction end */
 		}
-		if (stream->batch)
-			PQclear(stream->batch);
+		remote_result_free(stream->batch);
 		stream->batch = NULL;
 	}
 	state->nstreams = 0;
@@ -1043,31 +929,14 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	}
 	if (es->verbose)
 	{
-		StringInfoData sql;
-		ListCell   *lc;
-		List	   *pieces[3] = {state->select_tmpl, state->from_where_tmpl, state->tail_tmpl};
+		RsScanSQL  *sql = rsfdw_scan_sql(state->plan, NULL);
+		char	   *filter = "";
 
-		initStringInfo(&sql);
-		appendStringInfoString(&sql, "SELECT ");
-		for (int p = 0; p < 3; p++)
-		{
-			if (p == 2)
-			{
-				if (state->kind == RS_SCAN_FANOUT && !placement_single_copy(&state->placement))
-					appendStringInfo(&sql, " AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
-				else if (state->kind != RS_SCAN_FANOUT)
-					appendStringInfo(&sql, " AND t.%s = ANY ($keys)", state->key_column);
-			}
-			foreach(lc, pieces[p])
-			{
-				Node	   *piece = lfirst(lc);
-
-				if (IsA(piece, String))
-					appendStringInfoString(&sql, strVal(piece));
-				else
-					appendStringInfo(&sql, "$%d", intVal(piece));
-			}
-		}
-		ExplainPropertyText("Remote SQL", sql.data, es);
+		if (state->kind == RS_SCAN_FANOUT && !placement_single_copy(&state->placement))
+			filter = psprintf(" AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
+		else if (state->kind != RS_SCAN_FANOUT)
+			filter = psprintf(" AND t.%s = ANY ($keys)", state->key_column);
+		ExplainPropertyText("Remote SQL", psprintf("SELECT %s%s%s%s%s", sql->select, sql->from, sql->where, filter,
+												   sql->tail), es);
 	}
 }

@@ -561,26 +561,6 @@ rsGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *i
 	}
 }
 
-/* A template's text as EXPLAIN shows it: parameter holes as $n. */
-static char *
-template_text(List *pieces)
-{
-	StringInfoData buf;
-	ListCell   *lc;
-
-	initStringInfo(&buf);
-	foreach(lc, pieces)
-	{
-		Node	   *piece = lfirst(lc);
-
-		if (IsA(piece, String))
-			appendStringInfoString(&buf, strVal(piece));
-		else
-			appendStringInfo(&buf, "$%d", intVal(piece));
-	}
-	return buf.data;
-}
-
 /* An expression's SQL as EXPLAIN shows it. */
 static char *
 expr_text(PlannerInfo *root, RelOptInfo *base, Expr *expr, List **params)
@@ -589,7 +569,7 @@ expr_text(PlannerInfo *root, RelOptInfo *base, Expr *expr, List **params)
 
 	rsfdw_deparse_init(&ctx, root, base, base->relid, params);
 	rsfdw_append_expr(&ctx, expr);
-	return template_text(rsfdw_deparse_finish(&ctx));
+	return rsfdw_template_text(rsfdw_deparse_finish(&ctx), NULL);
 }
 
 /* A LIMIT or OFFSET value as EXPLAIN shows it. */
@@ -641,7 +621,7 @@ append_partial_call(DeparseContext *ctx, const char *name, Aggref *aggref, const
  */
 static void
 late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid, List **tiebreak,
-			   List **late_check)
+			   RsLateCheck **late_check)
 {
 	StringInfoData inner_select;
 	StringInfoData inner_order;
@@ -652,7 +632,7 @@ late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid
 	ListCell   *lc;
 
 	*tiebreak = NIL;
-	*late_check = NIL;
+	*late_check = NULL;
 	for (int i = 0; i < 2; i++)
 		if (keys[i] > 0)
 		{
@@ -699,8 +679,11 @@ late_check_sql(PlannerInfo *root, RsUpperInfo *upper, RsRelInfo *info, Oid relid
 	}
 	foreach(lc, *tiebreak)
 		appendStringInfo(&outer, "%s%d", foreach_current_index(lc) ? ", " : "", ncolumns + 1 + foreach_current_index(lc));
-	*late_check = list_make4(makeString(inner_select.data), makeString(inner_order.data), makeString(outer.data),
-							 makeString(row.data));
+	*late_check = palloc(sizeof(RsLateCheck));
+	(*late_check)->inner_select = inner_select.data;
+	(*late_check)->inner_order = inner_order.data;
+	(*late_check)->outer = outer.data;
+	(*late_check)->row = row.data;
 }
 
 ForeignScan *
@@ -713,25 +696,12 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 	Oid			relid = planner_rt_fetch(base->relid, root)->relid;
 	List	   *params = NIL;
 	List	   *remote_exprs = NIL;
-	List	   *select_tmpl;
-	List	   *from_where_tmpl;
-	List	   *tail_tmpl;
-	List	   *retrieved = NIL;
-	List	   *sort_info = NIL;
-	List	   *aggregates = NIL;
-	List	   *groups = NIL;
 	List	   *fdw_exprs;
-	List	   *private;
 	List	   *qual = NIL;
 	StringInfoData pushed;
-	char	   *relations;
-	char	   *limit_sql = "";
-	List	   *tiebreak = NIL;
-	List	   *late_check = NIL;
-	int			limit_index = 0;
-	int			offset_index = 0;
 	ListCell   *lc;
 	DeparseContext ctx;
+	RsScanPlan *plan = palloc0(sizeof(RsScanPlan));
 
 	initStringInfo(&pushed);
 
@@ -741,15 +711,11 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 	 */
 	foreach(lc, info->remote_conds)
 		remote_exprs = lappend(remote_exprs, lfirst_node(RestrictInfo, lc)->clause);
-	rsfdw_deparse_init(&ctx, root, base, base->relid, &params);
-	rsfdw_append(&ctx, " FROM ");
-	rsfdw_append(&ctx, rsfdw_relation_name(relid));
-	rsfdw_append(&ctx, " t WHERE ");
-	if (remote_exprs)
-		rsfdw_append_expr(&ctx, (Expr *) remote_exprs);
-	else
-		rsfdw_append(&ctx, "true");
-	from_where_tmpl = rsfdw_deparse_finish(&ctx);
+	rsfdw_deparse_from_where(root, base, relid, remote_exprs, &params, plan);
+	plan->relid = relid;
+	plan->kind = RS_SCAN_FANOUT;
+	plan->upper = true;
+	plan->aggregating = upper->stage == UPPERREL_GROUP_AGG;
 
 	rsfdw_deparse_init(&ctx, root, base, base->relid, &params);
 	if (upper->stage == UPPERREL_GROUP_AGG)
@@ -758,6 +724,10 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 		int			column = 0;
 		StringInfoData names;
 		StringInfoData grouped_by;
+
+		plan->ngroups = ngroups;
+		plan->groups = palloc0(sizeof(RsGroupKey) * Max(ngroups, 1));
+		plan->aggregates = palloc0(sizeof(RsAggregatePlan) * Max(list_length(upper->scan_tlist), 1));
 
 		initStringInfo(&names);
 		initStringInfo(&grouped_by);
@@ -774,8 +744,9 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 				SortGroupClause *clause = list_nth(upper->group_clauses, output);
 
 				rsfdw_append_expr(&ctx, tle->expr);
-				groups = lappend(groups, list_make2_int(clause->eqop, exprCollation((Node *) tle->expr)));
-				retrieved = lappend_int(retrieved, output + 1);
+				plan->groups[output].equality_operator = clause->eqop;
+				plan->groups[output].collation = exprCollation((Node *) tle->expr);
+				plan->retrieved = lappend_int(plan->retrieved, output + 1);
 				appendStringInfo(&grouped_by, "%s%s", output > 0 ? ", " : "",
 								 expr_text(root, base, tle->expr, &params));
 				column++;
@@ -829,28 +800,35 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 						function = F_INTERVAL_PL;
 						break;
 				}
-				aggregates = lappend(aggregates, lappend_int(list_make5_int(kind, column, output, partial_type,
-																			function),
-															 aggref->inputcollid));
+				{
+					RsAggregatePlan *a = &plan->aggregates[plan->naggregates++];
+
+					a->kind = kind;
+					a->column = column;
+					a->output = output;
+					a->partial_type = partial_type;
+					a->function = function;
+					a->collation = aggref->inputcollid;
+				}
 				column += (kind == RS_COMBINE_AVG_NUMERIC || kind == RS_COMBINE_AVG_FLOAT8 ||
 						   kind == RS_COMBINE_AVG_INTERVAL) ? 2 : 1;
 			}
 		}
 		if (column == 0)
 			rsfdw_append(&ctx, "NULL");
-		select_tmpl = rsfdw_deparse_finish(&ctx);
+		plan->select_tmpl = rsfdw_deparse_finish(&ctx);
 
 		/* GROUP BY the select list's first columns */
 		rsfdw_deparse_init(&ctx, root, base, base->relid, &params);
 		for (int i = 0; i < ngroups; i++)
 			rsfdw_append(&ctx, psprintf("%s%d", i == 0 ? " GROUP BY " : ", ", i + 1));
-		tail_tmpl = rsfdw_deparse_finish(&ctx);
+		plan->tail_tmpl = rsfdw_deparse_finish(&ctx);
 
 		appendStringInfo(&pushed, "aggregates (%s)", names.len ? names.data : "none");
 		if (ngroups > 0)
 			appendStringInfo(&pushed, " grouped by %s", grouped_by.data);
 		appendStringInfoString(&pushed, ", combined here");
-		relations = psprintf("Aggregate on %s", rsfdw_relation_name(relid));
+		plan->relations = psprintf("Aggregate on %s", rsfdw_relation_name(relid));
 		qual = upper->having;
 	}
 	else
@@ -864,11 +842,13 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 			if (foreach_current_index(lc) > 0)
 				rsfdw_append(&ctx, ", ");
 			rsfdw_append_expr(&ctx, lfirst_node(TargetEntry, lc)->expr);
-			retrieved = lappend_int(retrieved, foreach_current_index(lc) + 1);
+			plan->retrieved = lappend_int(plan->retrieved, foreach_current_index(lc) + 1);
 		}
 		if (upper->scan_tlist == NIL)
 			rsfdw_append(&ctx, "NULL");
-		select_tmpl = rsfdw_deparse_finish(&ctx);
+		plan->select_tmpl = rsfdw_deparse_finish(&ctx);
+		plan->nsort = list_length(upper->pathkeys);
+		plan->sort = palloc0(sizeof(RsSortKey) * Max(plan->nsort, 1));
 
 		/* ORDER BY; the LIMIT (limit + offset) is added when the scan starts */
 		initStringInfo(&order_by);
@@ -893,11 +873,16 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 			rsfdw_append(&ctx, nulls);
 			appendStringInfo(&order_by, "%s%s%s%s", order_by.len ? ", " : "",
 							 expr_text(root, base, expr, &params), direction, nulls);
-			sort_info = lappend(sort_info, list_make4_int(tlist_member(expr, upper->scan_tlist)->resno,
-														  sortop, pk->pk_eclass->ec_collation,
-														  pk->pk_nulls_first));
+			{
+				RsSortKey  *key = &plan->sort[foreach_current_index(lc)];
+
+				key->column = tlist_member(expr, upper->scan_tlist)->resno;
+				key->sort_operator = sortop;
+				key->collation = pk->pk_eclass->ec_collation;
+				key->nulls_first = pk->pk_nulls_first;
+			}
 		}
-		tail_tmpl = rsfdw_deparse_finish(&ctx);
+		plan->tail_tmpl = rsfdw_deparse_finish(&ctx);
 
 		/* each node returns limit + offset rows */
 		if (upper->limit_offset == NULL)
@@ -910,53 +895,32 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 								  DatumGetInt64(((Const *) upper->limit_offset)->constvalue));
 		else
 			node_limit = psprintf("%s + %s", limit_text(upper->limit_count), limit_text(upper->limit_offset));
-		limit_sql = psprintf(" LIMIT %s", node_limit);
+		plan->limit_sql = psprintf(" LIMIT %s", node_limit);
 		if (upper->pathkeys != NIL)
-			late_check_sql(root, upper, info, relid, &tiebreak, &late_check);
+			late_check_sql(root, upper, info, relid, &plan->tiebreak, &plan->late);
 		if (order_by.len)
 			appendStringInfo(&pushed, "ORDER BY %s ", order_by.data);
 		appendStringInfo(&pushed, "LIMIT %s", node_limit);
 		appendStringInfoString(&pushed, order_by.len ? " on each node, merged here" : " on each node");
 		if (upper->limit_offset)
 			appendStringInfo(&pushed, "; OFFSET %s here", limit_text(upper->limit_offset));
-		relations = rsfdw_relation_name(relid);
+		plan->relations = rsfdw_relation_name(relid);
 	}
+	plan->pushed = pushed.data;
 
 	/* fdw_exprs: template parameters, then LIMIT and OFFSET */
+	plan->nparams = list_length(params);
 	fdw_exprs = list_copy(params);
 	if (upper->limit_count)
 	{
 		fdw_exprs = lappend(fdw_exprs, upper->limit_count);
-		limit_index = list_length(fdw_exprs);
+		plan->limit_index = list_length(fdw_exprs);
 	}
 	if (upper->limit_offset)
 	{
 		fdw_exprs = lappend(fdw_exprs, upper->limit_offset);
-		offset_index = list_length(fdw_exprs);
+		plan->offset_index = list_length(fdw_exprs);
 	}
-
-	private = NIL;
-	private = lappend(private, select_tmpl);
-	private = lappend(private, from_where_tmpl);
-	private = lappend(private, tail_tmpl);
-	private = lappend(private, retrieved);
-	private = lappend(private, makeInteger(relid));
-	private = lappend(private, makeInteger(RS_SCAN_FANOUT));
-	private = lappend(private, makeInteger(list_length(params)));
-	private = lappend(private, makeString(pstrdup("")));
-	private = lappend(private, makeInteger(0));
-	private = lappend(private, sort_info);
-	private = lappend(private, makeInteger(limit_index));
-	private = lappend(private, makeInteger(offset_index));
-	private = lappend(private, aggregates);
-	private = lappend(private, makeInteger(upper->stage == UPPERREL_GROUP_AGG ? 1 : 0));
-	private = lappend(private, groups);
-	private = lappend(private, makeString(pushed.data));
-	private = lappend(private, makeString(relations));
-	private = lappend(private, makeString(limit_sql));
-	private = lappend(private, tiebreak);
-	private = lappend(private, late_check);
-	Assert(list_length(private) == RS_UPRIV_COUNT);
-
-	return make_foreignscan(tlist, qual, 0, fdw_exprs, private, upper->scan_tlist, NIL, outer_plan);
+	return make_foreignscan(tlist, qual, 0, fdw_exprs, rsfdw_scan_plan_to_private(plan), upper->scan_tlist, NIL,
+							outer_plan);
 }

@@ -42,40 +42,6 @@
 
 #include "fdw/fdw.h"
 
-/*
- * ForeignScan.fdw_private of an upper scan: the RsScanPrivate entries (with
- * RS_PRIV_AGGREGATES non-NIL for aggregates; RS_PRIV_SORT, RS_PRIV_LIMIT
- * and RS_PRIV_OFFSET for the top rows), then these.
- */
-enum RsUpperPrivate
-{
-	RS_UPRIV_AGGREGATING = RS_PRIV_COUNT,	/* Integer: 1 for aggregates (combined), 0 for top rows (merged) */
-	RS_UPRIV_GROUPS,			/* List of IntLists (equality operator, collation), one per GROUP BY column */
-	RS_UPRIV_PUSHED,			/* String: what the nodes do, for EXPLAIN */
-	RS_UPRIV_RELATIONS,			/* String: the relation, for EXPLAIN */
-	RS_UPRIV_LIMIT_SQL,			/* String: the remote LIMIT as EXPLAIN shows it */
-	RS_UPRIV_TIEBREAK,			/* IntList: attnums of the key (and keyspace) columns, NIL: no late check */
-	RS_UPRIV_LATE_CHECK,		/* List of 4 Strings: the SQL pieces of the late check (see upper_scan.c) */
-	RS_UPRIV_COUNT
-};
-
-/*
- * How the coordinator combines one pushed-down aggregate.  Each is an
- * IntList in RS_PRIV_AGGREGATES: (kind, remote column, output column,
- * partial type, function, collation), columns 0-based; function is the
- * addition for sums and averages, the aggregate's sort operator for min
- * and max.  Averages read two remote columns: the sum, then the count.
- */
-typedef enum RsCombineKind
-{
-	RS_COMBINE_COUNT = 1,		/* total of the counts */
-	RS_COMBINE_SUM,				/* total of the sums, in the sum's own type */
-	RS_COMBINE_MIN_MAX,			/* the first partial in the sort operator's order */
-	RS_COMBINE_AVG_NUMERIC,		/* numeric total sum / total count (integer and numeric input) */
-	RS_COMBINE_AVG_FLOAT8,		/* float8 total sum / total count (float input) */
-	RS_COMBINE_AVG_INTERVAL		/* interval total sum / total count */
-} RsCombineKind;
-
 /* upper.c */
 extern ForeignScan *rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path,
 									 List *tlist, List *scan_clauses, Plan *outer_plan);

@@ -44,6 +44,7 @@
 #include "fdw/upper.h"
 #include "placement.h"
 #include "remote/connection.h"
+#include "remote/values.h"
 
 /* One pushed-down aggregate, as the coordinator combines it. */
 typedef struct UpperAggregate
@@ -51,8 +52,7 @@ typedef struct UpperAggregate
 	RsCombineKind kind;
 	int			column;			/* remote column of its partial result (averages: the sum; the count follows) */
 	int			output;			/* its column in the scan tuple */
-	FmgrInfo	input;			/* the partial result's input function */
-	Oid			typioparam;
+	RemoteCodec codec;			/* how the partial result is read */
 	int16		typlen;
 	bool		typbyval;
 	FmgrInfo	addition;		/* sums and averages: adds two partial sums */
@@ -81,26 +81,19 @@ typedef struct NodeAnswer
 
 typedef struct UpperScanState
 {
+	RsScanPlan *plan;			/* what planning decided (plan_state.h) */
 	Oid			relid;
 	Oid			userid;
 	TablePlacement placement;
 	bool		explain_only;
-	List	   *select_tmpl;
-	List	   *from_where_tmpl;
-	List	   *tail_tmpl;
 	List	   *param_exprs;
 	List	   *param_states;
 	ExprState  *limit_state;
 	ExprState  *offset_state;
-	char	   *pushed;			/* EXPLAIN */
-	char	   *relations;
-	char	   *limit_sql;
 
 	TupleDesc	scan_desc;		/* the scan tuple (fdw_scan_tlist) */
 	int			ncolumns_read;	/* columns of an answer that are decoded: the scan's, then the key's */
-	FmgrInfo   *in_functions;	/* per column read */
-	Oid		   *typioparams;
-	int32	   *typmods;
+	RemoteCodec *codecs;		/* per column read: answers come back as text (remote/values.h) */
 
 	/* aggregates */
 	bool		aggregating;
@@ -124,7 +117,6 @@ typedef struct UpperScanState
 	int			ntiebreak;
 	SortSupport sortkeys;
 	int		   *sort_columns;	/* 0-based answer column of each sort key */
-	List	   *late_check;		/* SQL pieces of the late check, NIL if there is none */
 	bool		late;			/* this run checks the top rows late: answers carry the key and a flag */
 	int			nmerge;			/* sort keys the merge compares in this run */
 	int			mine_column;	/* late check: the column saying whether the row is the node's own */
@@ -154,26 +146,14 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	Index		rtindex = bms_next_member(plan->fs_relids, -1);
 	RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
 	Relation	rel;
-	List	   *aggregates = list_nth(private, RS_PRIV_AGGREGATES);
-	List	   *groups = list_nth(private, RS_UPRIV_GROUPS);
-	List	   *sort_info = list_nth(private, RS_PRIV_SORT);
-	List	   *tiebreak = list_nth(private, RS_UPRIV_TIEBREAK);
-	int			nparams = intVal(list_nth(private, RS_PRIV_NPARAMS));
-	int			limit_index = intVal(list_nth(private, RS_PRIV_LIMIT));
-	int			offset_index = intVal(list_nth(private, RS_PRIV_OFFSET));
+	RsScanPlan *splan = rsfdw_scan_plan_from_private(private);
 	ListCell   *lc;
 	int			i;
 
 	node->fdw_state = state;
-	state->relid = (Oid) intVal(list_nth(private, RS_PRIV_RELID));
-	state->select_tmpl = list_nth(private, RS_PRIV_SELECT);
-	state->from_where_tmpl = list_nth(private, RS_PRIV_FROM_WHERE);
-	state->tail_tmpl = list_nth(private, RS_PRIV_TAIL);
-	state->aggregating = intVal(list_nth(private, RS_UPRIV_AGGREGATING)) != 0;
-	state->pushed = strVal(list_nth(private, RS_UPRIV_PUSHED));
-	state->relations = strVal(list_nth(private, RS_UPRIV_RELATIONS));
-	state->limit_sql = strVal(list_nth(private, RS_UPRIV_LIMIT_SQL));
-	state->late_check = list_nth(private, RS_UPRIV_LATE_CHECK);
+	state->plan = splan;
+	state->relid = splan->relid;
+	state->aggregating = splan->aggregating;
 	state->explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
 
 	/* Remote work runs as the role that reads: a view's owner through a view. */
@@ -190,14 +170,14 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 		ExprState  *es = ExecInitExpr(lfirst(lc), (PlanState *) node);
 
 		i++;
-		if (i <= nparams)
+		if (i <= splan->nparams)
 		{
 			state->param_exprs = lappend(state->param_exprs, lfirst(lc));
 			state->param_states = lappend(state->param_states, es);
 		}
-		else if (i == limit_index)
+		else if (i == splan->limit_index)
 			state->limit_state = es;
-		else if (i == offset_index)
+		else if (i == splan->offset_index)
 			state->offset_state = es;
 	}
 
@@ -206,54 +186,45 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	 * for the late check, of the key columns that follow them.
 	 */
 	state->scan_desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
-	state->ntiebreak = state->late_check ? list_length(tiebreak) : 0;
+	state->ntiebreak = splan->late ? list_length(splan->tiebreak) : 0;
 	state->ncolumns_read = state->scan_desc->natts + state->ntiebreak;
-	state->in_functions = palloc0(sizeof(FmgrInfo) * Max(state->ncolumns_read, 1));
-	state->typioparams = palloc0(sizeof(Oid) * Max(state->ncolumns_read, 1));
-	state->typmods = palloc0(sizeof(int32) * Max(state->ncolumns_read, 1));
+	state->codecs = palloc0(sizeof(RemoteCodec) * Max(state->ncolumns_read, 1));
 	for (i = 0; i < state->ncolumns_read; i++)
 	{
 		Form_pg_attribute attr;
-		Oid			input;
 
 		if (i < state->scan_desc->natts)
 			attr = TupleDescAttr(state->scan_desc, i);
 		else
-			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i - state->scan_desc->natts) - 1);
-		getTypeInputInfo(attr->atttypid, &input, &state->typioparams[i]);
-		fmgr_info(input, &state->in_functions[i]);
-		state->typmods[i] = attr->atttypmod;
+			attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(splan->tiebreak, i - state->scan_desc->natts) - 1);
+		remote_codec_init(&state->codecs[i], attr->atttypid, attr->atttypmod, false);
 	}
 	state->mine_column = state->ncolumns_read;
 
 	/* Aggregates: how each one combines, and how groups are told apart. */
-	state->ngroups = list_length(groups);
+	state->ngroups = splan->ngroups;
 	state->ncolumns = state->ngroups;
-	state->naggregates = list_length(aggregates);
+	state->naggregates = splan->naggregates;
 	state->aggregates = palloc0(sizeof(UpperAggregate) * Max(state->naggregates, 1));
-	foreach(lc, aggregates)
+	for (i = 0; i < splan->naggregates; i++)
 	{
-		List	   *description = lfirst(lc);
-		UpperAggregate *agg = &state->aggregates[foreach_current_index(lc)];
-		Oid			partial_type = (Oid) list_nth_int(description, 3);
-		Oid			function = (Oid) list_nth_int(description, 4);
-		Oid			input;
+		RsAggregatePlan *description = &splan->aggregates[i];
+		UpperAggregate *agg = &state->aggregates[i];
 
-		agg->kind = (RsCombineKind) list_nth_int(description, 0);
-		agg->column = list_nth_int(description, 1);
-		agg->output = list_nth_int(description, 2);
-		getTypeInputInfo(partial_type, &input, &agg->typioparam);
-		fmgr_info(input, &agg->input);
-		get_typlenbyval(partial_type, &agg->typlen, &agg->typbyval);
+		agg->kind = description->kind;
+		agg->column = description->column;
+		agg->output = description->output;
+		remote_codec_init(&agg->codec, description->partial_type, -1, false);
+		get_typlenbyval(description->partial_type, &agg->typlen, &agg->typbyval);
 		if (agg->kind == RS_COMBINE_MIN_MAX)
 		{
 			agg->order.ssup_cxt = CurrentMemoryContext;
-			agg->order.ssup_collation = (Oid) list_nth_int(description, 5);
+			agg->order.ssup_collation = description->collation;
 			agg->order.ssup_nulls_first = false;
-			PrepareSortSupportFromOrderingOp(function, &agg->order);
+			PrepareSortSupportFromOrderingOp(description->function, &agg->order);
 		}
 		else if (agg->kind != RS_COMBINE_COUNT)
-			fmgr_info(function, &agg->addition);
+			fmgr_info(description->function, &agg->addition);
 		state->ncolumns += (agg->kind == RS_COMBINE_AVG_NUMERIC || agg->kind == RS_COMBINE_AVG_FLOAT8 ||
 							agg->kind == RS_COMBINE_AVG_INTERVAL) ? 2 : 1;
 	}
@@ -264,11 +235,10 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 
 		state->key_columns = palloc(sizeof(AttrNumber) * state->ngroups);
 		state->group_collations = palloc(sizeof(Oid) * state->ngroups);
-		foreach(lc, groups)
+		for (i = 0; i < state->ngroups; i++)
 		{
-			i = foreach_current_index(lc);
-			eqops[i] = (Oid) linitial_int((List *) lfirst(lc));
-			state->group_collations[i] = (Oid) lsecond_int((List *) lfirst(lc));
+			eqops[i] = splan->groups[i].equality_operator;
+			state->group_collations[i] = splan->groups[i].collation;
 			state->key_columns[i] = i + 1;
 			TupleDescCopyEntry(key_desc, i + 1, state->scan_desc, i + 1);
 		}
@@ -282,27 +252,27 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 	 * (late check) by the key columns in their default order, as the nodes
 	 * broke ties.
 	 */
-	state->nsort = list_length(sort_info);
+	state->nsort = splan->nsort;
 	if (state->nsort > 0)
 	{
 		int			nkeys = state->nsort + state->ntiebreak;
 
 		state->sortkeys = palloc0(sizeof(SortSupportData) * nkeys);
 		state->sort_columns = palloc(sizeof(int) * nkeys);
-		foreach(lc, sort_info)
+		for (i = 0; i < state->nsort; i++)
 		{
-			List	   *key = lfirst(lc);
-			SortSupport ssup = &state->sortkeys[foreach_current_index(lc)];
+			RsSortKey  *key = &splan->sort[i];
+			SortSupport ssup = &state->sortkeys[i];
 
-			state->sort_columns[foreach_current_index(lc)] = linitial_int(key) - 1;
+			state->sort_columns[i] = key->column - 1;
 			ssup->ssup_cxt = CurrentMemoryContext;
-			ssup->ssup_collation = (Oid) lthird_int(key);
-			ssup->ssup_nulls_first = lfourth_int(key) != 0;
-			PrepareSortSupportFromOrderingOp((Oid) lsecond_int(key), ssup);
+			ssup->ssup_collation = key->collation;
+			ssup->ssup_nulls_first = key->nulls_first;
+			PrepareSortSupportFromOrderingOp(key->sort_operator, ssup);
 		}
 		for (i = 0; i < state->ntiebreak; i++)
 		{
-			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(tiebreak, i) - 1);
+			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(splan->tiebreak, i) - 1);
 			SortSupport ssup = &state->sortkeys[state->nsort + i];
 
 			state->sort_columns[state->nsort + i] = state->scan_desc->natts + i;
@@ -320,19 +290,17 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 }
 
 /*
- * The answers are libpq results, outside any memory context: they are
- * cleared when the run's context goes, whether the scan ends, is rescanned
- * or fails.
+ * The answers are libpq results, outside any memory context: a run that
+ * ends clears them; one that fails leaves them to the remote layer, which
+ * clears what an aborted (sub)transaction still holds.
  */
 static void
-clear_answers(void *arg)
+clear_answers(UpperScanState *state)
 {
-	UpperScanState *state = arg;
 
 	for (int i = 0; i < state->nanswers; i++)
 	{
-		if (state->answers[i].result)
-			PQclear(state->answers[i].result);
+		remote_result_free(state->answers[i].result);
 		state->answers[i].result = NULL;
 	}
 	state->nanswers = 0;
@@ -366,9 +334,9 @@ keep_value(UpperAggregate *agg, Combined *combined, Datum value, MemoryContext c
 
 /* Add a node's count (never NULL) to a group's. */
 static void
-add_count(Combined *combined, PGresult *res, int row, int column)
+add_count(RemoteConnection *conn, Combined *combined, PGresult *res, int row, int column)
 {
-	int64		count = pg_strtoint64(PQgetvalue(res, row, column));
+	int64		count = remote_int64_value(conn, res, row, column, "an aggregate");
 
 	if (pg_add_s64_overflow(combined->count, count, &combined->count))
 		ereport(ERROR,
@@ -378,21 +346,23 @@ add_count(Combined *combined, PGresult *res, int row, int column)
 
 /* Combine one node's partial result of an aggregate into a group's state. */
 static void
-combine_partial(UpperAggregate *agg, Combined *combined, PGresult *res, int row, MemoryContext cxt)
+combine_partial(RemoteConnection *conn, UpperAggregate *agg, Combined *combined, PGresult *res, int row,
+				MemoryContext cxt)
 {
 	Datum		value;
 
 	if (agg->kind == RS_COMBINE_COUNT)
 	{
-		add_count(combined, res, row, agg->column);
+		add_count(conn, combined, res, row, agg->column);
 		return;
 	}
 	if (agg->kind == RS_COMBINE_AVG_NUMERIC || agg->kind == RS_COMBINE_AVG_FLOAT8 ||
 		agg->kind == RS_COMBINE_AVG_INTERVAL)
-		add_count(combined, res, row, agg->column + 1);
+		add_count(conn, combined, res, row, agg->column + 1);
 	if (PQgetisnull(res, row, agg->column))
 		return;					/* no value in this group on that node */
-	value = InputFunctionCall(&agg->input, PQgetvalue(res, row, agg->column), agg->typioparam, -1);
+	value = remote_codec_decode(&agg->codec, PQgetvalue(res, row, agg->column), PQgetlength(res, row, agg->column),
+								conn->node);
 	if (combined->isnull)
 		keep_value(agg, combined, value, cxt);
 	else if (agg->kind == RS_COMBINE_MIN_MAX)
@@ -426,11 +396,8 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 
 		if (res == NULL)
 			continue;
-		if (PQnfields(res) != state->ncolumns)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_ERROR),
-					 errmsg("node \"%s\" answered with %d columns instead of %d",
-							answer->conn->node, PQnfields(res), state->ncolumns)));
+		remote_expect_rows(answer->conn, res, state->ncolumns, 0, -1, "an aggregate");
+		remote_expect_formats(answer->conn, res, 0, NULL, "an aggregate");
 		nrows = PQntuples(res);
 		for (int row = 0; row < nrows; row++)
 		{
@@ -452,8 +419,8 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 				{
 					key->tts_isnull[k] = PQgetisnull(res, row, k);
 					key->tts_values[k] = key->tts_isnull[k] ? (Datum) 0
-						: InputFunctionCall(&state->in_functions[k], PQgetvalue(res, row, k), state->typioparams[k],
-											TupleDescAttr(state->scan_desc, k)->atttypmod);
+						: remote_codec_decode(&state->codecs[k], PQgetvalue(res, row, k), PQgetlength(res, row, k),
+											  answer->conn->node);
 				}
 				ExecStoreVirtualTuple(key);
 				entry = LookupTupleHashEntry(state->groups, key, &isnew, NULL);
@@ -468,10 +435,10 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 				keep_cxt = state->run_cxt;
 			}
 			for (int a = 0; a < state->naggregates; a++)
-				combine_partial(&state->aggregates[a], &combined[a], res, row, keep_cxt);
+				combine_partial(answer->conn, &state->aggregates[a], &combined[a], res, row, keep_cxt);
 			MemoryContextSwitchTo(old);
 		}
-		PQclear(res);
+		remote_result_free(res);
 		answer->result = NULL;
 	}
 	MemoryContextReset(state->temp_cxt);
@@ -508,13 +475,10 @@ start_run(ForeignScanState *node)
 	UpperScanState *state = node->fdw_state;
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
-	MemoryContextCallback *cleanup = palloc(sizeof(MemoryContextCallback));
-	char	   *select;
-	char	   *from_where;
-	char	   *tail;
+	RsScanSQL  *sql;
 	char	   *limit_clause = "";
 	char	   *filter;
-	char	   *sql;
+	char	   *statement;
 	RemoteConnection **conns;
 	RemoteConnection **sent;
 	const void **owners;
@@ -522,6 +486,7 @@ start_run(ForeignScanState *node)
 	int		   *which;
 	int			nsent = 0;
 	int			nnodes = placement_node_count(&state->placement);
+	int			limit_rows = -1;
 
 	state->started = true;
 	state->returned = 0;
@@ -530,9 +495,6 @@ start_run(ForeignScanState *node)
 	state->ungrouped_done = false;
 	state->groups = NULL;
 	state->ungrouped = NULL;
-	cleanup->func = clear_answers;
-	cleanup->arg = state;
-	MemoryContextRegisterResetCallback(state->run_cxt, cleanup);
 
 	if (!state->aggregating)
 	{
@@ -548,22 +510,17 @@ start_run(ForeignScanState *node)
 			return;
 		}
 		if (state->limit > 0 && !pg_add_s64_overflow(state->limit, state->offset, &rows))
+		{
 			limit_clause = psprintf(" LIMIT " INT64_FORMAT, rows);
+			limit_rows = rows > INT_MAX ? -1 : (int) rows;
+		}
 	}
-	select = rsfdw_fill_template(state->select_tmpl, state->param_states, state->param_exprs, econtext);
-	from_where = rsfdw_fill_template(state->from_where_tmpl, state->param_states, state->param_exprs, econtext);
-	tail = rsfdw_fill_template(state->tail_tmpl, state->param_states, state->param_exprs, econtext);
+	sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
 
 	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filter);
-	state->late = state->late_check != NIL && filter[0] != '\0' && limit_clause[0] != '\0';
+	state->late = state->plan->late != NULL && filter[0] != '\0' && limit_clause[0] != '\0';
 	state->nmerge = state->nsort + (state->late ? state->ntiebreak : 0);
-	if (state->late)
-		sql = psprintf("SELECT s.*, EXISTS (SELECT FROM %s t WHERE true%s) FROM (SELECT %s%s%s%s%s%s)%s",
-					   strVal(lfourth(state->late_check)), filter, select, strVal(linitial(state->late_check)),
-					   from_where, tail, strVal(lsecond(state->late_check)), limit_clause,
-					   strVal(lthird(state->late_check)));
-	else
-		sql = psprintf("SELECT %s%s%s%s%s", select, from_where, filter, tail, limit_clause);
+	statement = rsfdw_upper_sql(state->plan, sql, filter, limit_clause, state->late);
 	state->answers = palloc0(sizeof(NodeAnswer) * Max(nnodes, 1));
 	state->nanswers = nnodes;
 	sent = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
@@ -577,7 +534,7 @@ start_run(ForeignScanState *node)
 		if (conns[i] == NULL)
 			continue;
 		answer->conn = conns[i];
-		remote_send(answer->conn, sql, true, answer);
+		remote_send(answer->conn, statement, true, answer);
 		if (answer->conn->link != LINK_BUSY)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -604,6 +561,14 @@ start_run(ForeignScanState *node)
 					 errdetail_internal("%s", answer->conn->last_error ? answer->conn->last_error : "")));
 		if (!out[j].ok)
 			remote_report_error(ERROR, answer->conn, answer->result, NULL);
+		if (!state->aggregating)
+		{
+			/* the top rows: the scan's columns (then, late, the key columns and the flag), at most the LIMIT */
+			remote_expect_rows(answer->conn, answer->result,
+							   state->late ? state->ncolumns_read + 1 : Max(state->scan_desc->natts, 1), 0,
+							   limit_rows, "a read of the top rows");
+			remote_expect_formats(answer->conn, answer->result, 0, NULL, "a read of the top rows");
+		}
 	}
 	if (state->aggregating)
 		combine_answers(node, state);
@@ -681,7 +646,8 @@ static bool
 answer_has_own_row(UpperScanState *state, NodeAnswer *answer)
 {
 	while (state->late && answer_has_row(answer) &&
-		   strcmp(PQgetvalue(answer->result, answer->next, state->mine_column), "t") != 0)
+		   strcmp(remote_text_value(answer->conn, answer->result, answer->next, state->mine_column,
+									"a read of the top rows"), "t") != 0)
 	{
 		answer->next++;
 		answer->has_head = false;
@@ -696,8 +662,8 @@ answer_value(UpperScanState *state, NodeAnswer *answer, int column, bool *isnull
 	*isnull = PQgetisnull(answer->result, answer->next, column);
 	if (*isnull)
 		return (Datum) 0;
-	return InputFunctionCall(&state->in_functions[column], PQgetvalue(answer->result, answer->next, column),
-							 state->typioparams[column], state->typmods[column]);
+	return remote_codec_decode(&state->codecs[column], PQgetvalue(answer->result, answer->next, column),
+							   PQgetlength(answer->result, answer->next, column), answer->conn->node);
 }
 
 /* Merge: decode the sort values of an answer's current row. */
@@ -833,6 +799,7 @@ finish_run(UpperScanState *state)
 	}
 	if (state->group_slot)
 		ExecClearTuple(state->group_slot);	/* it points into the groups' memory */
+	clear_answers(state);
 	MemoryContextReset(state->run_cxt);
 	state->groups = NULL;
 	state->ungrouped = NULL;
@@ -876,27 +843,11 @@ rsupper_end_scan(ForeignScanState *node)
 		finish_run(state);
 }
 
-/* A template's text as EXPLAIN shows it: parameter holes as $n. */
-static void
-append_template_text(StringInfo buf, List *pieces)
-{
-	ListCell   *lc;
-
-	foreach(lc, pieces)
-	{
-		Node	   *piece = lfirst(lc);
-
-		if (IsA(piece, String))
-			appendStringInfoString(buf, strVal(piece));
-		else
-			appendStringInfo(buf, "$%d", intVal(piece));
-	}
-}
-
 void
 rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 {
 	UpperScanState *state = node->fdw_state;
+	RsScanPlan *plan = state->plan;
 	StringInfoData nodes;
 	int			n = placement_node_count(&state->placement);
 	bool		late;
@@ -905,34 +856,21 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 	for (int i = 0; i < n; i++)
 		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
 						 placement_node_up(&state->placement, i) ? "" : " (down)");
-	ExplainPropertyText("Relations", state->relations, es);
+	ExplainPropertyText("Relations", plan->relations, es);
 	ExplainPropertyText("Nodes", nodes.data, es);
 	/* with several copies of each row, top rows are checked late (unless the LIMIT turns out NULL) */
-	late = state->late_check != NIL && !placement_single_copy(&state->placement);
+	late = plan->late != NULL && !placement_single_copy(&state->placement);
 	ExplainPropertyText("Pushed down", late ? psprintf("%s; each node picks its own rows among its top rows",
-													   state->pushed) : state->pushed, es);
+													   plan->pushed) : plan->pushed, es);
 	if (es->verbose)
 	{
-		StringInfoData sql;
+		RsScanSQL  *sql = rsfdw_scan_sql(plan, NULL);
+		char	   *filter = "";
 
-		initStringInfo(&sql);
 		if (late)
-			appendStringInfo(&sql, "SELECT s.*, EXISTS (SELECT FROM %s t WHERE true AND "
-							 "%s) FROM (", strVal(lfourth(state->late_check)),
-							 rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
-		appendStringInfoString(&sql, "SELECT ");
-		append_template_text(&sql, state->select_tmpl);
-		if (late)
-			appendStringInfoString(&sql, strVal(linitial(state->late_check)));
-		append_template_text(&sql, state->from_where_tmpl);
-		if (!late && !placement_single_copy(&state->placement))
-			appendStringInfo(&sql, " AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
-		append_template_text(&sql, state->tail_tmpl);
-		if (late)
-			appendStringInfoString(&sql, strVal(lsecond(state->late_check)));
-		appendStringInfoString(&sql, state->limit_sql);
-		if (late)
-			appendStringInfo(&sql, ")%s", strVal(lthird(state->late_check)));
-		ExplainPropertyText("Remote SQL", sql.data, es);
+			filter = psprintf(" AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
+		else if (!placement_single_copy(&state->placement))
+			filter = psprintf(" AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
+		ExplainPropertyText("Remote SQL", rsfdw_upper_sql(plan, sql, filter, plan->limit_sql, late), es);
 	}
 }

@@ -10,6 +10,11 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
@@ -18,9 +23,11 @@
 #include "commands/defrem.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
+#include "libpq/pqcomm.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/pg_bswap.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "utils/acl.h"
@@ -29,16 +36,95 @@
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "remote/connection.h"
+#include "remote/values.h"
 #include "topology_cache.h"
-
-int			ringshard_node_timeout_ms = 5000;
 
 /* The connections of this session, by (server, role). */
 static HTAB *connections = NULL;
+
+/*
+ * Every result handed to a caller is tracked with the resource owner that
+ * was current when it arrived, so that an error anywhere between its
+ * arrival and the caller's remote_result_free() cannot leak it: when the
+ * owner is released on abort, what it still holds is cleared; on commit of
+ * a subtransaction it passes to the parent, as locks do.
+ */
+typedef struct TrackedResult
+{
+	PGresult   *result;
+	ResourceOwner owner;
+} TrackedResult;
+
+static TrackedResult *tracked = NULL;
+static int	ntracked = 0;
+static int	tracked_capacity = 0;
+
+static PGresult *
+track_result(PGresult *result)
+{
+	if (result == NULL)
+		return NULL;
+	if (ntracked == tracked_capacity)
+	{
+		int			capacity = tracked_capacity ? tracked_capacity * 2 : 16;
+
+		tracked = tracked ? repalloc(tracked, sizeof(TrackedResult) * capacity)
+			: MemoryContextAlloc(TopMemoryContext, sizeof(TrackedResult) * capacity);
+		tracked_capacity = capacity;
+	}
+	tracked[ntracked].result = result;
+	tracked[ntracked].owner = CurrentResourceOwner;
+	ntracked++;
+	return result;
+}
+
+/* The connection keeps a result again (parked for another owner). */
+static void
+untrack_result(PGresult *result)
+{
+	for (int i = ntracked - 1; i >= 0 && result != NULL; i--)
+		if (tracked[i].result == result)
+		{
+			tracked[i] = tracked[--ntracked];
+			break;
+		}
+}
+
+void
+remote_result_free(PGresult *result)
+{
+	if (result == NULL)
+		return;
+	untrack_result(result);
+	PQclear(result);
+}
+
+static void
+release_tracked_results(ResourceReleasePhase phase, bool isCommit, bool isTopLevel, void *arg)
+{
+	ResourceOwner parent;
+
+	if (phase != RESOURCE_RELEASE_AFTER_LOCKS)
+		return;
+	parent = ResourceOwnerGetParent(CurrentResourceOwner);
+	for (int i = ntracked - 1; i >= 0; i--)
+	{
+		if (tracked[i].owner != CurrentResourceOwner)
+			continue;
+		if (isCommit && !isTopLevel && parent != NULL)
+			tracked[i].owner = parent;
+		else
+		{
+			PQclear(tracked[i].result);
+			tracked[i] = tracked[--ntracked];
+		}
+	}
+}
 
 /* A result drained for an owner while another used the connection. */
 typedef struct ParkedResult
@@ -193,13 +279,6 @@ remote_connection_init(void)
 {
 	HASHCTL		ctl;
 
-	DefineCustomIntVariable("ringshard.node_timeout",
-							"Milliseconds a node may take to connect, or to answer a control command.",
-							"A node that takes longer is counted as failed. Queries of scans and writes "
-							"wait as long as they run (statement_timeout and cancel apply).",
-							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
-							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
-
 	ctl.keysize = sizeof(Oid) * 2;
 	ctl.entrysize = sizeof(RemoteConnection);
 	ctl.hcxt = TopMemoryContext;
@@ -207,6 +286,7 @@ remote_connection_init(void)
 
 	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, remote_inval_callback, (Datum) 0);
 	CacheRegisterSyscacheCallback(USERMAPPINGOID, remote_inval_callback, (Datum) 0);
+	RegisterResourceReleaseCallback(release_tracked_results, NULL);
 }
 
 /* Load node name -> server from ringshard.nodes (one catalog read per topology change). */
@@ -263,6 +343,13 @@ remote_node_server(const char *node)
 		load_node_servers();
 	if (strlen(node) < sizeof(entry->node))
 		entry = hash_search(node_servers, node, HASH_FIND, NULL);
+	if (entry == NULL || !entry->has_server || !OidIsValid(entry->serverid))
+	{
+		/* a node added or given an address since (in another session): read the catalog again */
+		load_node_servers();
+		if (strlen(node) < sizeof(entry->node))
+			entry = hash_search(node_servers, node, HASH_FIND, NULL);
+	}
 	if (entry == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -308,6 +395,8 @@ remote_node_conninfo(const char *node)
 	{
 		DefElem    *d = lfirst(lc);
 
+		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+			continue;
 		appendStringInfo(&buf, "%s%s=", buf.len ? " " : "", d->defname);
 		append_conninfo_value(&buf, defGetString(d));
 		has_dbname |= strcmp(d->defname, "dbname") == 0;
@@ -343,7 +432,8 @@ remote_connection(const char *node, Oid userid)
 		c->node = MemoryContextStrdup(TopMemoryContext, node);
 	}
 	/* A changed server or mapping takes effect once no transaction uses the link. */
-	if (c->invalidated && c->xact == RXACT_NONE && c->link != LINK_BUSY && c->link != LINK_COPY_IN)
+	if (c->invalidated && c->xact == RXACT_NONE && c->link != LINK_BUSY && c->link != LINK_COPY_IN &&
+		c->link != LINK_COPY_OUT)
 	{
 		remote_disconnect(c);
 		c->invalidated = false;
@@ -382,8 +472,16 @@ remote_may_see_addresses(void)
 static bool
 keyword_is_ours(const char *keyword)
 {
-	return strcmp(keyword, "client_encoding") == 0 || strcmp(keyword, "fallback_application_name") == 0;
+	return strcmp(keyword, "client_encoding") == 0 || strcmp(keyword, "fallback_application_name") == 0 ||
+		strcmp(keyword, RINGSHARD_AMBIENT_OPTION) == 0;
 }
+
+/*
+ * A path that names no file on any system (a file under /dev/null): libpq
+ * then finds no password file, client certificate or key of the server
+ * account's own.
+ */
+#define NO_SUCH_FILE "/dev/null/ringshard-offers-no-credential"
 
 /* The keyword/value arrays of a connection: our defaults, the server's options, the mapping's, ours. */
 typedef struct ConnParams
@@ -393,6 +491,7 @@ typedef struct ConnParams
 	int			n;
 	bool		has_password;
 	bool		password_required;
+	bool		ambient_allowed;	/* the address is a superuser's: its own credentials may log in */
 } ConnParams;
 
 static void
@@ -433,10 +532,30 @@ build_params(RemoteConnection *c, ConnParams *p)
 	{
 		DefElem    *d = lfirst(lc);
 
-		if (strcmp(d->defname, "options") == 0)
+		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
+			p->ambient_allowed = defGetBoolean(d);
+		else if (strcmp(d->defname, "options") == 0)
 			remote_options = defGetString(d);
 		else if (!keyword_is_ours(d->defname))
 			add_param(p, d->defname, defGetString(d));
+	}
+
+	/*
+	 * An address that a role below superuser chose gets none of the server
+	 * account's own credentials, from any role, the watchdog included: no
+	 * password file (PGPASSFILE, ~/.pgpass), no client certificate or key,
+	 * no Kerberos ticket.  Only what the role's user mapping says is
+	 * offered (docs/security.md).  These come after the server's options:
+	 * libpq takes the last value of a keyword.
+	 */
+	if (!p->ambient_allowed)
+	{
+		add_param(p, "password", "");	/* not PGPASSWORD either: the mapping's own, if any, follows */
+		add_param(p, "passfile", NO_SUCH_FILE);
+		add_param(p, "sslcert", NO_SUCH_FILE);
+		add_param(p, "sslkey", NO_SUCH_FILE);
+		add_param(p, "gssencmode", "disable");
+		add_param(p, "krbsrvname", "ringshard-offers-no-kerberos-ticket");
 	}
 
 	if (OidIsValid(c->umid))
@@ -461,8 +580,7 @@ build_params(RemoteConnection *c, ConnParams *p)
 	 * The remote session is fixed at connect, with no extra round trip:
 	 * values then cross the link exactly (docs/design.md, invariant 5).
 	 */
-	add_param(p, "options", psprintf("%s%s-c search_path=pg_catalog -c DateStyle=ISO -c IntervalStyle=postgres "
-									 "-c extra_float_digits=3 -c TimeZone=UTC",
+	add_param(p, "options", psprintf("%s%s-c search_path=pg_catalog -c TimeZone=UTC " REMOTE_PINNED_SETTINGS,
 									 remote_options ? remote_options : "", remote_options ? " " : ""));
 	add_param(p, "client_encoding", GetDatabaseEncodingName());
 	add_param(p, "fallback_application_name", "ringshard");
@@ -479,13 +597,17 @@ build_params(RemoteConnection *c, ConnParams *p)
 static void
 check_password_given(RemoteConnection *c, ConnParams *p)
 {
-	if (superuser_arg(c->userid) || !p->password_required)
+	if ((superuser_arg(c->userid) && p->ambient_allowed) || !p->password_required)
 		return;
 	if (!OidIsValid(c->umid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("role \"%s\" has no user mapping for node \"%s\"",
 						GetUserNameFromId(c->userid, false), c->node),
+				 superuser_arg(c->userid)
+				 ? errdetail("The node's address was set by a role below superuser, so the coordinator offers it "
+							 "none of the server account's own credentials.")
+				 : 0,
 				 errhint("CREATE USER MAPPING FOR %s SERVER %s OPTIONS (user '...', password '...');",
 						 quote_identifier(GetUserNameFromId(c->userid, false)),
 						 quote_identifier(GetForeignServer(c->serverid)->servername))));
@@ -493,7 +615,10 @@ check_password_given(RemoteConnection *c, ConnParams *p)
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required to connect to node \"%s\"", c->node),
-				 errdetail("A role below superuser must give a password in its user mapping."),
+				 superuser_arg(c->userid)
+				 ? errdetail("The node's address was set by a role below superuser: a superuser too must give "
+							 "a password in its user mapping.")
+				 : errdetail("A role below superuser must give a password in its user mapping."),
 				 errhint("Add it with ALTER USER MAPPING FOR %s SERVER %s OPTIONS (ADD password '...').",
 						 quote_identifier(GetUserNameFromId(c->userid, false)),
 						 quote_identifier(GetForeignServer(c->serverid)->servername))));
@@ -502,7 +627,7 @@ check_password_given(RemoteConnection *c, ConnParams *p)
 static void
 check_password_used(RemoteConnection *c, ConnParams *p)
 {
-	if (superuser_arg(c->userid) || !p->password_required)
+	if ((superuser_arg(c->userid) && p->ambient_allowed) || !p->password_required)
 		return;
 	if (!PQconnectionUsedPassword(c->conn))
 	{
@@ -552,10 +677,9 @@ wait_sockets(PGconn **conns, uint32 *events, int n, long timeout_ms)
 	FreeWaitEventSet(set);
 	for (int i = 0; i < nready; i++)
 		if (occurred[i].events & WL_LATCH_SET)
-		{
 			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-		}
+	/* every wait is interruptible: also when a busy socket wins over the latch */
+	CHECK_FOR_INTERRUPTS();
 }
 
 void
@@ -673,6 +797,7 @@ park_pending(RemoteConnection *c)
 	const void *owner = c->owner;
 
 	remote_receive(&c, 1, &out, 0, 0);
+	untrack_result(out.result);
 	if (c->link != LINK_BROKEN)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -696,12 +821,10 @@ remote_forget_owner(RemoteConnection *c, const void *owner)
 	if (c->link == LINK_BUSY && c->owner == owner)
 	{
 		remote_receive(&c, 1, &out, 0, 0);
-		if (out.result)
-			PQclear(out.result);
+		remote_result_free(out.result);
 	}
 	while (take_parked(c, owner, &out))
-		if (out.result)
-			PQclear(out.result);
+		remote_result_free(out.result);
 }
 
 bool
@@ -725,7 +848,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
-	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
+	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
 		elog(ERROR, "ringshard: a query is still in flight on node \"%s\"", c->node);
 	if (c->link != LINK_IDLE)
 		ereport(ERROR,
@@ -742,9 +865,19 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
 		if (c->xact == RXACT_NONE)
 		{
+			/*
+			 * The node's transaction runs at the coordinator's isolation
+			 * level.  At READ COMMITTED each statement on the node takes its
+			 * own snapshot, so an UPDATE that waited for another writer's
+			 * commit applies to the row that writer left (as on one server)
+			 * instead of failing with 40001; a fan-out then sees one snapshot
+			 * per node, as it always did (docs/guarantees.md).
+			 */
 			appendStringInfoString(&buf, IsolationIsSerializable()
 								   ? "START TRANSACTION ISOLATION LEVEL SERIALIZABLE;"
-								   : "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;");
+								   : IsolationUsesXactSnapshot()
+								   ? "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
+								   : "START TRANSACTION ISOLATION LEVEL READ COMMITTED;");
 			c->xact = RXACT_OPEN;
 			c->xact_depth = 1;
 		}
@@ -764,6 +897,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 	}
 	c->link = LINK_BUSY;
 	c->owner = owner;
+	INSTR_TIME_SET_CURRENT(c->sent_at);
 	pfree(buf.data);
 }
 
@@ -777,7 +911,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 		return;
 	}
 	if (in_transaction && (c->xact == RXACT_NONE || c->xact_depth < GetCurrentTransactionNestLevel()))
-		PQclear(remote_exec(c, "", true));	/* opens the transaction and its savepoints */
+		remote_result_free(remote_exec(c, "", true));	/* opens the transaction and its savepoints */
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
 	if (c->link != LINK_IDLE)
@@ -796,6 +930,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 	}
 	c->link = LINK_BUSY;
 	c->owner = owner;
+	INSTR_TIME_SET_CURRENT(c->sent_at);
 }
 
 bool
@@ -838,7 +973,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		{
 			PreparedStatement *oldest = linitial(c->statements);
 
-			PQclear(remote_exec(c, psprintf("DEALLOCATE %s", oldest->name), false));
+			remote_result_free(remote_exec(c, psprintf("DEALLOCATE %s", oldest->name), false));
 			c->statements = list_delete_first(c->statements);
 			pfree(oldest->sql);
 			pfree(oldest);
@@ -857,6 +992,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		}
 		c->link = LINK_BUSY;
 		c->owner = c;
+		INSTR_TIME_SET_CURRENT(c->sent_at);
 		{
 			RemoteResult out;
 
@@ -867,20 +1003,10 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 				pfree(ps->sql);
 				pfree(ps);
 				if (res && !out.lost)
-				{
-					PG_TRY();
-					{
-						remote_report_error(ERROR, c, res, sql);
-					}
-					PG_FINALLY();
-					{
-						PQclear(res);
-					}
-					PG_END_TRY();
-				}
+					remote_report_error(ERROR, c, res, sql);
 				return;
 			}
-			PQclear(res);
+			remote_result_free(res);
 		}
 		old = MemoryContextSwitchTo(TopMemoryContext);
 		c->statements = lappend(c->statements, ps);
@@ -893,6 +1019,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 	}
 	c->link = LINK_BUSY;
 	c->owner = owner;
+	INSTR_TIME_SET_CURRENT(c->sent_at);
 }
 
 /* Flush what libpq holds for a nonblocking connection: 0 done, 1 more to send, -1 failed. */
@@ -910,10 +1037,11 @@ flush_some(RemoteConnection *c)
 static void
 finish_query(RemoteConnection *c, RemoteResult *out)
 {
-	out->result = c->partial;
+	out->result = track_result(c->partial);
 	out->ok = c->partial != NULL && c->partial_ok;
 	out->lost = false;
 	out->pending = false;
+	out->elapsed_ms = elapsed_ms(c->sent_at);
 	c->partial = NULL;
 	c->partial_ok = false;
 	c->owner = NULL;
@@ -932,6 +1060,7 @@ lose_query(RemoteConnection *c, RemoteResult *out, const char *why)
 	out->ok = false;
 	out->lost = true;
 	out->pending = false;
+	out->elapsed_ms = elapsed_ms(c->sent_at);
 }
 
 /*
@@ -966,6 +1095,36 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 			c->partial_ok = true;
 			c->link = LINK_COPY_IN;
 			finish_query(c, out);
+			return true;
+		}
+		if (status == PGRES_COPY_OUT && c->copy_out_expected)
+		{
+			PQclear(r);
+			c->copy_out_expected = false;
+			c->link = LINK_COPY_OUT;
+			c->partial_ok = true;
+			out->result = NULL;
+			out->ok = true;
+			out->lost = false;
+			out->pending = false;
+			out->elapsed_ms = elapsed_ms(c->sent_at);
+			c->owner = NULL;
+			return true;
+		}
+		if (status == PGRES_COPY_OUT || status == PGRES_COPY_BOTH || status == PGRES_SINGLE_TUPLE ||
+			status == PGRES_PIPELINE_SYNC || status == PGRES_PIPELINE_ABORTED || status == PGRES_BAD_RESPONSE ||
+			status == PGRES_EMPTY_QUERY)
+		{
+			/*
+			 * No statement ringshard sends can answer so: the node is broken
+			 * or not a PostgreSQL server we can trust.  The link goes (a
+			 * COPY OUT would otherwise never end).
+			 */
+			char	   *why = psprintf("the node answered with an unexpected protocol state (%s)",
+									   PQresStatus(status));
+
+			PQclear(r);
+			lose_query(c, out, why);
 			return true;
 		}
 		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
@@ -1029,7 +1188,7 @@ take_parked(RemoteConnection *c, const void *owner, RemoteResult *out)
 
 		if (p->owner == owner)
 		{
-			out->result = p->result;
+			out->result = track_result(p->result);
 			out->ok = p->ok;
 			c->parked = foreach_delete_current(c->parked, lc);
 			pfree(p);
@@ -1069,8 +1228,8 @@ remote_receive_owned(RemoteConnection **conns, const void **owners, int n, Remot
 		}
 		else
 		{
-			out[i].lost = c->link != LINK_COPY_IN;
-			out[i].ok = c->link == LINK_COPY_IN;
+			out[i].lost = c->link != LINK_COPY_IN && c->link != LINK_COPY_OUT;
+			out[i].ok = !out[i].lost;
 			done[i] = true;
 			nfinished++;
 		}
@@ -1133,6 +1292,13 @@ remote_report_error(int elevel, RemoteConnection *c, PGresult *res, const char *
 		code = MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2], sqlstate[3], sqlstate[4]);
 	if (primary == NULL)
 		primary = c->last_error ? c->last_error : (c->conn ? PQerrorMessage(c->conn) : "connection lost");
+	/* a node that lacks what ringshard sets up on it: say what sets it up */
+	if (hint == NULL && code == ERRCODE_INVALID_SCHEMA_NAME && strstr(primary, "ringshard") != NULL)
+		hint = psprintf("Run CREATE EXTENSION ringshard in node \"%s\"'s database, then SELECT * FROM "
+						"ringshard.sync_topology(); on the coordinator.", c->node);
+	else if (hint == NULL && code == ERRCODE_UNDEFINED_TABLE)
+		hint = psprintf("Node \"%s\" lacks the table: if the node is new, CALL ringshard.rebalance(table) creates "
+						"it there; else SELECT ringshard.push_table_definition(table).", c->node);
 	ereport(elevel,
 			(errcode(code),
 			 errmsg_internal("node \"%s\": %s", c->node, primary),
@@ -1143,32 +1309,102 @@ remote_report_error(int elevel, RemoteConnection *c, PGresult *res, const char *
 }
 
 PGresult *
+remote_answer(RemoteConnection *c, RemoteResult *out, const char *sql, const char *what)
+{
+	if (out->ok && out->result != NULL)
+		return out->result;
+	if (out->result && !out->lost)
+		remote_report_error(ERROR, c, out->result, sql);
+	remote_result_free(out->result);
+	out->result = NULL;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 what ? errmsg("lost the connection to node \"%s\" during %s", c->node, what)
+			 : errmsg("lost the connection to node \"%s\"", c->node),
+			 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* A node answered what no statement of ours can get: the link goes, and it is an error. */
+static void
+reject_answer(RemoteConnection *c, const char *what, const char *detail)
+{
+	char	   *why = psprintf("the node's answer to %s was malformed: %s", what, detail);
+
+	remote_mark_broken(c, why);
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("node \"%s\" answered %s with a malformed result", c->node, what),
+			 errdetail_internal("%s", detail),
+			 errhint("The connection to the node was closed. Check that the address is that of a "
+					 "PostgreSQL server with ringshard installed.")));
+}
+
+void
+remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows, int max_rows,
+				   const char *what)
+{
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		reject_answer(c, what, psprintf("%s where rows were expected", PQresStatus(PQresultStatus(res))));
+	if (PQnfields(res) != nfields)
+		reject_answer(c, what, psprintf("%d columns where %d were expected", PQnfields(res), nfields));
+	if (PQntuples(res) < min_rows || (max_rows >= 0 && PQntuples(res) > max_rows))
+		reject_answer(c, what, max_rows == min_rows
+					  ? psprintf("%d rows where %d were expected", PQntuples(res), min_rows)
+					  : psprintf("%d rows where %d to %d were expected", PQntuples(res), min_rows, max_rows));
+	for (int i = 0; i < nfields; i++)
+		if (PQfformat(res, i) != 0 && PQfformat(res, i) != 1)
+			reject_answer(c, what, psprintf("column %d has format %d", i + 1, PQfformat(res, i)));
+}
+
+void
+remote_expect_formats(RemoteConnection *c, PGresult *res, int format, const Oid *types, const char *what)
+{
+	for (int i = 0; i < PQnfields(res); i++)
+	{
+		if (PQfformat(res, i) != format)
+			reject_answer(c, what, psprintf("column %d is in %s format, not %s", i + 1,
+											PQfformat(res, i) ? "binary" : "text", format ? "binary" : "text"));
+		/* a built-in type has the same OID on every server: a binary value must be of it */
+		if (types && OidIsValid(types[i]) && types[i] < FirstGenbkiObjectId && PQftype(res, i) != types[i])
+			reject_answer(c, what, psprintf("column %d is of type %u where %u was expected", i + 1,
+											PQftype(res, i), types[i]));
+	}
+}
+
+char *
+remote_text_value(RemoteConnection *c, PGresult *res, int row, int column, const char *what)
+{
+	if (row >= PQntuples(res) || column >= PQnfields(res) || PQfformat(res, column) != 0)
+		reject_answer(c, what, psprintf("no text value in row %d, column %d", row + 1, column + 1));
+	if (PQgetisnull(res, row, column))
+		reject_answer(c, what, psprintf("a null value in row %d, column %d", row + 1, column + 1));
+	return PQgetvalue(res, row, column);
+}
+
+int64
+remote_int64_value(RemoteConnection *c, PGresult *res, int row, int column, const char *what)
+{
+	char	   *text = remote_text_value(c, res, row, column, what);
+	char	   *end;
+	long long	value;
+
+	errno = 0;
+	value = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || *end != '\0')
+		reject_answer(c, what, psprintf("\"%s\" in row %d, column %d is not an integer",
+										pnstrdup(text, 40), row + 1, column + 1));
+	return (int64) value;
+}
+
+PGresult *
 remote_exec(RemoteConnection *c, const char *sql, bool in_transaction)
 {
 	RemoteResult out;
 
 	remote_send(c, sql, in_transaction, c);
 	remote_receive_all(&c, 1, &out, 0);
-	if (!out.ok)
-	{
-		if (out.result && !out.lost)
-		{
-			PG_TRY();
-			{
-				remote_report_error(ERROR, c, out.result, NULL);
-			}
-			PG_FINALLY();
-			{
-				PQclear(out.result);
-			}
-			PG_END_TRY();
-		}
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("lost the connection to node \"%s\"", c->node),
-				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
-	}
-	return out.result;
+	return remote_answer(c, &out, sql, NULL);
 }
 
 void
@@ -1214,26 +1450,241 @@ remote_copy_end_all(RemoteConnection **conns, int n)
 			continue;
 		}
 		c->link = LINK_BUSY;
+		INSTR_TIME_SET_CURRENT(c->sent_at);
 		/* remote_receive_all flushes the rest while it waits */
 	}
+}
+
+int64
+remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql, const char *in_sql)
+{
+	RemoteResult out;
+	PGresult   *res;
+	int64		rows;
+
+	/* the target first: ready for data before any comes */
+	to->wrote = true;			/* a write of this transaction: it commits in two phases */
+	remote_send(to, in_sql, true, to);
+	remote_receive_all(&to, 1, &out, 0);
+	if (!out.ok || to->link != LINK_COPY_IN)
+	{
+		out.ok = false;
+		(void) remote_answer(to, &out, in_sql, "a copy of rows");
+	}
+	remote_result_free(out.result);
+
+	from->copy_out_expected = true;
+	remote_send(from, out_sql, true, from);
+	remote_receive_all(&from, 1, &out, 0);
+	from->copy_out_expected = false;
+	if (!out.ok || from->link != LINK_COPY_OUT)
+	{
+		out.ok = false;
+		(void) remote_answer(from, &out, out_sql, "a copy of rows");
+	}
+
+	for (;;)
+	{
+		char	   *data = NULL;
+		int			n = PQgetCopyData(from->conn, &data, 1);
+
+		if (n > 0)
+		{
+			PG_TRY();
+			{
+				remote_copy_data(to, data, n);
+			}
+			PG_FINALLY();
+			{
+				PQfreemem(data);
+			}
+			PG_END_TRY();
+			continue;
+		}
+		if (n == 0)
+		{
+			PGconn	   *sock = from->conn;
+			uint32		event = WL_SOCKET_READABLE;
+
+			wait_sockets(&sock, &event, 1, 1000);
+			if (!PQconsumeInput(from->conn))
+			{
+				remote_mark_broken(from, PQerrorMessage(from->conn));
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("lost the connection to node \"%s\" while copying rows from it", from->node),
+						 errdetail_internal("%s", from->last_error)));
+			}
+			continue;
+		}
+		break;					/* -1: the COPY ended; -2: it failed, its result says why */
+	}
+
+	/* the source's COPY result, then its end of the query */
+	from->link = LINK_BUSY;
+	from->owner = from;
+	remote_receive_all(&from, 1, &out, 0);
+	res = remote_answer(from, &out, out_sql, "a copy of rows");
+	remote_result_free(res);
+
+	remote_copy_end_all(&to, 1);
+	to->owner = to;
+	remote_receive_all(&to, 1, &out, 0);
+	res = remote_answer(to, &out, in_sql, "a copy of rows");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		reject_answer(to, "a copy of rows", psprintf("%s where a command's end was expected",
+													 PQresStatus(PQresultStatus(res))));
+	rows = strtoll(PQcmdTuples(res), NULL, 10);
+	remote_result_free(res);
+	return rows;
+}
+
+/*
+ * The head of libpq's PGcancel (struct pg_cancel of libpq-int.h, the same in
+ * libpq 13 to 17): the server's address, the backend's pid and its key.
+ * PQcancel() waits for the server to close the connection with no time
+ * limit and retries on EINTR, so a node that accepts a cancel request and
+ * never answers would hold a backend for ever, deaf to its own cancel and
+ * terminate.  The request is sent here instead, without blocking, within a
+ * bounded time.
+ */
+typedef struct LibpqCancelHead
+{
+	SockAddr	raddr;
+	int			be_pid;
+	int			be_key;
+} LibpqCancelHead;
+
+/* Wait for a socket event within the deadline; false when the time is up. */
+static bool
+wait_socket_until(pgsocket sock, uint32 event, instr_time start, int limit_ms)
+{
+	for (;;)
+	{
+		double		left = limit_ms - elapsed_ms(start);
+		int			rc;
+
+		if (left <= 0)
+			return false;
+		rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | event, sock,
+							   (long) Max(1, Min(left, 1000)), PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (rc & event)
+			return true;
+	}
+}
+
+/* Send a cancel request for the query running on a connection, within limit_ms; whether it was delivered. */
+static bool
+send_cancel_request(PGconn *conn, int limit_ms)
+{
+	PGcancel   *cancel;
+	LibpqCancelHead head;
+	pgsocket	sock;
+	instr_time	start;
+	bool		delivered = false;
+	struct
+	{
+		uint32		length;
+		CancelRequestPacket packet;
+	}			request;
+
+	if (PQlibVersion() >= 180000)
+	{
+		/* a libpq whose cancel keys are not laid out as above: its own, blocking call */
+		char		errbuf[256];
+
+		cancel = PQgetCancel(conn);
+		if (cancel == NULL)
+			return false;
+		delivered = PQcancel(cancel, errbuf, sizeof(errbuf)) == 1;
+		PQfreeCancel(cancel);
+		return delivered;
+	}
+	cancel = PQgetCancel(conn);
+	if (cancel == NULL)
+		return false;
+	memcpy(&head, cancel, sizeof(head));
+	PQfreeCancel(cancel);
+
+	INSTR_TIME_SET_CURRENT(start);
+	sock = socket(head.raddr.addr.ss_family, SOCK_STREAM, 0);
+	if (sock == PGINVALID_SOCKET)
+		return false;
+	if (!pg_set_noblock(sock))
+	{
+		closesocket(sock);
+		return false;
+	}
+	request.length = pg_hton32((uint32) sizeof(request));
+	request.packet.cancelRequestCode = (MsgType) pg_hton32(CANCEL_REQUEST_CODE);
+	request.packet.backendPID = pg_hton32((uint32) head.be_pid);
+	request.packet.cancelAuthCode = pg_hton32((uint32) head.be_key);
+
+	PG_TRY();
+	{
+		bool		connected = connect(sock, (struct sockaddr *) &head.raddr.addr, head.raddr.salen) == 0;
+
+		if (!connected && errno == EINPROGRESS &&
+			wait_socket_until(sock, WL_SOCKET_WRITEABLE, start, limit_ms))
+		{
+			int			error = 0;
+			socklen_t	len = sizeof(error);
+
+			connected = getsockopt(sock, SOL_SOCKET, SO_ERROR, &error, &len) == 0 && error == 0;
+		}
+		if (connected && send(sock, &request, sizeof(request), 0) == (ssize_t) sizeof(request))
+		{
+			/* the server closes the connection once it has the request */
+			char		byte;
+
+			delivered = true;
+			while (wait_socket_until(sock, WL_SOCKET_READABLE, start, limit_ms))
+			{
+				ssize_t		n = recv(sock, &byte, 1, 0);
+
+				if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+					break;
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		closesocket(sock);
+	}
+	PG_END_TRY();
+	return delivered;
+}
+
+bool
+remote_abandon_query(RemoteConnection *c)
+{
+	/* a COPY OUT cannot be stopped but by reading it to its end: the link goes instead */
+	if (c->link == LINK_COPY_OUT)
+		remote_mark_broken(c, "a COPY from the node was left unfinished");
+	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
+	{
+		RemoteResult out;
+
+		(void) remote_cancel(c);
+		if (c->link == LINK_COPY_IN)
+			c->link = LINK_BUSY;	/* PQputCopyEnd ended the data: the result follows */
+		remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
+		remote_result_free(out.result);
+		if (c->link == LINK_BUSY)
+			remote_mark_broken(c, "the node did not stop the query it was running");
+	}
+	return c->link == LINK_IDLE;
 }
 
 bool
 remote_cancel(RemoteConnection *c)
 {
-	PGcancel   *cancel;
-	char		errbuf[256];
-	bool		sent = false;
-
 	if (c->conn == NULL)
 		return false;
 	if (c->link == LINK_COPY_IN)
 		(void) PQputCopyEnd(c->conn, "canceled by the coordinator");
-	cancel = PQgetCancel(c->conn);
-	if (cancel)
-	{
-		sent = PQcancel(cancel, errbuf, sizeof(errbuf)) == 1;
-		PQfreeCancel(cancel);
-	}
-	return sent;
+	return send_cancel_request(c->conn, Min(ringshard_node_timeout_ms, 2000));
 }

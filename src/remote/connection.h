@@ -17,9 +17,17 @@
 
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
+#include "portability/instr_time.h"
 
-/* ringshard.node_timeout: milliseconds a node may take to connect or answer a control command. */
-extern int	ringshard_node_timeout_ms;
+/*
+ * The server option that says a node's address was given by a superuser,
+ * so that superusers and the watchdog may connect to it with the server
+ * account's own credentials (.pgpass, certificates, peer); only a superuser
+ * may set it, and any change by another role must drop it (fdw/handler.c).
+ */
+#define RINGSHARD_AMBIENT_OPTION "ambient_credentials"
+
+#include "guc.h"
 
 /* The state of the link itself. */
 typedef enum RemoteLinkState
@@ -28,6 +36,7 @@ typedef enum RemoteLinkState
 	LINK_IDLE,					/* connected, nothing in flight */
 	LINK_BUSY,					/* a query was sent; its results are pending */
 	LINK_COPY_IN,				/* the node waits for COPY data */
+	LINK_COPY_OUT,				/* the node sends COPY data (remote_copy_between only) */
 	LINK_BROKEN					/* lost or unusable; closed at transaction end */
 } RemoteLinkState;
 
@@ -55,6 +64,7 @@ typedef struct RemoteConnection
 	bool		wrote;			/* took a write: a two-phase participant */
 	bool		unreachable;	/* failed before taking a write: its writes are queued */
 	bool		invalidated;	/* its server or mapping changed: reconnect when idle */
+	bool		copy_out_expected;	/* the query in flight is a COPY ... TO STDOUT of ours */
 	uint32		server_hash;
 	uint32		mapping_hash;
 	const void *owner;			/* who sent the query in flight */
@@ -63,6 +73,7 @@ typedef struct RemoteConnection
 	bool		partial_ok;		/* ... and whether it is not an error */
 	char		gid[200];		/* the prepared transaction's name, once prepared */
 	List	   *statements;		/* PreparedStatements on this link (SQL text and name) */
+	instr_time	sent_at;		/* when the query in flight was sent */
 	char	   *last_error;		/* the last failure, for node_health() */
 	int			last_sqlstate;	/* its SQLSTATE when the node reported it, else 0 */
 } RemoteConnection;
@@ -125,6 +136,7 @@ typedef struct RemoteResult
 	bool		ok;				/* a result that is not an error */
 	bool		lost;			/* the connection failed (no SQL error) */
 	bool		pending;		/* not finished yet (only when not waiting for all) */
+	double		elapsed_ms;		/* from sending the query to its end */
 } RemoteResult;
 
 /*
@@ -158,6 +170,35 @@ extern bool remote_owner_pending(RemoteConnection *c, const void *owner);
 #define remote_receive_all(conns, n, out, timeout_ms) \
 	((void) remote_receive((conns), (n), (out), 0, (timeout_ms)))
 
+/*
+ * Results.  Every result remote_receive() hands out is tracked: it is freed
+ * by remote_result_free(), or, should an error come first, when the
+ * resource owner it arrived under is released.  Never PQclear() one.
+ */
+extern void remote_result_free(PGresult *result);
+
+/*
+ * The result of a finished query, or an ERROR: the node's own (its SQLSTATE,
+ * detail, hint and context, with sql as context), or a lost connection
+ * (during `what`, if given).
+ */
+extern PGresult *remote_answer(RemoteConnection *c, RemoteResult *out, const char *sql, const char *what);
+
+/*
+ * A node's answer is data to check before it is read.  Each of these breaks
+ * the link and raises a protocol-violation ERROR unless the answer has the
+ * shape the statement `what` gives: rows of exactly nfields columns, between
+ * min_rows and max_rows of them (max_rows -1: any); every column in the
+ * given format (0 text, 1 binary) and, where types[i] is a built-in type, of
+ * that type; a non-null text value (or an integer) at a row and column.
+ */
+extern void remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows, int max_rows,
+							   const char *what);
+extern void remote_expect_formats(RemoteConnection *c, PGresult *res, int format, const Oid *types,
+								  const char *what);
+extern char *remote_text_value(RemoteConnection *c, PGresult *res, int row, int column, const char *what);
+extern int64 remote_int64_value(RemoteConnection *c, PGresult *res, int row, int column, const char *what);
+
 /* Send and receive on one connection; an SQL error or a lost node is an ERROR. */
 extern PGresult *remote_exec(RemoteConnection *c, const char *sql, bool in_transaction);
 
@@ -170,6 +211,17 @@ extern void remote_copy_data(RemoteConnection *c, const char *data, int len);
 /* End COPY data on several connections and flush them, in parallel; the results follow. */
 extern void remote_copy_end_all(RemoteConnection **conns, int n);
 
+/*
+ * Copy rows from one node to another, node to node: out_sql (a COPY ... TO
+ * STDOUT) runs on `from`, in_sql (a COPY ... FROM STDIN) on `to`, both in
+ * this transaction (`to` as a write of it); the data is relayed as it
+ * comes, never decoded, so any format works (binary where the types allow).
+ * Returns the number of rows the target took.  Either side's error is an
+ * ERROR; every wait is interruptible.
+ */
+extern int64 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql,
+								 const char *in_sql);
+
 /* Record a failure: the link is unusable until the transaction ends. */
 extern void remote_mark_broken(RemoteConnection *c, const char *why);
 
@@ -180,8 +232,18 @@ extern void remote_foreach(RemoteConnectionVisitor visit, void *arg);
 /* Close a connection (after its transaction ended, or when it is broken). */
 extern void remote_disconnect(RemoteConnection *c);
 
-/* Cancel the query in flight and discard its results, within a short time; false if that failed. */
+/*
+ * Send a cancel request for the query in flight, within a short time (at
+ * most 2 s, interruptible); false if it could not be delivered.
+ */
 extern bool remote_cancel(RemoteConnection *c);
+
+/*
+ * Stop the query in flight, if any, and discard what it answers, within a
+ * bounded time: the one clean-up of an aborted (sub)transaction.  True when
+ * the link is idle afterwards; a link that stays busy is closed.
+ */
+extern bool remote_abandon_query(RemoteConnection *c);
 
 /* Whether the role may see node addresses and error texts that may hold them. */
 extern bool remote_may_see_addresses(void);

@@ -30,18 +30,7 @@
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
-
-int			ringshard_replay_max_attempts = 10;
-
-void
-queue_init(void)
-{
-	DefineCustomIntVariable("ringshard.replay_max_attempts",
-							"Times a node may refuse a queued write before it is set aside in ringshard.dead_letters.",
-							"Only refusals count (an SQL error on the node), not a node that cannot be reached.",
-							&ringshard_replay_max_attempts, 10, 1, 1000000,
-							PGC_SUSET, 0, NULL, NULL, NULL);
-}
+#include "remote/values.h"
 
 void
 queue_write(const char *node, Oid relid, Oid writer, Datum row)
@@ -54,7 +43,17 @@ queue_write(const char *node, Oid relid, Oid writer, Datum row)
 	values[0] = CStringGetTextDatum(node);
 	values[1] = ObjectIdGetDatum(relid);
 	values[2] = ObjectIdGetDatum(writer);
-	values[3] = DirectFunctionCall1(row_to_json, row);
+	/*
+	 * The row as JSON, printed under the pinned settings (remote/values.h):
+	 * the node, whose session pins the same, reads back exactly these values
+	 * when the write is replayed.
+	 */
+	{
+		int			level = remote_transmission_begin(true);
+
+		values[3] = DirectFunctionCall1(row_to_json, row);
+		remote_transmission_end(level);
+	}
 	(void) owner_catalog_query("INSERT INTO ringshard.write_queue (write_id, node_name, table_name, writer, payload) "
 							   "VALUES (pg_catalog.gen_random_uuid(), $1, $2, $3, $4::pg_catalog.json)",
 							   4, argtypes, values, false, &nrows);
@@ -232,7 +231,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 				c = remote_connection(node, w->writer);
 				remote_connect_all(&c, 1, false);
 				remote_note_write(c);
-				PQclear(remote_exec(c, sql, true));
+				remote_result_free(remote_exec(c, sql, true));
 				queue_update("DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
 							 "AND node_name OPERATOR(pg_catalog.=) $2", w->write_id, node, NULL);
 				ReleaseCurrentSubTransaction();

@@ -10,10 +10,7 @@
 
 #include "postgres.h"
 
-/* ringshard.replay_max_attempts: refusals before a queued write is set aside as a dead letter. */
-extern int	ringshard_replay_max_attempts;
-
-extern void queue_init(void);
+#include "guc.h"
 
 /* Queue a row (a composite datum of the table's type) for a node, in this transaction. */
 extern void queue_write(const char *node, Oid relid, Oid writer, Datum row);

@@ -35,11 +35,6 @@
 #include "remote/catalog.h"
 #include "remote/transaction.h"
 
-bool		ringshard_two_phase_commit = true;
-
-#ifdef RINGSHARD_FAULT_INJECTION
-static char *fault_injection = NULL;
-#endif
 
 void
 remote_note_write(RemoteConnection *c)
@@ -57,11 +52,11 @@ fault_point_armed(const char *point)
 #ifdef RINGSHARD_FAULT_INJECTION
 	const char *eq;
 
-	if (fault_injection == NULL || fault_injection[0] == '\0')
+	if (ringshard_fault_injection == NULL || ringshard_fault_injection[0] == '\0')
 		return false;
-	eq = strchr(fault_injection, '=');
-	return eq != NULL && strlen(point) == (size_t) (eq - fault_injection) &&
-		strncmp(fault_injection, point, eq - fault_injection) == 0;
+	eq = strchr(ringshard_fault_injection, '=');
+	return eq != NULL && strlen(point) == (size_t) (eq - ringshard_fault_injection) &&
+		strncmp(ringshard_fault_injection, point, eq - ringshard_fault_injection) == 0;
 #else
 	return false;
 #endif
@@ -75,7 +70,7 @@ remote_fault_point(const char *point)
 
 	if (!fault_point_armed(point))
 		return;
-	eq = strchr(fault_injection, '=');
+	eq = strchr(ringshard_fault_injection, '=');
 	if (strcmp(eq + 1, "crash") == 0)
 		elog(PANIC, "ringshard fault injection: crash at %s", point);
 	if (strncmp(eq + 1, "sleep:", 6) == 0)
@@ -115,7 +110,8 @@ collect_visitor(RemoteConnection *c, void *arg)
 	switch (col->what)
 	{
 		case COLLECT_IN_TRANSACTION:
-			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN;
+			take = c->xact != RXACT_NONE || c->link == LINK_BUSY || c->link == LINK_COPY_IN ||
+				c->link == LINK_COPY_OUT;
 			break;
 		case COLLECT_WRITERS:
 			take = (c->xact == RXACT_OPEN || c->xact == RXACT_FAILED) && c->wrote;
@@ -166,10 +162,9 @@ drain_in_flight(Collected *col)
 			RemoteResult out;
 
 			remote_receive_all(&c, 1, &out, 0);
-			if (out.result)
-				PQclear(out.result);
+			remote_result_free(out.result);
 		}
-		if (c->link == LINK_COPY_IN)
+		if (c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
 			remote_mark_broken(c, "a COPY was left unfinished");
 	}
 }
@@ -199,8 +194,7 @@ command_all(RemoteConnection **conns, int n, char **sql, bool *worked, int timeo
 	for (int j = 0; j < nsent; j++)
 	{
 		worked[index[j]] = out[j].ok;
-		if (out[j].result)
-			PQclear(out[j].result);
+		remote_result_free(out[j].result);
 	}
 	pfree(out);
 	pfree(sent);
@@ -279,14 +273,19 @@ pre_commit(bool preparing)
 				 errmsg("cannot prepare a transaction that wrote to ringshard node \"%s\"", writers.conns[0]->node),
 				 errdetail("ringshard commits the nodes' part of a transaction itself, in two phases.")));
 
-	/* A node that lost its part cannot commit it: the whole transaction rolls back. */
+	/*
+	 * A node that lost its part cannot commit it: the whole transaction rolls
+	 * back.  40001 (a serialization failure) tells clients, and pgbench, that
+	 * a retry may succeed: it queues the writes of a node that is down.
+	 */
 	for (int i = 0; i < writers.n; i++)
 	{
 		RemoteConnection *c = writers.conns[i];
 
 		if (c->xact == RXACT_FAILED || c->link != LINK_IDLE)
 			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
+					(errcode(c->link == LINK_IDLE && c->last_sqlstate != 0 ? c->last_sqlstate
+							 : ERRCODE_T_R_SERIALIZATION_FAILURE),
 					 errmsg("node \"%s\" lost its part of the transaction, so nothing was committed anywhere", c->node),
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0,
 					 errhint("Retry the transaction; a node that is down then gets its writes queued.")));
@@ -322,7 +321,8 @@ pre_commit(bool preparing)
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
-						(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+						(errcode(writers.conns[i]->link != LINK_IDLE ? ERRCODE_T_R_SERIALIZATION_FAILURE
+								 : ERRCODE_TRANSACTION_ROLLBACK),
 						 errmsg("node \"%s\" could not prepare its part of the transaction, so nothing was committed anywhere",
 								writers.conns[i]->node),
 						 writers.conns[i]->last_error ? errdetail_internal("%s", writers.conns[i]->last_error) : 0,
@@ -420,17 +420,7 @@ post_abort(void)
 		RemoteConnection *c = all.conns[i];
 
 		/* A query in flight is cancelled; a link that stays busy is closed. */
-		if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
-		{
-			RemoteResult out;
-
-			(void) remote_cancel(c);
-			if (c->link == LINK_COPY_IN)
-				c->link = LINK_BUSY;
-			remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
-			if (out.result)
-				PQclear(out.result);
-		}
+		(void) remote_abandon_query(c);
 	}
 	for (int i = 0; i < all.n; i++)
 	{
@@ -549,17 +539,7 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 	{
 		RemoteConnection *c = at_level.conns[i];
 
-		if (c->link == LINK_BUSY || c->link == LINK_COPY_IN)
-		{
-			RemoteResult out;
-
-			(void) remote_cancel(c);
-			if (c->link == LINK_COPY_IN)
-				c->link = LINK_BUSY;
-			remote_receive_all(&c, 1, &out, Min(ringshard_node_timeout_ms, 2000));
-			if (out.result)
-				PQclear(out.result);
-		}
+		(void) remote_abandon_query(c);
 		sql[i] = psprintf("ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d", level, level);
 	}
 	command_all(at_level.conns, at_level.n, sql, worked, ringshard_node_timeout_ms);
@@ -582,18 +562,6 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 void
 remote_transaction_init(void)
 {
-	DefineCustomBoolVariable("ringshard.two_phase_commit",
-							 "Commits the nodes' parts of a transaction in two phases.",
-							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
-							 "in between leaves some nodes committed. For measurements only.",
-							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
-#ifdef RINGSHARD_FAULT_INJECTION
-	DefineCustomStringVariable("ringshard.fault_injection",
-							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
-							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
-							   "after_local_commit, after_first_commit_prepared.", &fault_injection, "", PGC_SUSET,
-							   GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
-#endif
 	RegisterXactCallback(remote_xact_callback, NULL);
 	RegisterSubXactCallback(remote_subxact_callback, NULL);
 }
@@ -709,14 +677,15 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 								"AND pg_catalog.starts_with(gid, %s)", quote_literal_cstr(prefix));
 			res = remote_exec(c, list_sql, false);
+			remote_expect_rows(c, res, 2, 0, -1, "the list of prepared transactions");
 			nparts = PQntuples(res);
 			parts = palloc0(sizeof(PreparedPart) * Max(nparts, 1));
 			for (int i = 0; i < nparts; i++)
 			{
-				parts[i].gid = pstrdup(PQgetvalue(res, i, 0));
-				parts[i].owner = pstrdup(PQgetvalue(res, i, 1));
+				parts[i].gid = pstrdup(remote_text_value(c, res, i, 0, "the list of prepared transactions"));
+				parts[i].owner = pstrdup(remote_text_value(c, res, i, 1, "the list of prepared transactions"));
 			}
-			PQclear(res);
+			remote_result_free(res);
 
 			/* A record whose part is no longer prepared has done its work. */
 			for (int r = 0; r < nrecords; r++)
@@ -739,7 +708,9 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			/* Which parts belong to transactions still running here? (before reading records again) */
 			for (int i = 0; i < nparts; i++)
 			{
-				if (!parse_gid_tail(parts[i].gid + strlen(prefix), &parts[i]))
+				/* the node was asked for our names only; a node that answers others is not believed */
+				if (strncmp(parts[i].gid, prefix, strlen(prefix)) != 0 ||
+					!parse_gid_tail(parts[i].gid + strlen(prefix), &parts[i]))
 				{
 					parts[i].in_progress = true;	/* not one of ours after all: leave it */
 					continue;
@@ -797,7 +768,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 					continue;
 				}
 				sql = psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(parts[i].gid));
-				PQclear(remote_exec(owner_conn, sql, false));
+				remote_result_free(remote_exec(owner_conn, sql, false));
 				if (commit)
 				{
 					Datum		gid_arg[1] = {CStringGetTextDatum(parts[i].gid)};
@@ -831,6 +802,11 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 		PG_END_TRY();
 		MemoryContextSwitchTo(old);
 
+		if (committed > 0 || rolled_back > 0)
+			ereport(LOG,
+					(errmsg("ringshard: recovery finished %d prepared transaction(s) on node \"%s\": "
+							"%d committed, %d rolled back, %d left to their running transactions",
+							committed + rolled_back, nodes[n], committed, rolled_back, left)));
 		values[0] = CStringGetTextDatum(nodes[n]);
 		values[1] = Int32GetDatum(committed);
 		values[2] = Int32GetDatum(rolled_back);

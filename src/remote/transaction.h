@@ -9,8 +9,7 @@
 
 #include "remote/connection.h"
 
-/* ringshard.two_phase_commit: off only to measure what two-phase commit costs. */
-extern bool ringshard_two_phase_commit;
+#include "guc.h"
 
 extern void remote_transaction_init(void);
 

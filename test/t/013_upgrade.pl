@@ -588,6 +588,13 @@ like($update_messages, qr/WARNING:  node "w2": the user name of its address is i
 	'and where the user name of an address went');
 like($update_messages, qr/WARNING:  distributed table public\.d_int keeps no constraint d_int_pkey on the coordinator/,
 	'and which constraint the coordinator\'s table lost');
+like($update_messages, qr/WARNING:  superusers and the watchdog now need a user mapping with a password for these nodes: w1 \(/,
+	'and that no address of 1.1 is trusted with the server account\'s own credentials');
+my ($trust) = $update_messages =~ /HINT:  Check each address, then, as a superuser: (ALTER SERVER [^\n]*)/;
+ok(defined $trust && $trust =~ /ALTER SERVER w1 OPTIONS \(ADD ambient_credentials 'true'\);/,
+	'with the statements that trust them');
+# This test's addresses are its own: trusted as the hint says.
+$coordinator->safe_psql('postgres', $trust // 'SELECT 1');
 
 # ---------------------------------------------------------------------------
 # The catalog and the routing.

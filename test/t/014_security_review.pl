@@ -249,7 +249,10 @@ my $v2 = sprintf('host=%s port=%d dbname=postgres', $workers[1]->host, $workers[
 like($err, qr/only a superuser may change node server "v2" while other roles have user mappings for it/,
 	'7. an administrator may not move a node that other roles have mappings for');
 ($rc, $out, $err) = as_role($coordinator, 'radmin', q{ALTER SERVER v2 OPTIONS (SET port '23999')});
-like($err, qr/only a superuser may change node server "v2"/, '7. nor by ALTER SERVER');
+like($err, qr/only a superuser may set or keep option "ambient_credentials" of a ringshard node/,
+	'7. nor by ALTER SERVER of an address a superuser gave');
+($rc, $out, $err) = as_role($coordinator, 'radmin', q{ALTER SERVER v2 OPTIONS (DROP ambient_credentials, SET port '23999')});
+like($err, qr/only a superuser may change node server "v2"/, '7. nor by ALTER SERVER that drops what trusted it');
 is($coordinator->safe_psql('postgres', qq{SELECT ringshard.set_node_address('v2', '$v2 connect_timeout=3')}),
 	qq{node "v2" is at connect_timeout='3' dbname='postgres' host='} . $workers[1]->host . q{' port='} . $workers[1]->port . q{' (server v2)},
 	'7. a superuser may');

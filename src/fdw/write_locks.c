@@ -1,0 +1,160 @@
+/*
+ * write_locks.c
+ *		Writers of one key meet on the coordinator, not on its replicas
+ *		(docs/design.md, "Concurrent writes").
+ *
+ * Every write of a distributed table takes, before any node sees it, a
+ * lock on the coordinator for each key it writes, held to the end of the
+ * transaction: a heavyweight advisory lock on (database, table, 32 bits of
+ * the key's token), in ExclusiveLock mode.  Two writers of one key therefore
+ * queue here; the second reaches the replicas only after the first has
+ * committed (or rolled back) on all of them, so no writer ever holds one
+ * replica of a row while it waits for another; and when transactions wait
+ * for each other's keys in a cycle, PostgreSQL's own deadlock detector on
+ * the coordinator sees the cycle and cancels one with 40P01, as on one
+ * server.  A statement that may write any row (an UPDATE or DELETE that is
+ * not by key), a COPY FROM, and a transaction that writes more than
+ * RINGSHARD_MAX_KEY_LOCKS keys of one table take the table itself in
+ * ExclusiveLock mode instead (the shared lock table holds a few thousand
+ * locks, not a bulk load's keys): they wait for, and hold back, every other
+ * writer of the table; readers go on.  Every write conflict on the nodes is
+ * so a wait on the coordinator first, where PostgreSQL sees it: no
+ * wait-for graph across nodes is needed.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "fdw/write_locks.h"
+#include "rs_hash.h"
+
+/* What tells ringshard's key locks apart from the advisory locks of users (pg_locks.objsubid). */
+#define KEY_LOCK_CLASS 0x5253		/* "RS" */
+
+/* Per table, in this transaction: how many keys are locked, or whether the table is. */
+typedef struct TableWriteLocks
+{
+	Oid			relid;			/* hash key */
+	int			nkeys;
+	bool		table_locked;
+} TableWriteLocks;
+
+static HTAB *locks_of_transaction = NULL;
+static bool callback_registered = false;
+
+static void
+forget_locks(XactEvent event, void *arg)
+{
+	/* the table lived in TopTransactionContext: gone with the transaction */
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		locks_of_transaction = NULL;
+}
+
+/*
+ * A subtransaction that aborts releases the locks it took: what this table
+ * says is no longer sure, so it starts again (locking a key again that is
+ * still held costs nothing and counts nothing).
+ */
+static void
+forget_locks_of_subtransaction(SubXactEvent event, SubTransactionId my_subid, SubTransactionId parent_subid,
+							   void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		locks_of_transaction = NULL;
+}
+
+static TableWriteLocks *
+table_locks(Oid relid)
+{
+	bool		found;
+	TableWriteLocks *entry;
+
+	if (locks_of_transaction == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!callback_registered)
+		{
+			RegisterXactCallback(forget_locks, NULL);
+			RegisterSubXactCallback(forget_locks_of_subtransaction, NULL);
+			callback_registered = true;
+		}
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(TableWriteLocks);
+		ctl.hcxt = TopTransactionContext;
+		locks_of_transaction = hash_create("ringshard write locks", 8, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(locks_of_transaction, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->nkeys = 0;
+		entry->table_locked = false;
+	}
+	return entry;
+}
+
+void
+rsfdw_lock_table_for_write(Oid relid)
+{
+	TableWriteLocks *entry = table_locks(relid);
+
+	if (entry->table_locked)
+		return;
+	LockRelationOid(relid, ExclusiveLock);
+	entry->table_locked = true;
+}
+
+uint32
+rsfdw_key_lock_slot(const char *key_bytes, size_t key_len, const char *keyspace_bytes, size_t keyspace_len)
+{
+	uint64		token = rs_murmur3_token(key_bytes, key_len);
+
+	/* a map's keyspace is part of the key: the same key in two keyspaces is two rows */
+	if (keyspace_bytes != NULL)
+		token ^= rs_fmix64(rs_murmur3_token(keyspace_bytes, keyspace_len));
+	return (uint32) (token >> 32);
+}
+
+void
+rsfdw_lock_key_for_write(Oid relid, uint32 slot)
+{
+	TableWriteLocks *entry = table_locks(relid);
+	LOCKTAG		tag;
+
+	if (entry->table_locked)
+		return;
+	if (entry->nkeys >= RINGSHARD_MAX_KEY_LOCKS)
+	{
+		/* a bulk write: the table instead of more keys (the lock table is shared and small) */
+		rsfdw_lock_table_for_write(relid);
+		return;
+	}
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, slot, KEY_LOCK_CLASS);
+	if (LockAcquire(&tag, ExclusiveLock, false, false) == LOCKACQUIRE_OK)
+		entry->nkeys++;
+}
+
+static int
+compare_slots(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+void
+rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n)
+{
+	/* in one order, so that two statements locking the same keys cannot wait for each other */
+	qsort(slots, n, sizeof(uint32), compare_slots);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || slots[i] != slots[i - 1])
+			rsfdw_lock_key_for_write(relid, slots[i]);
+}

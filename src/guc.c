@@ -1,0 +1,88 @@
+/*
+ * guc.c
+ *		Every setting of ringshard (see guc.h).  The prefix is reserved, so a
+ *		misspelt ringshard.* setting is an error, not a silent placeholder.
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+#include "guc.h"
+
+int			ringshard_node_timeout_ms = 5000;
+int			ringshard_replay_max_attempts = 10;
+bool		ringshard_two_phase_commit = true;
+char	   *ringshard_fault_injection = NULL;
+int			ringshard_write_quorum = 1;
+int			ringshard_fetch_size = 2000;
+int			ringshard_write_batch_size = 1000;
+bool		ringshard_allow_partial_reads = false;
+int			ringshard_watchdog_interval_ms = 5000;
+char	   *ringshard_watchdog_database = NULL;
+char	   *ringshard_watchdog_role = NULL;
+int			ringshard_rebalance_notice_interval_ms = 5000;
+
+void
+ringshard_define_settings(void)
+{
+	DefineCustomIntVariable("ringshard.node_timeout",
+							"Milliseconds a node may take to connect, or to answer a control command.",
+							"A node that takes longer is counted as failed. Queries of scans and writes "
+							"wait as long as they run (statement_timeout and cancel apply).",
+							&ringshard_node_timeout_ms, 5000, 10, 3600 * 1000,
+							/* a node that misses it is marked down for every role: not one role's choice */
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.replay_max_attempts",
+							"Times a node may refuse a queued write before it is set aside in ringshard.dead_letters.",
+							"Only refusals count (an SQL error on the node), not a node that cannot be reached.",
+							&ringshard_replay_max_attempts, 10, 1, 1000000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.two_phase_commit",
+							 "Commits the nodes' parts of a transaction in two phases.",
+							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
+							 "in between leaves some nodes committed. For measurements only.",
+							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
+#ifdef RINGSHARD_FAULT_INJECTION
+	DefineCustomStringVariable("ringshard.fault_injection",
+							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
+							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
+							   "after_local_commit, after_first_commit_prepared.", &ringshard_fault_injection, "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
+#endif
+	DefineCustomIntVariable("ringshard.write_quorum",
+							"Replicas that must take a routed write for it to succeed.",
+							"The others get it queued in ringshard.write_queue and replayed when they return.",
+							&ringshard_write_quorum, 1, 1, 64,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.fetch_size",
+							"Rows a fan-out fetches from a node at a time.",
+							NULL, &ringshard_fetch_size, 2000, 1, 1000000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.write_batch_size",
+							"Rows of a write sent to a node at a time (one COPY).",
+							NULL, &ringshard_write_batch_size, 1000, 1, 1000000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.allow_partial_reads",
+							 "A read of a distributed table that cannot reach every range warns instead of failing.",
+							 "The rows of the ranges whose nodes are all down are then missing from the answer.",
+							 &ringshard_allow_partial_reads, false, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.watchdog_interval",
+							"Time between two rounds of the health watchdog.",
+							NULL, &ringshard_watchdog_interval_ms, 5000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomStringVariable("ringshard.watchdog_database",
+							   "Database whose ringshard coordinator the health watchdog serves.",
+							   "Empty (the default): the watchdog waits idle. Needs shared_preload_libraries.",
+							   &ringshard_watchdog_database, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("ringshard.watchdog_role",
+							   "Role the health watchdog works as, with that role's user mappings.",
+							   "Empty (the default): the bootstrap superuser. A role below superuser must be a "
+							   "member of ringshard_admin and have a user mapping with a password for every node.",
+							   &ringshard_watchdog_role, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.rebalance_notice_interval",
+							"Least time between two progress notices of ringshard.rebalance().",
+							"A move of many steps reports \"step k of N, rows x of y\" at most this often; 0 reports after every page and step.",
+							&ringshard_rebalance_notice_interval_ms, 5000, 0, 3600 * 1000,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("ringshard");
+}

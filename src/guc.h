@@ -1,0 +1,33 @@
+/*
+ * guc.h
+ *		Every setting of ringshard, defined in one place (guc.c).
+ */
+#ifndef RINGSHARD_GUC_H
+#define RINGSHARD_GUC_H
+
+#include "postgres.h"
+
+/* Connections and remote work (src/remote). */
+extern int	ringshard_node_timeout_ms;		/* ringshard.node_timeout */
+extern int	ringshard_replay_max_attempts;	/* ringshard.replay_max_attempts */
+extern bool ringshard_two_phase_commit;		/* ringshard.two_phase_commit */
+extern char *ringshard_fault_injection;		/* ringshard.fault_injection (FAULT_INJECTION builds) */
+
+/* Distributed tables (src/fdw). */
+extern int	ringshard_write_quorum;			/* ringshard.write_quorum */
+extern int	ringshard_fetch_size;			/* ringshard.fetch_size */
+extern int	ringshard_write_batch_size;		/* ringshard.write_batch_size */
+extern bool ringshard_allow_partial_reads;	/* ringshard.allow_partial_reads */
+
+/* The watchdog (src/watchdog.c). */
+extern int	ringshard_watchdog_interval_ms; /* ringshard.watchdog_interval */
+extern char *ringshard_watchdog_database;	/* ringshard.watchdog_database */
+extern char *ringshard_watchdog_role;		/* ringshard.watchdog_role */
+
+/* Rebalancing (read by SQL through current_setting()). */
+extern int	ringshard_rebalance_notice_interval_ms;	/* ringshard.rebalance_notice_interval */
+
+/* Define them all and reserve the prefix "ringshard."; from _PG_init. */
+extern void ringshard_define_settings(void);
+
+#endif							/* RINGSHARD_GUC_H */
