@@ -686,22 +686,15 @@ found_zone(const rs_ring *ring, const uint16_t *out, uint32_t found, uint32_t zo
  * Walk clockwise from a point collecting up to want distinct nodes (§3); on
  * a ring with zones, first nodes of zones not yet represented, until want
  * or every zone is, then from the start again any node not taken (§7).
+ * Whether a node, or a node of a zone, is taken is answered by a scan of
+ * what was found (marks NULL) or by bitmaps; inlined for each below.
  */
-static void
-walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out, uint32_t *count)
+static inline __attribute__((always_inline)) void
+walk_replicas_with(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
+				   uint32_t *count, walk_marks *marks)
 {
 	uint32_t	found = 0;
-	int			use_marks = want > SET_SCAN_MAX;
-	walk_marks	marks;
 
-	if (use_marks)
-	{
-		uint32_t	words = (ring->nnodes + 63) / 64;
-
-		memset(marks.nodes, 0, words * sizeof(uint64_t));
-		if (ring->zoned)
-			memset(marks.zones, 0, ((ring->nzones + 63) / 64) * sizeof(uint64_t));
-	}
 	if (ring->zoned)
 	{
 		uint32_t	zones_taken = 0;
@@ -718,16 +711,16 @@ walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
 				point -= ring->npoints;
 			node = rs_ring_point_owner(ring, point);
 			zone = ring->zone_of[node];
-			taken = use_marks ? mark_test(marks.zones, zone) : found_zone(ring, out, found, zone);
+			taken = marks ? mark_test(marks->zones, zone) : found_zone(ring, out, found, zone);
 			if (!taken)
 			{
 				/* a zone not represented yet has none of its nodes taken */
 				out[found++] = (uint16_t) node;
 				zones_taken++;
-				if (use_marks)
+				if (marks)
 				{
-					mark_set(marks.nodes, node);
-					mark_set(marks.zones, zone);
+					mark_set(marks->nodes, node);
+					mark_set(marks->zones, zone);
 				}
 			}
 		}
@@ -741,15 +734,37 @@ walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
 		if (point >= ring->npoints)
 			point -= ring->npoints;
 		node = rs_ring_point_owner(ring, point);
-		taken = use_marks ? mark_test(marks.nodes, node) : found_node(out, found, node);
+		taken = marks ? mark_test(marks->nodes, node) : found_node(out, found, node);
 		if (!taken)
 		{
 			out[found++] = (uint16_t) node;
-			if (use_marks)
-				mark_set(marks.nodes, node);
+			if (marks)
+				mark_set(marks->nodes, node);
 		}
 	}
 	*count = found;
+}
+
+/* Large sets: bitmaps on this function's stack (16 KB), never allocated. */
+static __attribute__((noinline)) void
+walk_replicas_marked(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
+					 uint32_t *count)
+{
+	walk_marks	marks;
+
+	memset(marks.nodes, 0, ((ring->nnodes + 63) / 64) * sizeof(uint64_t));
+	if (ring->zoned)
+		memset(marks.zones, 0, ((ring->nzones + 63) / 64) * sizeof(uint64_t));
+	walk_replicas_with(ring, start, want, out, count, &marks);
+}
+
+static void
+walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out, uint32_t *count)
+{
+	if (want > SET_SCAN_MAX)
+		walk_replicas_marked(ring, start, want, out, count);
+	else
+		walk_replicas_with(ring, start, want, out, count, NULL);
 }
 
 /* The replica set of a hash, beyond rs_ring_replicas' inline case. */
