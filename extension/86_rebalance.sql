@@ -58,7 +58,7 @@ COMMENT ON VIEW ringshard.rebalance_status IS
 CREATE FUNCTION ringshard_internal.ring_move_plan(old_members json, old_vnodes integer,
 										 old_replicas integer, ring text)
 	RETURNS TABLE (range_start ringtoken, range_end ringtoken, fraction float8, old_nodes text[], new_nodes text[])
-	AS 'MODULE_PATHNAME', 'ringshard_ring_move_plan' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'ringshard_ring_move_plan_members' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard_internal.ring_move_plan(json, integer, integer, text) IS
 	'token ranges whose replica set differs between a ring as it was (a placement snapshot''s members with weights, zones and tokens, vnodes, replicas) and as it is now';
 

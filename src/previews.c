@@ -367,6 +367,8 @@ ringshard_preview_change(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	/* NULL ring, change, node, weight or copies: no rows (the options may be NULL) */
+	if (PG_NARGS() < 5)
+		elog(ERROR, "preview_change takes at least 5 arguments");
 	for (int i = 0; i < 5; i++)
 		if (PG_ARGISNULL(i))
 			PG_RETURN_VOID();
@@ -437,6 +439,8 @@ ringshard_proposed_replicas(PG_FUNCTION_ARGS)
 	rs_status	status;
 
 	/* NULL key, ring, change, node or weight: NULL (the options may be NULL) */
+	if (PG_NARGS() < 5)
+		elog(ERROR, "proposed_replicas takes at least 5 arguments");
 	for (int i = 0; i < 5; i++)
 		if (PG_ARGISNULL(i))
 			PG_RETURN_NULL();
@@ -596,34 +600,23 @@ snapshot_members(Datum members_json, RingSpec *spec)
 }
 
 /*
- * ring_move_plan(old_members, old_vnodes, old_replicas, ring): the token
- * ranges whose replica set differs between the ring as it was (its members
- * as a placement snapshot records them) and the ring as the catalog has it
- * now, with both sets.
+ * The steps from the ring as it was (previous) to the ring as it is
+ * (current), as rows: range, fraction, old and new replica sets.
  */
-Datum
-ringshard_ring_move_plan(PG_FUNCTION_ARGS)
+static void
+emit_move_plan(FunctionCallInfo fcinfo, RingSpec *previous, RingSpec *current, int32 old_replicas)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		old_members = PG_GETARG_DATUM(0);
-	int32		old_vnodes = PG_GETARG_INT32(1);
-	int32		old_replicas = PG_GETARG_INT32(2);
-	RingSpec   *current = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(3)));
-	RingSpec	previous = *current;
 	rs_ring    *old_ring = NULL;
 	rs_ring    *new_ring = NULL;
 	rs_move_step *steps = NULL;
 	size_t		nsteps = 0;
 
-	InitMaterializedSRF(fcinfo, 0);
-	previous.vnodes = old_vnodes;
-	previous.replication_factor = old_replicas;
-	snapshot_members(old_members, &previous);
 	PG_TRY();
 	{
 		rs_status	status;
 
-		old_ring = topology_build_ring(&previous, 0);
+		old_ring = topology_build_ring(previous, 0);
 		new_ring = topology_build_ring(current, 0);
 		if (old_ring == NULL || new_ring == NULL)
 			ereport(ERROR,
@@ -659,5 +652,77 @@ ringshard_ring_move_plan(PG_FUNCTION_ARGS)
 		rs_ring_free(new_ring);
 	}
 	PG_END_TRY();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_ring_move_plan_members);
+
+/*
+ * ring_move_plan(old_members, old_vnodes, old_replicas, ring): the token
+ * ranges whose replica set differs between the ring as it was (its members
+ * as a placement snapshot records them, with zones and tokens) and the ring
+ * as the catalog has it now, with both sets.
+ */
+Datum
+ringshard_ring_move_plan_members(PG_FUNCTION_ARGS)
+{
+	Datum		old_members = PG_GETARG_DATUM(0);
+	int32		old_vnodes = PG_GETARG_INT32(1);
+	int32		old_replicas = PG_GETARG_INT32(2);
+	RingSpec   *current;
+	RingSpec	previous;
+
+	InitMaterializedSRF(fcinfo, 0);
+	current = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(3)));
+	previous = *current;
+	previous.vnodes = old_vnodes;
+	previous.replication_factor = old_replicas;
+	snapshot_members(old_members, &previous);
+	emit_move_plan(fcinfo, &previous, current, old_replicas);
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_ring_move_plan);
+
+/*
+ * ring_move_plan(old_nodes, old_weights, old_vnodes, old_replicas, ring), the
+ * signature of 1.0 and 1.1 (members as names and weights, labelled vnodes,
+ * no zones), kept for their SQL objects until ALTER EXTENSION UPDATE: the
+ * library of an update is installed before the update runs.
+ */
+Datum
+ringshard_ring_move_plan(PG_FUNCTION_ARGS)
+{
+	ArrayType  *old_nodes = PG_GETARG_ARRAYTYPE_P(0);
+	ArrayType  *old_weights = PG_GETARG_ARRAYTYPE_P(1);
+	int32		old_vnodes = PG_GETARG_INT32(2);
+	int32		old_replicas = PG_GETARG_INT32(3);
+	RingSpec   *current;
+	RingSpec	previous;
+	Datum	   *names;
+	Datum	   *weights;
+	bool	   *nulls;
+	int			nnames;
+	int			nweights;
+
+	InitMaterializedSRF(fcinfo, 0);
+	current = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	previous = *current;
+	deconstruct_array(old_nodes, TEXTOID, -1, false, TYPALIGN_INT, &names, &nulls, &nnames);
+	deconstruct_array(old_weights, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &weights, &nulls, &nweights);
+	if (nnames != nweights)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("old_nodes and old_weights must have the same length")));
+	previous.vnodes = old_vnodes;
+	previous.replication_factor = old_replicas;
+	previous.nmembers = nnames;
+	previous.members = palloc0(sizeof(rs_ring_member) * (nnames + 1));
+	for (int i = 0; i < nnames; i++)
+	{
+		previous.members[i].name = TextDatumGetCString(names[i]);
+		previous.members[i].name_len = strlen(previous.members[i].name);
+		previous.members[i].weight = DatumGetFloat8(weights[i]);
+	}
+	emit_move_plan(fcinfo, &previous, current, old_replicas);
 	PG_RETURN_VOID();
 }
