@@ -539,8 +539,6 @@ ringshard_compare_schemes(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-PG_FUNCTION_INFO_V1(ringshard_ring_move_plan);
-
 /*
  * The members of a placement snapshot (a JSON array of {node, weight, zone,
  * tokens}, as ringshard_internal.placement_snapshot records them; zone and
