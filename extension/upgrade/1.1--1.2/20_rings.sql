@@ -26,3 +26,14 @@ DROP FUNCTION ringshard.ring_balance_report(text);
 DROP VIEW ringshard.table_overview;
 DROP VIEW ringshard.table_nodes;
 DROP FUNCTION ringshard.ring_balance(text);
+
+-- Placements recorded before 1.2 name each member's node and weight; 1.2
+-- records its zone and tokens too, and there were none: say so, so that a
+-- recorded placement equals the snapshot 1.2 takes of the same topology.
+UPDATE ringshard.placements p
+   SET snapshot = pg_catalog.jsonb_set(p.snapshot::pg_catalog.jsonb, '{members}',
+           (SELECT coalesce(pg_catalog.jsonb_agg(m.member::pg_catalog.jsonb
+                                                            OPERATOR(pg_catalog.||) '{"zone": null, "tokens": null}'::pg_catalog.jsonb
+                                                            ORDER BY m.i), '[]'::pg_catalog.jsonb)
+              FROM pg_catalog.json_array_elements(p.snapshot OPERATOR(pg_catalog.->) 'members') WITH ORDINALITY m(member, i)))::pg_catalog.json
+ WHERE pg_catalog.json_typeof(p.snapshot OPERATOR(pg_catalog.->) 'members') OPERATOR(pg_catalog.=) 'array';
