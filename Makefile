@@ -41,6 +41,7 @@ GLUE_OBJS = \
 	src/fdw/deparse.o \
 	src/fdw/plan_state.o \
 	src/fdw/planner.o \
+	src/fdw/statement_planner.o \
 	src/fdw/scan.o \
 	src/fdw/upper.o \
 	src/fdw/upper_scan.o \

@@ -15,7 +15,7 @@ CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRU
 	ON ringshard.cluster_state FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 -- A restored row updates the one CREATE EXTENSION made.
 CREATE FUNCTION ringshard_internal.merge_cluster_state() RETURNS trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.cluster_state) THEN
 		UPDATE ringshard.cluster_state SET (local_node, topology_version) = (NEW.local_node, NEW.topology_version);
@@ -60,7 +60,7 @@ COMMENT ON FUNCTION ringshard.node_table_rows(regclass) IS
 
 -- The topology as JSON, for workers.  Addresses stay on the coordinator.
 CREATE FUNCTION ringshard_internal.topology_snapshot() RETURNS json
-	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT json_build_object(
 		'rings', (SELECT coalesce(json_agg(r), '[]') FROM ringshard.rings r),
 		'nodes', (SELECT coalesce(json_agg(json_build_object('node_name', n.node_name, 'is_up', n.is_up)), '[]') FROM ringshard.nodes n),
@@ -72,7 +72,7 @@ COMMENT ON FUNCTION ringshard_internal.topology_snapshot() IS 'rings, nodes (wit
 
 -- On a worker: replace the topology with the coordinator's, if newer.
 CREATE FUNCTION ringshard.apply_topology(topology json, local_node text, version bigint) RETURNS bigint
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	held bigint;
 BEGIN

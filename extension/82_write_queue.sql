@@ -16,16 +16,18 @@ CREATE TABLE ringshard.write_queue (
 	node_name text NOT NULL,
 	table_name regclass NOT NULL,
 	writer regrole NOT NULL,
-	payload json NOT NULL,
+	payload json,
 	queued_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	attempts integer NOT NULL DEFAULT 0,
 	last_error text,
-	PRIMARY KEY (node_name, write_id)
+	statement text,
+	PRIMARY KEY (node_name, write_id),
+	CONSTRAINT row_or_statement CHECK ((payload IS NULL) <> (statement IS NULL))
 );
 CREATE INDEX ON ringshard.write_queue (node_name, ordinal);
 CREATE INDEX ON ringshard.write_queue (table_name);
 COMMENT ON TABLE ringshard.write_queue IS
-	'rows a replica missed because it was down, waiting to be replayed to it as the role that wrote them';
+	'writes a replica missed because it was down (a row to insert, or an UPDATE, DELETE or TRUNCATE as its other replicas ran it), waiting to be replayed to it in order as the role that wrote them';
 SELECT pg_catalog.pg_extension_config_dump('ringshard.write_queue', '');
 SELECT pg_catalog.pg_extension_config_dump('ringshard.write_queue_ordinal_seq', '');
 
@@ -35,12 +37,14 @@ CREATE TABLE ringshard.dead_letters (
 	node_name text NOT NULL,
 	table_name regclass NOT NULL,
 	writer regrole NOT NULL,
-	payload json NOT NULL,
+	payload json,
 	queued_at timestamptz NOT NULL,
 	attempts integer NOT NULL,
 	reason text NOT NULL,
 	failed_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
-	PRIMARY KEY (node_name, write_id)
+	statement text,
+	PRIMARY KEY (node_name, write_id),
+	CONSTRAINT row_or_statement CHECK ((payload IS NULL) <> (statement IS NULL))
 );
 COMMENT ON TABLE ringshard.dead_letters IS
 	'queued writes their node kept refusing, with the last reason; they are not replayed (insert them again by hand once the cause is fixed)';
@@ -70,55 +74,111 @@ CREATE FUNCTION ringshard.replay_queue(node text, batch integer DEFAULT 1000) RE
 COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
 	'delivers up to batch queued writes to a node, oldest first, each as the role that made it, exactly once (it commits with this transaction); a refused write stays queued with its error, and moves to dead_letters after ringshard.replay_max_attempts refusals; returns how many were delivered';
 
--- One round of the health watchdog: probe every node, mark it up or down,
--- replay the queue of each node that answers, and mark up a node whose queue
--- is delivered.  (The watchdog then resolves prepared transactions a crash
--- left in doubt, in a transaction of its own.)
+-- One round of the health watchdog: probe every node, mark down a node that
+-- does not answer, and replay the queue of each node that does.  A node that
+-- answers and has at most one batch left is handed over at the end of the
+-- round: under its queue lock (taken exclusive, so no write is still on its
+-- way to its queue, and new ones wait), the rest is delivered and the node
+-- is marked up; the writers that waited then write to it directly.  (The
+-- watchdog then resolves prepared transactions a crash left in doubt, in a
+-- transaction of its own.)
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
 	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	probe record;
 	was_up boolean;
-	now_up boolean;
 	dead bigint;
+	nodes_seen text[] := '{}';
+	answers boolean[] := '{}';
+	delivered_to integer[] := '{}';
+	hand_over boolean[] := '{}';
+	got integer;
+	handed integer;
+	saved_lock_timeout text;
 BEGIN
 	FOR probe IN SELECT h.node, h.reachable, h.last_error AS error FROM ringshard.node_health() h LOOP
-		node := probe.node;
-		reachable := probe.reachable;
-		delivered := 0;
+		got := 0;
 		IF probe.reachable THEN
 			-- One node's trouble must not stop the round for the others.
 			BEGIN
-				delivered := ringshard.replay_queue(probe.node, batch);
+				got := ringshard.replay_queue(probe.node, batch);
 			EXCEPTION WHEN OTHERS THEN
 				RAISE WARNING 'replaying the queue of node "%" failed: %', probe.node, SQLERRM;
 			END;
 		END IF;
 		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
-		IF delivered > 0 THEN
-			RAISE LOG 'ringshard: delivered % queued write(s) to node "%", % still queued', delivered, probe.node, still_queued;
+		IF got > 0 THEN
+			RAISE LOG 'ringshard: delivered % queued write(s) to node "%", % still queued', got, probe.node, still_queued;
 		END IF;
+		nodes_seen := nodes_seen || probe.node;
+		answers := answers || probe.reachable;
+		delivered_to := delivered_to || got;
+		hand_over := hand_over || false;
 		IF mark_health THEN
-			-- up: it answers and misses no write (none queued, none set aside as a dead letter)
 			dead := (SELECT count(*) FROM ringshard.dead_letters d WHERE d.node_name = probe.node);
-			now_up := probe.reachable AND still_queued = 0 AND dead = 0;
 			SELECT n.is_up INTO was_up FROM ringshard.nodes n WHERE n.node_name = probe.node;
-			IF was_up IS DISTINCT FROM now_up THEN
-				UPDATE ringshard.nodes n SET is_up = now_up WHERE n.node_name = probe.node;
-				IF now_up THEN
-					RAISE LOG 'ringshard: node "%" is marked up', probe.node;
-				ELSE
+			IF NOT probe.reachable OR dead > 0 OR (was_up AND still_queued > 0) THEN
+				-- down: it does not answer, or it misses writes
+				UPDATE ringshard.nodes n SET is_up = false WHERE n.node_name = probe.node AND n.is_up;
+				IF FOUND THEN
 					RAISE LOG 'ringshard: node "%" is marked down: %', probe.node,
 						CASE WHEN NOT probe.reachable THEN coalesce(probe.error, 'it does not answer')
 						     WHEN dead > 0 THEN format('%s dead letter(s) to deal with', dead)
 						     ELSE format('%s queued write(s) to deliver', still_queued) END;
 				END IF;
+			ELSIF NOT was_up AND still_queued <= batch THEN
+				hand_over[cardinality(hand_over)] := true;
 			END IF;
 		END IF;
+	END LOOP;
+
+	-- The hand-overs, last: the queue lock is held to the end of the round.
+	IF true = ANY (hand_over) AND current_setting('transaction_isolation') <> 'read committed' THEN
+		RAISE WARNING 'nodes are not marked up by a watchdog round in a % transaction', current_setting('transaction_isolation')
+			USING HINT = 'Call ringshard.watchdog_tick() in a READ COMMITTED transaction; the watchdog always does.';
+		hand_over := array_fill(false, ARRAY[cardinality(hand_over)]);
+	END IF;
+	saved_lock_timeout := current_setting('lock_timeout');
+	FOR i IN 1 .. cardinality(nodes_seen) LOOP
+		CONTINUE WHEN NOT hand_over[i];
+		BEGIN
+			-- Writers that queue for the node hold its queue lock shared to
+			-- their end; one that holds it too long makes the hand-over wait
+			-- for another round rather than hold back every other writer.
+			PERFORM set_config('lock_timeout', '2s', true);
+			PERFORM pg_advisory_xact_lock(21070, hashtext(nodes_seen[i]));
+			PERFORM set_config('lock_timeout', saved_lock_timeout, true);
+			handed := 0;
+			FOR pass IN 1 .. 100 LOOP
+				got := ringshard.replay_queue(nodes_seen[i], batch);
+				handed := handed + got;
+				EXIT WHEN got = 0;
+			END LOOP;
+			delivered_to[i] := delivered_to[i] + handed;
+			IF NOT EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i])
+			   AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = nodes_seen[i]) THEN
+				UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = nodes_seen[i] AND NOT n.is_up;
+				IF FOUND THEN
+					RAISE LOG 'ringshard: node "%" is marked up', nodes_seen[i];
+				END IF;
+			END IF;
+		EXCEPTION
+			WHEN lock_not_available THEN
+				RAISE LOG 'ringshard: node "%" stays down this round: writers held its queue for over 2 s', nodes_seen[i];
+			WHEN OTHERS THEN
+				RAISE WARNING 'handing over node "%" failed: %', nodes_seen[i], SQLERRM;
+		END;
+	END LOOP;
+
+	FOR i IN 1 .. cardinality(nodes_seen) LOOP
+		node := nodes_seen[i];
+		reachable := answers[i];
+		delivered := delivered_to[i];
+		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i]);
 		RETURN NEXT;
 	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION ringshard.watchdog_tick(boolean, integer) IS
-	'one round of the health watchdog: probes nodes, replays queues, marks nodes up (reachable, nothing queued, no dead letter) or down';
+	'one round of the health watchdog: probes nodes, replays queues, marks a node down when it does not answer or misses writes, and up, under its queue lock, once it answers and its queue is delivered';

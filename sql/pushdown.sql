@@ -235,7 +235,8 @@ INSERT INTO queries (ordered, query) VALUES
 (false, 'SELECT id, sub FROM %s ORDER BY sub FETCH FIRST 3 ROWS WITH TIES'),
 (true, 'SELECT id FROM %s WHERE t > my_stable_text() ORDER BY id LIMIT 3');
 
--- a user-defined aggregate and a function that is not immutable: never sent to a node
+-- a user-defined aggregate: never sent to a node; a stable function of no
+-- column (now(), my_stable_text()): evaluated here once, its value sent
 CREATE AGGREGATE my_sum(int4) (sfunc = int4pl, stype = int4);
 CREATE FUNCTION my_stable_text() RETURNS text LANGUAGE plpgsql STABLE AS $$ BEGIN RETURN 'c'; END $$;
 
@@ -298,7 +299,8 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT id, t FROM items_pair WHERE grp = 'g2' ORDER
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id * 2 FROM items_pair ORDER BY abs(i4) DESC LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, vc FROM items_keyspaces ORDER BY f4 LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM items_single LIMIT 3;
--- not pushed: a router scan, a condition evaluated here, a DISTINCT aggregate
+-- not pushed: a router scan, a DISTINCT aggregate; pushed: a condition on a
+-- stable function of no column, sent as its value
 EXPLAIN (COSTS OFF) SELECT count(*) FROM items_pair WHERE id = 42;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM items_pair WHERE t > my_stable_text();
 EXPLAIN (COSTS OFF) SELECT count(DISTINCT grp) FROM items_pair;

@@ -134,6 +134,12 @@ placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint16 *out)
 bool
 placement_covered(const TablePlacement *p, const bool *excluded)
 {
+	return placement_covered_by(p, excluded, 1);
+}
+
+bool
+placement_covered_by(const TablePlacement *p, const bool *excluded, int copies)
+{
 	if (p->ring)
 	{
 		const rs_ring *ring = p->ring->ring;
@@ -144,13 +150,13 @@ placement_covered(const TablePlacement *p, const bool *excluded)
 			return true;
 		for (uint32 point = 0; point < ring->npoints; point++)
 		{
-			bool		covered = false;
+			int			kept = 0;
 
 			rs_ring_replicas(ring, rs_ring_token(ring, point),
 							 (uint32) Min(p->ring->replication_factor, PLACEMENT_MAX_REPLICAS), replicas, &found);
-			for (uint32 r = 0; r < found && !covered; r++)
-				covered = !excluded[replicas[r]];
-			if (!covered)
+			for (uint32 r = 0; r < found; r++)
+				kept += !excluded[replicas[r]];
+			if (kept < Min(copies, (int) found))
 				return false;
 		}
 		return true;
@@ -159,11 +165,11 @@ placement_covered(const TablePlacement *p, const bool *excluded)
 	{
 		uint32		first = p->map->map.offsets[part];
 		uint32		holders = rs_partmap_holder_count(&p->map->map, part);
-		bool		covered = holders == 0;
+		int			kept = 0;
 
-		for (uint32 h = 0; h < holders && !covered; h++)
-			covered = !excluded[p->map->map.holders[first + h]];
-		if (!covered)
+		for (uint32 h = 0; h < holders; h++)
+			kept += !excluded[p->map->map.holders[first + h]];
+		if (kept < Min(copies, (int) holders))
 			return false;
 	}
 	return true;

@@ -39,6 +39,9 @@ extern int	placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint
 /* Whether every token range or partition keeps a replica on a node not excluded. */
 extern bool placement_covered(const TablePlacement *p, const bool *excluded);
 
+/* Whether every range or partition keeps at least copies replicas (all it has, if fewer) not excluded. */
+extern bool placement_covered_by(const TablePlacement *p, const bool *excluded, int copies);
+
 /* Whether each row has one copy only (R = 1, or one holder per partition). */
 extern bool placement_single_copy(const TablePlacement *p);
 

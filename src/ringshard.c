@@ -38,6 +38,7 @@ _PG_init(void)
 	remote_connection_init();
 	remote_transaction_init();
 	rsfdw_ddl_init();
+	rsfdw_statement_planner_init();
 	watchdog_init();
 }
 

@@ -91,6 +91,12 @@ watchdog_round(const char *activity, const char *query)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
+	/*
+	 * READ COMMITTED whatever default_transaction_isolation says: a node's
+	 * hand-over counts its queue after taking the queue lock, and must see
+	 * every write committed before it.
+	 */
+	XactIsoLevel = XACT_READ_COMMITTED;
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);

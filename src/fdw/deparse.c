@@ -15,6 +15,7 @@
 #include "commands/defrem.h"
 #include "executor/executor.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "nodes/parsenodes.h"
@@ -43,7 +44,24 @@ typedef struct ShipContext
 	RelOptInfo *rel;
 	Index		varno;
 	Oid			relid;
+	const char *reason;			/* why the first part that does not ship does not */
 } ShipContext;
+
+/*
+ * A value known when the statement starts: an expression of constants,
+ * parameters and stable functions (now(), current_date, a stable function of
+ * a parameter) with no column of any table and nothing volatile.  It is
+ * evaluated once, here, and sent as a typed literal in a parameter hole:
+ * every node, and every copy of a row, gets the same value.
+ */
+static bool
+is_value_hole(Node *node)
+{
+	if (node == NULL || IsA(node, Const) || IsA(node, Param) || IsA(node, List))
+		return false;
+	return !contain_var_clause(node) && !contain_volatile_functions(node) && !contain_subplans(node) &&
+		!contain_agg_clause(node) && !contain_window_function(node) && !expression_returns_set(node);
+}
 
 /* A type the node surely has: built in, or the type of one of the table's columns (or its array). */
 static bool
@@ -144,6 +162,8 @@ collation_walker(Node *node, CollationState *state)
 
 	if (node == NULL)
 		return false;
+	if (is_value_hole(node))
+		goto literal;			/* sent as a typed literal */
 	switch (nodeTag(node))
 	{
 		case T_List:
@@ -155,6 +175,7 @@ collation_walker(Node *node, CollationState *state)
 			return false;
 		case T_Const:
 		case T_Param:
+		literal:
 			/* a literal or parameter carries its type's collation, unless COLLATE was folded into it */
 			output = exprCollation(node);
 			if (OidIsValid(output) && output != get_typcollation(exprType(node)))
@@ -204,11 +225,39 @@ collations_said(Node *expr)
 	return !collation_walker(expr, &state) && !state.unsaid;
 }
 
+/* Refuse a part, saying why (the first reason is the one a message names). */
+static bool
+refuse_part(ShipContext *ctx, const char *reason)
+{
+	if (ctx->reason == NULL)
+		ctx->reason = reason;
+	return true;
+}
+
+/* A function's name for a message. */
+static char *
+function_description(Oid funcid)
+{
+	char	   *name = get_func_name(funcid);
+
+	if (!is_builtin(funcid))
+		return psprintf("function %s() is not built in", name ? name : "?");
+	return psprintf("function %s() is not immutable", name ? name : "?");
+}
+
 static bool
 ship_walker(Node *node, ShipContext *ctx)
 {
 	if (node == NULL)
 		return false;
+	if (is_value_hole(node))
+	{
+		/* evaluated here once, sent as a value */
+		if (!type_is_shippable(exprType(node), ctx))
+			return refuse_part(ctx, psprintf("a value of type %s, which the nodes may not have",
+											 format_type_be(exprType(node))));
+		return false;
+	}
 	switch (nodeTag(node))
 	{
 		case T_Var:
@@ -216,20 +265,25 @@ ship_walker(Node *node, ShipContext *ctx)
 				Var		   *var = (Var *) node;
 
 				/* a column of the scanned table; system columns differ per copy */
-				if (var->varno != ctx->varno || var->varlevelsup != 0 || var->varattno <= 0)
-					return true;
+				if (var->varno != ctx->varno || var->varlevelsup != 0)
+					return refuse_part(ctx, "a column of another table");
+				if (var->varattno <= 0)
+					return refuse_part(ctx, "a system column (each copy of a row has its own)");
 				return false;
 			}
 		case T_Const:
-			return !type_is_shippable(((Const *) node)->consttype, ctx);
+			if (!type_is_shippable(((Const *) node)->consttype, ctx))
+				return refuse_part(ctx, psprintf("a constant of type %s, which the nodes may not have",
+												 format_type_be(((Const *) node)->consttype)));
+			return false;
 		case T_Param:
 			{
 				Param	   *param = (Param *) node;
 
 				if (param->paramkind != PARAM_EXTERN && param->paramkind != PARAM_EXEC)
-					return true;
+					return refuse_part(ctx, "a parameter of a sublink");
 				if (!type_is_shippable(param->paramtype, ctx))
-					return true;
+					return refuse_part(ctx, "a parameter of a type the nodes may not have");
 				return false;
 			}
 		case T_OpExpr:
@@ -239,8 +293,10 @@ ship_walker(Node *node, ShipContext *ctx)
 				OpExpr	   *op = (OpExpr *) node;
 
 				set_opfuncid(op);
-				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid))
-					return true;
+				if (!is_builtin(op->opno))
+					return refuse_part(ctx, psprintf("operator %s is not built in", get_opname(op->opno)));
+				if (!function_is_shippable(op->opfuncid))
+					return refuse_part(ctx, psprintf("operator %s is not immutable", get_opname(op->opno)));
 				break;
 			}
 		case T_ScalarArrayOpExpr:
@@ -249,7 +305,7 @@ ship_walker(Node *node, ShipContext *ctx)
 
 				set_sa_opfuncid(op);
 				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid))
-					return true;
+					return refuse_part(ctx, psprintf("operator %s is not built in and immutable", get_opname(op->opno)));
 				break;
 			}
 		case T_FuncExpr:
@@ -257,12 +313,50 @@ ship_walker(Node *node, ShipContext *ctx)
 				FuncExpr   *func = (FuncExpr *) node;
 
 				if (!function_is_shippable(func->funcid))
-					return true;
+					return refuse_part(ctx, function_description(func->funcid));
 				break;
 			}
 		case T_RelabelType:
 			if (!type_is_shippable(((RelabelType *) node)->resulttype, ctx))
-				return true;
+				return refuse_part(ctx, "a cast to a type the nodes may not have");
+			break;
+		case T_CaseExpr:
+			{
+				CaseExpr   *c = (CaseExpr *) node;
+				ListCell   *lc;
+
+				/*
+				 * CASE x WHEN v THEN ...: each WHEN is "CaseTestExpr = v"; only
+				 * that form is sent (as "WHEN v"), its test walked alone.
+				 */
+				if (c->arg)
+				{
+					if (ship_walker((Node *) c->arg, ctx))
+						return true;
+					foreach(lc, c->args)
+					{
+						CaseWhen   *when = lfirst(lc);
+						Node	   *test = (Node *) when->expr;
+
+						if (!IsA(test, OpExpr) || list_length(((OpExpr *) test)->args) != 2 ||
+							!IsA(strip_implicit_coercions(linitial(((OpExpr *) test)->args)), CaseTestExpr))
+							return refuse_part(ctx, "a CASE whose WHEN clauses are not plain values");
+						set_opfuncid((OpExpr *) test);
+						if (!is_builtin(((OpExpr *) test)->opno) || !function_is_shippable(((OpExpr *) test)->opfuncid))
+							return refuse_part(ctx, "a CASE comparing with an operator that is not built in and immutable");
+						if (ship_walker(lsecond(((OpExpr *) test)->args), ctx) || ship_walker((Node *) when->result, ctx))
+							return true;
+					}
+					return ship_walker((Node *) c->defresult, ctx);
+				}
+				break;
+			}
+		case T_CaseWhen:
+		case T_CoalesceExpr:
+			break;
+		case T_MinMaxExpr:
+			if (!is_builtin(((MinMaxExpr *) node)->minmaxtype))
+				return refuse_part(ctx, "GREATEST or LEAST of a type that is not built in");
 			break;
 		case T_CoerceViaIO:
 			{
@@ -275,26 +369,34 @@ ship_walker(Node *node, ShipContext *ctx)
 				bool		varlena;
 
 				if (!is_builtin(argtype) || !is_builtin(c->resulttype))
-					return true;
+					return refuse_part(ctx, "a cast through text of a type that is not built in");
 				getTypeOutputInfo(argtype, &output, &varlena);
 				getTypeInputInfo(c->resulttype, &input, &ioparam);
 				if (func_volatile(output) != PROVOLATILE_IMMUTABLE || func_volatile(input) != PROVOLATILE_IMMUTABLE ||
 					output_depends_on_settings(output))
-					return true;
+					return refuse_part(ctx, psprintf("a cast of %s to %s, whose text depends on the session's settings",
+													 format_type_be(argtype), format_type_be(c->resulttype)));
 				break;
 			}
 		case T_ArrayExpr:
 			if (!type_is_shippable(((ArrayExpr *) node)->array_typeid, ctx))
-				return true;
+				return refuse_part(ctx, "an array of a type the nodes may not have");
 			break;
 		case T_BoolExpr:
 		case T_NullTest:
 		case T_BooleanTest:
 		case T_List:
 			break;
+		case T_SubPlan:
+		case T_AlternativeSubPlan:
+		case T_SubLink:
+			return refuse_part(ctx, "a subquery");
+		case T_Aggref:
+		case T_WindowFunc:
+			return refuse_part(ctx, "an aggregate or window function");
 		default:
-			/* anything else (subplans, CASE, casts through text I/O, ...) is evaluated here */
-			return true;
+			/* anything else is evaluated here */
+			return refuse_part(ctx, psprintf("an expression of kind %d that is not sent to nodes", (int) nodeTag(node)));
 	}
 	return expression_tree_walker(node, ship_walker, (void *) ctx);
 }
@@ -302,16 +404,27 @@ ship_walker(Node *node, ShipContext *ctx)
 bool
 rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr)
 {
+	return rsfdw_unshippable_reason(root, rel, expr) == NULL;
+}
+
+const char *
+rsfdw_unshippable_reason(PlannerInfo *root, RelOptInfo *rel, Expr *expr)
+{
 	ShipContext ctx;
 
 	ctx.root = root;
 	ctx.rel = rel;
 	ctx.varno = rel->relid;
 	ctx.relid = rel->relid > 0 ? planner_rt_fetch(rel->relid, root)->relid : InvalidOid;
+	ctx.reason = NULL;
 	/* volatile expressions never ship (the node would evaluate them once per copy) */
 	if (contain_volatile_functions((Node *) expr))
-		return false;
-	return !ship_walker((Node *) expr, &ctx) && collations_said((Node *) expr);
+		return "a volatile function (each node, and each copy of a row, would get its own value)";
+	if (ship_walker((Node *) expr, &ctx))
+		return ctx.reason ? ctx.reason : "a part that is not sent to nodes";
+	if (!collations_said((Node *) expr))
+		return "a collation the nodes would not derive (a COLLATE clause, or an operator comparing in another collation)";
+	return NULL;
 }
 
 char *
@@ -463,6 +576,12 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 {
 	if (expr == NULL)
 		return;
+	if (is_value_hole((Node *) expr))
+	{
+		/* evaluated here when the statement runs, sent as a value */
+		add_param_hole(ctx, expr);
+		return;
+	}
 	switch (nodeTag(expr))
 	{
 		case T_Var:
@@ -656,6 +775,45 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 				}
 				break;
 			}
+		case T_CaseExpr:
+			{
+				CaseExpr   *c = (CaseExpr *) expr;
+				ListCell   *lc;
+
+				rsfdw_append(ctx, "(CASE");
+				if (c->arg)
+				{
+					rsfdw_append(ctx, " ");
+					rsfdw_append_expr(ctx, c->arg);
+				}
+				foreach(lc, c->args)
+				{
+					CaseWhen   *when = lfirst(lc);
+
+					rsfdw_append(ctx, " WHEN ");
+					/* CASE x WHEN v: the test is "CaseTestExpr = v", only v is written */
+					rsfdw_append_expr(ctx, c->arg ? lsecond(((OpExpr *) when->expr)->args) : when->expr);
+					rsfdw_append(ctx, " THEN ");
+					rsfdw_append_expr(ctx, when->result);
+				}
+				if (c->defresult)
+				{
+					rsfdw_append(ctx, " ELSE ");
+					rsfdw_append_expr(ctx, c->defresult);
+				}
+				rsfdw_append(ctx, " END)");
+				break;
+			}
+		case T_CoalesceExpr:
+			rsfdw_append(ctx, "COALESCE(");
+			append_args(ctx, ((CoalesceExpr *) expr)->args, false);
+			rsfdw_append(ctx, ")");
+			break;
+		case T_MinMaxExpr:
+			rsfdw_append(ctx, ((MinMaxExpr *) expr)->op == IS_GREATEST ? "GREATEST(" : "LEAST(");
+			append_args(ctx, ((MinMaxExpr *) expr)->args, false);
+			rsfdw_append(ctx, ")");
+			break;
 		default:
 			elog(ERROR, "ringshard: cannot send an expression of node type %d to a node", (int) nodeTag(expr));
 	}
@@ -865,7 +1023,7 @@ rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char
 }
 
 char *
-rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topology_version)
+rsfdw_excluded_nodes_sql(TablePlacement *placement, const bool *excluded)
 {
 	int			n = placement_node_count(placement);
 	StringInfoData names;
@@ -891,8 +1049,13 @@ rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topol
 		first = false;
 	}
 	appendStringInfoChar(&names, '}');
-	return psprintf(" AND %s", rsfdw_reads_here_sql(placement,
-												   psprintf("%s::pg_catalog.text[]", quote_literal_cstr(names.data)),
+	return psprintf("%s::pg_catalog.text[]", quote_literal_cstr(names.data));
+}
+
+char *
+rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topology_version)
+{
+	return psprintf(" AND %s", rsfdw_reads_here_sql(placement, rsfdw_excluded_nodes_sql(placement, excluded),
 												   psprintf("%lld::pg_catalog.int8", (long long) topology_version)));
 }
 

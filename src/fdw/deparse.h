@@ -37,6 +37,9 @@ typedef struct DeparseContext
 /* Whether the expression can be evaluated on a node with the same result. */
 extern bool rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 
+/* NULL if it can, else what stops it, for a message ("function random() is volatile", ...). */
+extern const char *rsfdw_unshippable_reason(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
+
 /* Start a context; params collects the expressions of parameter holes. */
 extern void rsfdw_deparse_init(DeparseContext *ctx, PlannerInfo *root, RelOptInfo *rel,
 							   Index varno, List **params);
@@ -128,6 +131,8 @@ extern char *rsfdw_close_sql(const char *cursor);
 
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
 extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
+/* The excluded nodes of a placement as a text[] literal, for reads_here(). */
+extern char *rsfdw_excluded_nodes_sql(struct TablePlacement *placement, const bool *excluded);
 /* " AND reads_here(...)": each row read once, on its first replica not excluded. */
 extern char *rsfdw_fanout_filter(struct TablePlacement *placement, const bool *excluded, int64 topology_version);
 

@@ -43,6 +43,9 @@ typedef struct RsRelInfo
 	List	   *group_exprs;	/* GROUP BY expressions */
 } RsRelInfo;
 
+/* statement_planner.c: the planner hook */
+extern void rsfdw_statement_planner_init(void);
+
 /* planner.c */
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 extern void rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
@@ -73,6 +76,14 @@ struct TablePlacement;
 struct RemoteConnection;
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
 extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
+
+/*
+ * EXPLAIN: the replicas of the key values of a router scan or statement sent
+ * whole, when they are constants (fdw_exprs[nparams], then the keyspace);
+ * NULL otherwise.
+ */
+extern char *rsfdw_constant_key_replicas(struct TablePlacement *placement, ForeignScan *plan, int nparams,
+										 bool with_keyspace);
 
 extern struct RemoteConnection **rsfdw_fanout_connect(struct TablePlacement *placement, Oid userid,
 													  const char *table, char **filter);

@@ -285,8 +285,14 @@ prepare_node(RsModifyState *state, int node)
 	initStringInfo(&b->copy_data);
 	initStringInfo(&b->values);
 	b->conn = remote_connection(placement_node_name(&state->placement, node), state->userid);
-	/* a node marked down gets its writes queued, in order, until the watchdog delivered its queue */
-	if (!placement_node_up(&state->placement, node) || b->conn->unreachable)
+	/*
+	 * A node marked down gets its writes queued, in order, until the
+	 * watchdog has delivered its queue and marked it up (asked again here:
+	 * the topology cached for this statement may be older than a hand-over).
+	 */
+	if (b->conn->unreachable ||
+		(!placement_node_up(&state->placement, node) &&
+		 !queue_node_up_now(placement_node_name(&state->placement, node))))
 	{
 		b->queued = true;
 		return;
@@ -428,20 +434,64 @@ rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *targe
 	/* UPDATE and DELETE are sent to the nodes whole: no row identity is needed */
 }
 
+/*
+ * What stops an UPDATE or DELETE from going whole: the first part of its
+ * conditions or new values that the nodes cannot evaluate as we would.
+ */
+static const char *
+refusal_reason(PlannerInfo *root, ModifyTable *plan, Index resultRelation)
+{
+	RelOptInfo *rel = find_base_rel(root, resultRelation);
+	ListCell   *lc;
+	Plan	   *subplan = outerPlan(plan);
+
+	if (subplan && IsA(subplan, Result) && outerPlan(subplan))
+		subplan = outerPlan(subplan);
+	if (subplan == NULL || !IsA(subplan, ForeignScan) ||
+		((ForeignScan *) subplan)->scan.scanrelid != resultRelation)
+		return "another table, a join or a subquery";
+	foreach(lc, subplan->qual)
+	{
+		const char *reason = rsfdw_unshippable_reason(root, rel, lfirst(lc));
+
+		if (reason)
+			return psprintf("%s in its WHERE clause", reason);
+	}
+	if (plan->operation == CMD_UPDATE)
+	{
+		List	   *processed_tlist = NIL;
+		List	   *target_attrs = NIL;
+
+		get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
+		foreach(lc, processed_tlist)
+		{
+			const char *reason = rsfdw_unshippable_reason(root, rel, lfirst_node(TargetEntry, lc)->expr);
+
+			if (reason)
+				return psprintf("%s in its SET list", reason);
+		}
+	}
+	return "a part the nodes cannot evaluate as the coordinator would";
+}
+
 List *
 rsPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, int subplan_index)
 {
 	RangeTblEntry *rte = planner_rt_fetch(resultRelation, root);
 
 	if (plan->operation == CMD_UPDATE || plan->operation == CMD_DELETE)
+	{
+		const char *reason = refusal_reason(root, plan, resultRelation);
+
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("this %s of distributed table %s cannot be sent to its nodes as one statement",
 						plan->operation == CMD_UPDATE ? "UPDATE" : "DELETE", get_rel_name(rte->relid)),
-				 errdetail("Its WHERE clause or SET list uses functions or operators that are not built in and "
-						   "immutable, subqueries, or other tables."),
-				 errhint("Write the condition with built-in functions of the table's columns, constants and "
-						 "parameters, or select the keys first and use WHERE key = ANY (...).")));
+				 errdetail("It uses %s.", reason),
+				 errhint("Write the condition and the new values with built-in immutable functions of the table's "
+						 "columns, constants, parameters and stable functions of those, or select the keys first "
+						 "and use WHERE key = ANY (...).")));
+	}
 	if (plan->onConflictAction != ONCONFLICT_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -539,14 +589,17 @@ rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 
 /* ----- UPDATE and DELETE, sent whole ----- */
 
-/* The ForeignScan under a ModifyTable, if it is ours and alone. */
+/*
+ * The ForeignScan under a ModifyTable, if it is ours and alone.  A Result
+ * above it that only gates it on a condition of constants and parameters
+ * (WHERE false, WHERE $1 > 0) stays and still decides whether it runs.
+ */
 static ForeignScan *
 modify_subplan(ModifyTable *plan, Index resultRelation)
 {
 	Plan	   *subplan = outerPlan(plan);
 
-	if (subplan && IsA(subplan, Result) && subplan->qual == NIL &&
-		((Result *) subplan)->resconstantqual == NULL && outerPlan(subplan))
+	if (subplan && IsA(subplan, Result) && subplan->qual == NIL && outerPlan(subplan))
 		subplan = outerPlan(subplan);
 	if (subplan == NULL || !IsA(subplan, ForeignScan) ||
 		((ForeignScan *) subplan)->scan.scanrelid != resultRelation)
@@ -685,6 +738,10 @@ typedef struct RsDirectState
 	int			row;
 	bool		done;
 	MemoryContext row_cxt;
+	/* router: the replicas of each key written, nkey_sets sets of key_set_size[] */
+	uint16	   *key_sets;
+	int		   *key_set_size;
+	int			nkey_sets;
 } RsDirectState;
 
 void
@@ -761,6 +818,9 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 		}
 		filter_keys = palloc(sizeof(Datum) * Max(nelems, 1));
 		slots = palloc(sizeof(uint32) * Max(nelems, 1));
+		state->key_sets = palloc(sizeof(uint16) * PLACEMENT_MAX_REPLICAS * Max(nelems, 1));
+		state->key_set_size = palloc(sizeof(int) * Max(nelems, 1));
+		state->nkey_sets = 0;
 
 		for (int k = 0; k < nelems && !isnull && !keyspace_null; k++)
 		{
@@ -772,6 +832,8 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
 			for (int r = 0; r < n; r++)
 				targets[replicas[r]] = true;
+			memcpy(&state->key_sets[PLACEMENT_MAX_REPLICAS * state->nkey_sets], replicas, sizeof(uint16) * n);
+			state->key_set_size[state->nkey_sets++] = n;
 			slots[nkeys] = placement_key_lock_slot(&state->placement, elems[k], keyspace);
 			filter_keys[nkeys++] = elems[k];
 		}
@@ -782,7 +844,69 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 	return targets;
 }
 
-/* Run the statement on every target node at once. */
+/*
+ * A statement that changes rows may leave replicas that are down to their
+ * queue only if every row it may touch keeps, among the nodes it reaches,
+ * at least ringshard.write_quorum of its copies (all of them when it has
+ * fewer): one of them counts the row and returns it, and the write is as
+ * safe as an INSERT that reached a quorum.
+ */
+static void
+check_copies_reached(TablePlacement *placement, const bool *queued, const uint16 *key_sets,
+					 const int *key_set_size, int nkey_sets, const char *what, Relation rel)
+{
+	int			nnodes = placement_node_count(placement);
+	int			missing = -1;
+
+	if (key_sets == NULL)
+	{
+		if (!placement_covered_by(placement, queued, ringshard_write_quorum))
+			for (int i = 0; i < nnodes && missing < 0; i++)
+				if (queued[i])
+					missing = i;
+	}
+	else
+		for (int k = 0; k < nkey_sets && missing < 0; k++)
+		{
+			const uint16 *set = &key_sets[PLACEMENT_MAX_REPLICAS * k];
+			int			reached = 0;
+
+			for (int r = 0; r < key_set_size[k]; r++)
+				reached += !queued[set[r]];
+			if (reached < Min(ringshard_write_quorum, key_set_size[k]))
+				for (int r = 0; r < key_set_size[k] && missing < 0; r++)
+					if (queued[set[r]])
+						missing = set[r];
+		}
+	if (missing >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("node \"%s\" is down, so %s would reach fewer than ringshard.write_quorum (%d) copies of some rows of table %s",
+						placement_node_name(placement, missing), what, ringshard_write_quorum,
+						RelationGetRelationName(rel)),
+				 errdetail("A replica that is down gets the statement queued, but each row must keep a copy that "
+						   "takes it now."),
+				 errhint("Retry once the node is back (see ringshard.node_health()), or lower ringshard.write_quorum.")));
+}
+
+/* The nodes of a placement a write must queue for: down, and still down when asked under their queue lock. */
+static bool *
+queued_targets(TablePlacement *placement, const bool *targets, int *nqueued)
+{
+	int			nnodes = placement_node_count(placement);
+	bool	   *queued = palloc0(sizeof(bool) * Max(nnodes, 1));
+
+	*nqueued = 0;
+	for (int i = 0; i < nnodes; i++)
+		if (targets[i] && !placement_node_up(placement, i) && !queue_node_up_now(placement_node_name(placement, i)))
+		{
+			queued[i] = true;
+			(*nqueued)++;
+		}
+	return queued;
+}
+
+/* Run the statement on every target node at once; queue it for those that are down. */
 static void
 execute_direct(ForeignScanState *node, RsDirectState *state)
 {
@@ -799,28 +923,33 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	   *sql;
 	bool		single_copy = placement_single_copy(&state->placement);
 	char	   *what;
+	int			nqueued;
+	bool	   *queued = queued_targets(&state->placement, targets, &nqueued);
+	const char *command = node->ss.ps.plan && ((ForeignScan *) node->ss.ps.plan)->operation == CMD_UPDATE
+		? "UPDATE" : "DELETE";
 
-	for (int i = 0; i < nnodes; i++)
+	if (nqueued > 0)
 	{
-		if (!targets[i])
-			continue;
-		if (!placement_node_up(&state->placement, i))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("node \"%s\" is down, so %s cannot change every copy of the rows of table %s",
-							placement_node_name(&state->placement, i),
-							node->ss.ps.plan && ((ForeignScan *) node->ss.ps.plan)->operation == CMD_UPDATE ? "UPDATE" : "DELETE",
-							RelationGetRelationName(state->rel)),
-					 errdetail("A node is marked down while it cannot be reached or has queued writes to receive."),
-					 errhint("Retry once the watchdog marks it up (see ringshard.node_health() and ringshard.write_queue_status).")));
-		conns[n++] = remote_connection(placement_node_name(&state->placement, i), state->userid);
+		char	   *replay = psprintf("%s%s%s", statement, where, key_filter);
+
+		check_copies_reached(&state->placement, queued, state->kind == RS_SCAN_FANOUT ? NULL : state->key_sets,
+							 state->key_set_size, state->nkey_sets, command, state->rel);
+		/* the same statement, in order after the writes queued before it */
+		for (int i = 0; i < nnodes; i++)
+			if (queued[i])
+				queue_statement(placement_node_name(&state->placement, i), RelationGetRelid(state->rel),
+								state->userid, replay);
 	}
+	for (int i = 0; i < nnodes; i++)
+		if (targets[i] && !queued[i])
+			conns[n++] = remote_connection(placement_node_name(&state->placement, i), state->userid);
 	remote_connect_all(conns, n, false);
 
 	/* Each row counts once: on its first replica (ringshard.reads_here with nobody left out). */
 	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
 								  single_copy ? "true"
-								  : rsfdw_reads_here_sql(&state->placement, "'{}'::pg_catalog.text[]", "NULL::pg_catalog.int8"));
+								  : rsfdw_reads_here_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
+														 "NULL::pg_catalog.int8"));
 	for (int j = 0; j < n; j++)
 	{
 		remote_note_write(conns[j]);
@@ -857,7 +986,14 @@ rsIterateDirectModify(ForeignScanState *node)
 
 	if (!state->done)
 	{
+		/*
+		 * The executor calls this in the per-tuple context, reset for every
+		 * row: the results and their connections must outlive it.
+		 */
+		MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
+
 		execute_direct(node, state);
+		MemoryContextSwitchTo(old);
 		state->done = true;
 	}
 	if (!state->has_returning)
@@ -923,8 +1059,15 @@ rsExplainDirectModify(ForeignScanState *node, ExplainState *es)
 {
 	RsDirectState *state = node->fdw_state;
 
-	ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT
-						? "every node of the table" : psprintf("every replica of the values of %s", state->key_column), es);
+	{
+		char	   *replicas = state->kind == RS_SCAN_FANOUT ? NULL
+			: rsfdw_constant_key_replicas(&state->placement, (ForeignScan *) node->ss.ps.plan, state->plan->nparams,
+										  state->kind == RS_SCAN_ROUTER_KEYSPACE);
+
+		ExplainPropertyText("Sent whole to", state->kind == RS_SCAN_FANOUT ? "every node of the table"
+							: replicas ? replicas
+							: psprintf("every replica of the values of %s", state->key_column), es);
+	}
 	if (es->verbose)
 		ExplainPropertyText("Remote SQL", psprintf("%s%s%s", rsfdw_template_text(state->plan->statement_tmpl, NULL),
 												   rsfdw_template_text(state->plan->where_tmpl, NULL),
@@ -946,24 +1089,31 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 		int			nnodes;
 		RemoteConnection **conns;
 		char	   *sql;
+		bool	   *all;
+		bool	   *queued;
+		int			nqueued;
+		int			n;
 
 		memset(&placement, 0, sizeof(placement));
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
 		nnodes = placement_node_count(&placement);
 		conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+		all = palloc(sizeof(bool) * Max(nnodes, 1));
 		for (int i = 0; i < nnodes; i++)
-		{
-			if (!placement_node_up(&placement, i))
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("node \"%s\" is down, so TRUNCATE cannot empty every copy of table %s",
-								placement_node_name(&placement, i), RelationGetRelationName(rel)),
-						 errhint("Retry once the watchdog marks it up.")));
-			conns[i] = remote_connection(placement_node_name(&placement, i), GetUserId());
-		}
+			all[i] = true;
+		queued = queued_targets(&placement, all, &nqueued);
+		if (nqueued > 0)
+			check_copies_reached(&placement, queued, NULL, NULL, 0, "TRUNCATE", rel);
+		n = 0;
+		for (int i = 0; i < nnodes; i++)
+			if (!queued[i])
+				conns[n++] = remote_connection(placement_node_name(&placement, i), GetUserId());
 		sql = rsfdw_truncate_sql(RelationGetRelid(rel), behavior == DROP_CASCADE);
-		run_on_connections(conns, nnodes, sql, "TRUNCATE");
-		/* writes queued for the table would bring rows back */
+		run_on_connections(conns, n, sql, "TRUNCATE");
+		/* writes queued for the table would bring rows back; a node that is down empties its copy in turn */
 		queue_forget_table(RelationGetRelid(rel));
+		for (int i = 0; i < nnodes; i++)
+			if (queued[i])
+				queue_statement(placement_node_name(&placement, i), RelationGetRelid(rel), GetUserId(), sql);
 	}
 }

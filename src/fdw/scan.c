@@ -94,6 +94,7 @@ typedef struct RsScanState
 	MemoryContext scan_cxt;		/* everything of one run of the scan */
 	bool		explain_only;
 	RsScanSQL  *sql;			/* this run's SQL parts, parameters filled in */
+	int			fetch_size;		/* ringshard.fetch_size when the run started: every FETCH of it asks this many */
 } RsScanState;
 
 static unsigned int cursor_number = 0;
@@ -499,6 +500,7 @@ start_scan(ForeignScanState *node)
 	state->capacity = 0;
 	state->started = true;
 	state->sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
+	state->fetch_size = ringshard_fetch_size;
 
 	if (state->kind == RS_SCAN_FANOUT)
 	{
@@ -524,7 +526,7 @@ start_scan(ForeignScanState *node)
 			}
 			snprintf(stream->cursor, sizeof(stream->cursor), "ringshard_c%u", ++cursor_number);
 			remote_send(stream->conn, rsfdw_fanout_sql(stream->cursor, state->binary_fanout, state->sql, filter,
-													   ringshard_fetch_size), true, stream);
+													   state->fetch_size), true, stream);
 			stream->in_flight = stream->conn->link == LINK_BUSY;
 			if (!stream->in_flight)
 				ereport(ERROR,
@@ -637,7 +639,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 		remote_report_error(ERROR, stream->conn, out->result, NULL);
 	/* a batch of the columns asked for, no more rows than a FETCH asks */
 	remote_expect_rows(stream->conn, out->result, Max(state->nretrieved, 1), 0,
-					   state->kind == RS_SCAN_FANOUT ? ringshard_fetch_size : -1,
+					   state->kind == RS_SCAN_FANOUT ? state->fetch_size : -1,
 					   psprintf("a read of table %s", RelationGetRelationName(state->rel)));
 	if (state->kind == RS_SCAN_FANOUT)
 		remote_expect_formats(stream->conn, out->result, state->binary_fanout ? 1 : 0, NULL,
@@ -645,7 +647,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 	remote_result_free(stream->batch);
 	stream->batch = out->result;
 	stream->next = 0;
-	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < ringshard_fetch_size)
+	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < state->fetch_size)
 	{
 		ListCell   *lc;
 
@@ -655,7 +657,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 		return;
 	}
 	/* prefetch: the node works on the next batch while we return this one */
-	remote_send(stream->conn, rsfdw_fetch_sql(stream->cursor, ringshard_fetch_size), true, stream);
+	remote_send(stream->conn, rsfdw_fetch_sql(stream->cursor, state->fetch_size), true, stream);
 	stream->in_flight = stream->conn->link == LINK_BUSY;
 	if (!stream->in_flight)
 		ereport(ERROR,
@@ -854,6 +856,57 @@ rsIterateForeignScan(ForeignScanState *node)
 	}
 }
 
+char *
+rsfdw_constant_key_replicas(TablePlacement *placement, ForeignScan *plan, int nparams, bool with_keyspace)
+{
+	Node	   *keys = list_nth(plan->fdw_exprs, nparams);
+	Node	   *keyspace = with_keyspace ? list_nth(plan->fdw_exprs, nparams + 1) : NULL;
+	StringInfoData buf;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	keys = strip_implicit_coercions(keys);
+	if (!IsA(keys, Const) || ((Const *) keys)->constisnull ||
+		(keyspace && (!IsA(keyspace, Const) || ((Const *) keyspace)->constisnull)))
+		return NULL;
+	if (type_is_array(((Const *) keys)->consttype))
+	{
+		ArrayType  *array = DatumGetArrayTypeP(((Const *) keys)->constvalue);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+
+		get_typlenbyvalalign(ARR_ELEMTYPE(array), &typlen, &typbyval, &typalign);
+		deconstruct_array(array, ARR_ELEMTYPE(array), typlen, typbyval, typalign, &elems, &nulls, &n);
+	}
+	else
+	{
+		elems = &((Const *) keys)->constvalue;
+		nulls = &((Const *) keys)->constisnull;
+		n = 1;
+	}
+	initStringInfo(&buf);
+	for (int k = 0; k < n; k++)
+	{
+		uint16		replicas[PLACEMENT_MAX_REPLICAS];
+		int			nreplicas;
+
+		if (nulls[k])
+			continue;
+		nreplicas = placement_key_replicas(placement, elems[k], keyspace ? ((Const *) keyspace)->constvalue : 0,
+										   replicas);
+		if (buf.len)
+			appendStringInfoString(&buf, "; ");
+		for (int r = 0; r < nreplicas; r++)
+			appendStringInfo(&buf, "%s%s%s", r ? ", " : "", placement_node_name(placement, replicas[r]),
+							 placement_node_up(placement, replicas[r]) ? "" : " (down)");
+	}
+	if (buf.len == 0)
+		return NULL;
+	return psprintf("%s (the replicas of the key%s)", buf.data, n > 1 ? "s" : "");
+}
+
 /* Close a run of the scan: its cursors die with the remote transaction, results are dropped. */
 static void
 finish_run(RsScanState *state)
@@ -924,8 +977,13 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	}
 	else
 	{
+		char	   *replicas = rsfdw_constant_key_replicas(&state->placement,
+														   (ForeignScan *) node->ss.ps.plan, state->plan->nparams,
+														   state->kind == RS_SCAN_ROUTER_KEYSPACE);
+
 		ExplainPropertyText("Router", psprintf("one healthy replica per value of %s", state->key_column), es);
-		ExplainPropertyText("Nodes", nodes.data, es);
+		/* a key fixed by a constant: its replicas, one of which is read */
+		ExplainPropertyText("Nodes", replicas ? replicas : nodes.data, es);
 	}
 	if (es->verbose)
 	{

@@ -89,6 +89,13 @@ char	  **
 owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 					bool read_only, int *nrows)
 {
+	return owner_catalog_query_nulls(sql, nargs, argtypes, values, NULL, read_only, nrows);
+}
+
+char	  **
+owner_catalog_query_nulls(const char *sql, int nargs, Oid *argtypes, Datum *values, const char *nulls,
+						  bool read_only, int *nrows)
+{
 	Oid			saved_user;
 	int			saved_context;
 	char	  **rows = NULL;
@@ -122,8 +129,8 @@ owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 		{
 			SPIPlanPtr	plan = kept_plan(sql, nargs, argtypes);
 
-			rc = plan ? SPI_execute_plan(plan, values, NULL, read_only, 0)
-				: SPI_execute_with_args(sql, nargs, argtypes, values, NULL, read_only, 0);
+			rc = plan ? SPI_execute_plan(plan, values, nulls, read_only, 0)
+				: SPI_execute_with_args(sql, nargs, argtypes, values, nulls, read_only, 0);
 		}
 		if (rc < 0)
 			elog(ERROR, "ringshard catalog statement failed: %s", sql);

@@ -18,6 +18,10 @@
 extern char **owner_catalog_query(const char *sql, int nargs, Oid *argtypes, Datum *values,
 								  bool read_only, int *nrows);
 
+/* The same with SPI's nulls ('n' for a null argument, ' ' else; NULL for none). */
+extern char **owner_catalog_query_nulls(const char *sql, int nargs, Oid *argtypes, Datum *values,
+										const char *nulls, bool read_only, int *nrows);
+
 /* Every node that has an address (a server), in name order. */
 extern char **catalog_addressed_nodes(int *count);
 

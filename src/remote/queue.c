@@ -12,11 +12,13 @@
  */
 #include "postgres.h"
 
+#include "access/hash.h"
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -32,31 +34,69 @@
 #include "remote/transaction.h"
 #include "remote/values.h"
 
-void
-queue_write(const char *node, Oid relid, Oid writer, Datum row)
+/*
+ * The node's queue lock: a heavyweight advisory lock on (database, "RN",
+ * hashtext(node)), the lock pg_advisory_xact_lock(21070, hashtext(node))
+ * takes.  Every transaction that queues a write for a node holds it shared
+ * to its end; the watchdog's hand-over (watchdog_tick) takes it exclusive,
+ * so when it has delivered what is queued no write is still on its way to
+ * the queue, and it can mark the node up (docs/design.md, "A node that
+ * returns").  Waiting writers queue behind the hand-over, which lasts as
+ * long as delivering a batch.
+ */
+#define NODE_QUEUE_LOCK_CLASS 0x524E	/* "RN" */
+
+static void
+lock_node_queue(const char *node)
 {
-	Oid			argtypes[4] = {TEXTOID, OIDOID, OIDOID, TEXTOID};
-	Datum		values[4];
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, NODE_QUEUE_LOCK_CLASS,
+						 (uint32) DatumGetInt32(hash_any((const unsigned char *) node, strlen(node))), 2);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+}
+
+bool
+queue_node_up_now(const char *node)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
 	int			nrows;
 	char	  **up;
 
+	lock_node_queue(node);
+	values[0] = CStringGetTextDatum(node);
+	/*
+	 * FOR SHARE reads the row as last committed, also under REPEATABLE READ,
+	 * where a change since the snapshot is a serialization failure (40001)
+	 * rather than an old answer.
+	 */
+	up = owner_catalog_query("SELECT is_up FROM ringshard.nodes WHERE node_name OPERATOR(pg_catalog.=) $1 FOR SHARE",
+							 1, argtypes, values, false, &nrows);
+	return nrows == 1 && up[0] != NULL && strcmp(up[0], "t") == 0;
+}
+
+/* Queue a row (payload) or a statement for a node. */
+static void
+queue_insert(const char *node, Oid relid, Oid writer, Datum payload, const char *statement)
+{
+	Oid			argtypes[5] = {TEXTOID, OIDOID, OIDOID, TEXTOID, TEXTOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	int			nrows;
+	char	  **up;
+
+	lock_node_queue(node);
 	values[0] = CStringGetTextDatum(node);
 	values[1] = ObjectIdGetDatum(relid);
 	values[2] = ObjectIdGetDatum(writer);
-	/*
-	 * The row as JSON, printed under the pinned settings (remote/values.h):
-	 * the node, whose session pins the same, reads back exactly these values
-	 * when the write is replayed.
-	 */
-	{
-		int			level = remote_transmission_begin(true);
-
-		values[3] = DirectFunctionCall1(row_to_json, row);
-		remote_transmission_end(level);
-	}
-	(void) owner_catalog_query("INSERT INTO ringshard.write_queue (write_id, node_name, table_name, writer, payload) "
-							   "VALUES (pg_catalog.gen_random_uuid(), $1, $2, $3, $4::pg_catalog.json)",
-							   4, argtypes, values, false, &nrows);
+	values[3] = payload;
+	values[4] = statement ? CStringGetTextDatum(statement) : (Datum) 0;
+	nulls[3] = statement ? 'n' : ' ';
+	nulls[4] = statement ? ' ' : 'n';
+	(void) owner_catalog_query_nulls("INSERT INTO ringshard.write_queue (write_id, node_name, table_name, writer, payload, statement) "
+									 "VALUES (pg_catalog.gen_random_uuid(), $1, $2, $3, $4::pg_catalog.json, $5)",
+									 5, argtypes, values, nulls, false, &nrows);
 
 	/* The node misses rows now: nobody reads from it until its queue is delivered. */
 	up = owner_catalog_query("SELECT is_up FROM ringshard.nodes WHERE node_name OPERATOR(pg_catalog.=) $1",
@@ -65,6 +105,31 @@ queue_write(const char *node, Oid relid, Oid writer, Datum row)
 		(void) owner_catalog_query("UPDATE ringshard.nodes SET is_up = false "
 								   "WHERE node_name OPERATOR(pg_catalog.=) $1 AND is_up",
 								   1, argtypes, values, false, &nrows);
+}
+
+void
+queue_write(const char *node, Oid relid, Oid writer, Datum row)
+{
+	Datum		payload;
+
+	/*
+	 * The row as JSON, printed under the pinned settings (remote/values.h):
+	 * the node, whose session pins the same, reads back exactly these values
+	 * when the write is replayed.
+	 */
+	{
+		int			level = remote_transmission_begin(true);
+
+		payload = DirectFunctionCall1(row_to_json, row);
+		remote_transmission_end(level);
+	}
+	queue_insert(node, relid, writer, payload, NULL);
+}
+
+void
+queue_statement(const char *node, Oid relid, Oid writer, const char *sql)
+{
+	queue_insert(node, relid, writer, (Datum) 0, sql);
 }
 
 void
@@ -84,7 +149,8 @@ typedef struct QueuedWrite
 	char	   *write_id;
 	Oid			relid;
 	Oid			writer;
-	char	   *payload;
+	bool		is_statement;	/* else a row */
+	char	   *payload;		/* the row as JSON, or the statement */
 	int			attempts;
 } QueuedWrite;
 
@@ -169,21 +235,24 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 	values[0] = CStringGetTextDatum(node);
 	values[1] = Int32GetDatum(batch);
 	rows = owner_catalog_query("SELECT pg_catalog.concat_ws(E'\\x1f', q.write_id, q.table_name::pg_catalog.oid, "
-							   "q.writer::pg_catalog.oid, q.attempts, q.payload) "
+							   "q.writer::pg_catalog.oid, q.attempts, "
+							   "CASE WHEN q.statement IS NULL THEN 'r' ELSE 's' END, "
+							   "COALESCE(q.statement, q.payload::pg_catalog.text)) "
 							   "FROM ringshard.write_queue q WHERE q.node_name OPERATOR(pg_catalog.=) $1 "
 							   "ORDER BY q.ordinal LIMIT $2 FOR UPDATE SKIP LOCKED",
 							   2, argtypes, values, false, &nrows);
 	writes = palloc(sizeof(QueuedWrite) * Max(nrows, 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		char	   *fields[5];
+		char	   *fields[6];
 		char	   *p = rows[i];
 
-		for (int f = 0; f < 5; f++)
+		/* the last field, a statement, may hold the separator itself */
+		for (int f = 0; f < 6; f++)
 		{
 			fields[f] = p;
-			p = f < 4 ? strchr(p, '\x1f') : NULL;
-			if (f < 4)
+			p = f < 5 ? strchr(p, '\x1f') : NULL;
+			if (f < 5)
 			{
 				if (p == NULL)
 					elog(ERROR, "ringshard: malformed write queue row");
@@ -194,7 +263,8 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		writes[i].relid = (Oid) strtoul(fields[1], NULL, 10);
 		writes[i].writer = (Oid) strtoul(fields[2], NULL, 10);
 		writes[i].attempts = atoi(fields[3]);
-		writes[i].payload = fields[4];
+		writes[i].is_statement = fields[4][0] == 's';
+		writes[i].payload = fields[5];
 	}
 
 	for (int i = 0; i < nrows; i++)
@@ -225,8 +295,9 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 			PG_TRY();
 			{
 				char	   *table = rsfdw_relation_name(w->relid);
-				char	   *sql = psprintf("INSERT INTO %1$s SELECT * FROM pg_catalog.json_populate_record(NULL::%1$s, %2$s::pg_catalog.json)",
-										   table, quote_literal_cstr(w->payload));
+				char	   *sql = w->is_statement ? w->payload
+					: psprintf("INSERT INTO %1$s SELECT * FROM pg_catalog.json_populate_record(NULL::%1$s, %2$s::pg_catalog.json)",
+							   table, quote_literal_cstr(w->payload));
 
 				c = remote_connection(node, w->writer);
 				remote_connect_all(&c, 1, false);
@@ -268,8 +339,9 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 			queue_update("WITH gone AS (DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
 						 "AND node_name OPERATOR(pg_catalog.=) $2 RETURNING *) "
 						 "INSERT INTO ringshard.dead_letters (write_id, node_name, table_name, writer, payload, "
-						 "queued_at, attempts, reason) "
-						 "SELECT write_id, node_name, table_name, writer, payload, queued_at, attempts OPERATOR(pg_catalog.+) 1, $3 FROM gone",
+						 "queued_at, attempts, reason, statement) "
+						 "SELECT write_id, node_name, table_name, writer, payload, queued_at, attempts OPERATOR(pg_catalog.+) 1, $3, "
+						 "statement FROM gone",
 						 w->write_id, node, error);
 			ereport(WARNING,
 					(errcode(ERRCODE_DATA_EXCEPTION),

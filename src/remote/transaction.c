@@ -293,7 +293,32 @@ pre_commit(bool preparing)
 
 	worked = palloc(sizeof(bool) * Max(writers.n, Max(readers.n, 1)));
 	sql = palloc(sizeof(char *) * Max(writers.n, Max(readers.n, 1)));
-	if (writers.n > 0 && ringshard_two_phase_commit)
+	if (writers.n == 1 && !FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+	{
+		/*
+		 * One node took writes and the coordinator wrote nothing (no
+		 * transaction id: no queued write, no record, nothing local): the
+		 * node's commit is the whole decision, so it commits in one phase,
+		 * here, before the local transaction ends (which cannot fail: it has
+		 * nothing to commit).  If the link drops during COMMIT the outcome is
+		 * unknown, as for a client of one server.
+		 */
+		RemoteConnection *c = writers.conns[0];
+
+		sql[0] = "COMMIT";
+		command_all(writers.conns, 1, sql, worked, 0);
+		c->xact = RXACT_NONE;
+		c->xact_depth = 0;
+		if (!worked[0])
+			ereport(ERROR,
+					(errcode(c->link == LINK_IDLE ? ERRCODE_TRANSACTION_ROLLBACK
+							 : ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+					 errmsg("could not commit on node \"%s\"", c->node),
+					 c->last_error ? errdetail_internal("%s", c->last_error) : 0,
+					 c->link == LINK_IDLE ? errhint("The node rolled its part back: nothing was committed.")
+					 : errhint("The connection was lost during COMMIT: the node may or may not have committed.")));
+	}
+	else if (writers.n > 0 && ringshard_two_phase_commit)
 	{
 		FullTransactionId fxid = GetTopFullTransactionId();
 

@@ -414,44 +414,49 @@ for my $variant ('2a', '2b')
 }
 
 # ---------------------------------------------------------------------------
-# 4. A transaction with a single participant also commits in two phases (the
-# design keeps no one-phase path): it prepares, leaves a record that
-# recovery removes once the part is committed, and a crash after the local
-# commit leaves its part for recovery to commit.
+# 4. A transaction whose one participant is the only thing it wrote commits
+# there in one phase: no PREPARE, no record, nothing for recovery, and no
+# crash point of the two-phase protocol is reached.  One that also wrote
+# here (a local table) commits in two phases, with a record.
 
 my $single_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('single-1', 'solo'))[1]});
 my ($single_index) = grep { $names[$_] eq $single_node } 0 .. 2;
 my $worker_offset = -s $workers[$single_index]->logfile;
 $coordinator->safe_psql('postgres', q{INSERT INTO singles VALUES ('single-1', 'x')});
-ok($workers[$single_index]->log_contains(qr/PREPARE TRANSACTION 'rs_${coordinator_hex}_/, $worker_offset),
-	"single node: $single_node was asked to prepare");
-is($coordinator->safe_psql('postgres', 'SELECT string_agg(node_name, \',\') FROM ringshard.transaction_records'),
-	$single_node, 'single node: the commit left one transaction record, for that node');
-is(prepared_total(), 0, 'single node: its part was committed after the local commit');
-is(recover(), '0/0/0/0', 'single node: recovery finds nothing in doubt');
+ok(!$workers[$single_index]->log_contains(qr/PREPARE TRANSACTION 'rs_${coordinator_hex}_/, $worker_offset),
+	"single node: $single_node was not asked to prepare");
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.transaction_records'), '0',
-	'single node: recovery removes the record of the finished part');
+	'single node: the commit left no transaction record');
+is(prepared_total(), 0, 'single node: nothing is prepared');
+is(recover(), '0/0/0/0', 'single node: recovery finds nothing in doubt');
 is(placement('singles', 'single-1'), expected_placement('all', 'solo', 'single-1'), 'single node: the row is on its node');
 
+my $offset = -s $coordinator->logfile;
 my ($rc, $out, $err) = $coordinator->psql('postgres',
 	q{SET ringshard.fault_injection = 'after_local_commit=crash'; INSERT INTO singles VALUES ('single-2', 'x');});
-isnt($rc, 0, 'single node, crash after the local commit: the client lost its connection');
-ok(wait_for_coordinator(), 'single node, crash after the local commit: the coordinator is back');
-is(prepared_total(), 1, 'single node, crash after the local commit: its one part is in doubt');
-is(recover(), '1/0/0/0', 'single node, crash after the local commit: recovery commits it');
-is(placement('singles', 'single-2'), expected_placement('all', 'solo', 'single-2'),
-	'single node, crash after the local commit: the row is on its node');
-check_clean('single node, crash after the local commit');
-
-# The steps "after the first" of several nodes do not exist with one node.
-my $offset = -s $coordinator->logfile;
-($rc, $out, $err) = $coordinator->psql('postgres',
-	q{SET ringshard.fault_injection = 'after_first_prepare=crash'; INSERT INTO singles VALUES ('single-3', 'x');});
-is($rc, 0, 'single node: a crash point after the first of several prepares is never reached');
+is($rc, 0, 'single node: the crash point after the local commit of two phases is never reached');
 ok(!$coordinator->log_contains(qr/PANIC/, $offset), 'single node: the coordinator did not crash');
-is(recover(), '0/0/0/0', 'single node: nothing in doubt');
-is(placement('singles', 'single-3'), expected_placement('all', 'solo', 'single-3'), 'single node: that row is on its node');
-check_clean('single node');
+is(placement('singles', 'single-2'), expected_placement('all', 'solo', 'single-2'), 'single node: that row is on its node');
+check_clean('single node, one phase');
+
+# Writing here too: two phases again, and the crash points are reached.
+$coordinator->safe_psql('postgres', q{CREATE TABLE local_notes (note text)});
+$single_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('single-3', 'solo'))[1]});
+($single_index) = grep { $names[$_] eq $single_node } 0 .. 2;
+$worker_offset = -s $workers[$single_index]->logfile;
+($rc, $out, $err) = $coordinator->psql('postgres', q{
+	SET ringshard.fault_injection = 'after_local_commit=crash';
+	BEGIN; INSERT INTO local_notes VALUES ('here'); INSERT INTO singles VALUES ('single-3', 'x'); COMMIT;});
+isnt($rc, 0, 'single node with a local write, crash after the local commit: the client lost its connection');
+ok(wait_for_coordinator(), 'single node with a local write: the coordinator is back');
+ok($workers[$single_index]->log_contains(qr/PREPARE TRANSACTION 'rs_${coordinator_hex}_/, $worker_offset),
+	"single node with a local write: $single_node was asked to prepare");
+is(prepared_total(), 1, 'single node with a local write, crash after the local commit: its one part is in doubt');
+is(recover(), '1/0/0/0', 'single node with a local write, crash after the local commit: recovery commits it');
+is(placement('singles', 'single-3'), expected_placement('all', 'solo', 'single-3'),
+	'single node with a local write: the row is on its node');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM local_notes}), '1', 'and the local row is here');
+check_clean('single node with a local write');
 
 # ---------------------------------------------------------------------------
 # 5. Two coordinators share the workers.  The second is given the first

@@ -140,9 +140,10 @@ is($coordinator->safe_psql('postgres', q{
 	$coordinator->safe_psql('postgres',
 		q{SELECT string_agg(nik, E'\n' ORDER BY nik) FROM (SELECT nik FROM faces_mirror ORDER BY nik LIMIT 3) s}),
 	'a cursor reads the table in order, batch by batch');
+my $key_replicas = $coordinator->safe_psql('postgres', q{SELECT array_to_string(replicas_for('3201000000000001'::text), ', ')});
 like($coordinator->safe_psql('postgres', q{EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM faces WHERE nik = '3201000000000001'}),
-	qr/Router: one healthy replica per value of nik.*Nodes: f1, f2, f3.*Remote SQL: SELECT t.nik/s,
-	'EXPLAIN names the router, the nodes and the SQL sent');
+	qr/Router: one healthy replica per value of nik.*Nodes: \Q$key_replicas\E \(the replicas of the key\).*Remote SQL: SELECT t.nik/s,
+	'EXPLAIN names the router, the replicas of the key and the SQL sent');
 like($coordinator->safe_psql('postgres', q{EXPLAIN (VERBOSE, COSTS OFF) SELECT nik FROM faces WHERE score > 99}),
 	qr/Nodes: f1, f2, f3.*Remote SQL: SELECT t.nik FROM public.faces t WHERE \(t.score > /s,
 	'EXPLAIN of a fan-out shows the filter sent to the nodes');
@@ -245,8 +246,28 @@ my $queued = $coordinator->safe_psql('postgres', q{SELECT queued FROM ringshard.
 my $for_f2 = $coordinator->safe_psql('postgres',
 	q{SELECT count(*) FROM generate_series(1, 200) g WHERE 'f2' = ANY (replicas_for('4444' || lpad(g::text, 12, '0')))});
 is($queued, $for_f2, "the dead worker's writes are queued ($queued)");
-($rc, $out, $err) = $coordinator->psql('postgres', q{UPDATE faces SET note = 'x' WHERE region = 1});
-like($err, qr/node "f2" is down, so UPDATE cannot change every copy/, 'an UPDATE that needs the down node says so');
+# UPDATE and DELETE reach the replicas that are up and are queued for the
+# down one, in order after the rows queued before them.
+my $f2_queued_before = $coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'f2'});
+($rc, $out, $err) = $coordinator->psql('postgres', q{UPDATE faces SET note = 'updated while f2 was down' WHERE region = 1});
+is($rc, 0, 'an UPDATE of every node succeeds with one replica down') or diag($err);
+is($out, '', 'quietly');
+$coordinator->safe_psql('postgres', q{UPDATE faces_mirror SET note = 'updated while f2 was down' WHERE region = 1});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM faces WHERE note = 'updated while f2 was down'}),
+	$coordinator->safe_psql('postgres', q{SELECT count(*) FROM faces_mirror WHERE note = 'updated while f2 was down'}),
+	'it counts and changes each row once, from the replicas that are up');
+($rc, $out, $err) = $coordinator->psql('postgres', q{
+	UPDATE faces SET score = score + 10 WHERE nik = '4444000000000007' RETURNING score::int});
+is("$rc $out", '0 14', 'an UPDATE by key with RETURNING, the key just queued for f2 too') or diag($err);
+$coordinator->safe_psql('postgres', q{UPDATE faces_mirror SET score = score + 10 WHERE nik = '4444000000000007'});
+$coordinator->safe_psql('postgres', q{DELETE FROM faces WHERE nik IN ('4444000000000008', '4444000000000009')});
+$coordinator->safe_psql('postgres', q{DELETE FROM faces_mirror WHERE nik IN ('4444000000000008', '4444000000000009')});
+cmp_ok($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'f2' AND statement IS NOT NULL}),
+	'>=', 2, 'the statements are queued for f2 (the fan-out UPDATE and each write of its keys)');
+($rc, $out, $err) = $coordinator->psql('postgres', q{SET ringshard.write_quorum = 2; UPDATE faces SET note = 'y' WHERE region = 2});
+like($err, qr/node "f2" is down, so UPDATE would reach fewer than ringshard.write_quorum \(2\) copies/,
+	'with write_quorum 2 an UPDATE that needs the down node is refused');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM faces WHERE note = 'y'}), '0', 'and changes nothing');
 $workers[1]->start;
 $coordinator->safe_psql('postgres', q{ALTER SYSTEM SET ringshard.watchdog_interval = '300ms'; SELECT pg_reload_conf();});
 ok($coordinator->poll_query_until('postgres', q{SELECT count(*) = 0 FROM ringshard.write_queue}),
