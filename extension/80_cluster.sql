@@ -43,10 +43,11 @@ COMMENT ON FUNCTION ringshard.node_execute(text[], text, text[], boolean) IS
 
 CREATE FUNCTION ringshard.node_health()
 	RETURNS TABLE (node text, reachable boolean, rtt_ms float8, server_version text,
-				   database_size bigint, connections integer, two_phase_commit boolean, last_error text)
-	AS 'MODULE_PATHNAME', 'ringshard_node_health_with_2pc' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+				   database_size bigint, connections integer, two_phase_commit boolean, role text, host text,
+				   last_error text)
+	AS 'MODULE_PATHNAME', 'ringshard_node_health_with_role' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.node_health() IS
-	'probes every node in parallel as the calling role: reachable, round trip, version, size, connections, whether it takes two-phase commits, the role''s last error there';
+	'probes every node in parallel as the calling role: reachable, round trip, version, size, connections, whether it takes two-phase commits, primary or standby, the host reached (of a multi-host address), the role''s last error there';
 
 CREATE FUNCTION ringshard.addressed_nodes() RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_addressed_nodes' LANGUAGE C STABLE PARALLEL UNSAFE STRICT;
@@ -130,11 +131,19 @@ BEGIN
 	-- every node must be able to take part in two-phase commit: say so now, not at the first write
 	SELECT * INTO failed FROM ringshard.node_execute(targets,
 		'SELECT pg_catalog.current_setting(''max_prepared_transactions'')::pg_catalog.int4', '{}', false) x
-	 WHERE NOT x.ok OR x.value::integer = 0 LIMIT 1;
+	 WHERE CASE WHEN NOT x.ok THEN true
+	            WHEN x.value ~ '^[0-9]{1,9}$' THEN x.value::integer = 0
+	            ELSE true END	-- an answer that is no count is no node of ours
+	 LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'node "%" cannot take the topology', failed.node
-			USING ERRCODE = CASE WHEN failed.ok THEN 'object_not_in_prerequisite_state' ELSE 'connection_failure' END,
-			      DETAIL = coalesce(failed.error, 'Its max_prepared_transactions is 0.'),
+			USING ERRCODE = CASE WHEN NOT failed.ok THEN 'connection_failure'
+			                     WHEN failed.value ~ '^[0-9]{1,9}$' THEN 'object_not_in_prerequisite_state'
+			                     ELSE 'protocol_violation' END,
+			      DETAIL = coalesce(failed.error,
+			                        CASE WHEN failed.value ~ '^[0-9]{1,9}$' THEN 'Its max_prepared_transactions is 0.'
+			                             ELSE format('It answered %s to a question about max_prepared_transactions.',
+			                                         coalesce(quote_literal(left(failed.value, 40)), 'nothing')) END),
 			      HINT = CASE WHEN failed.ok THEN 'Set max_prepared_transactions on every node and restart it.'
 			                  ELSE 'Nothing was changed anywhere; fix the node and sync again.' END;
 	END IF;
@@ -149,6 +158,13 @@ BEGIN
 			RAISE EXCEPTION 'could not sync the topology to node "%"', node
 				USING ERRCODE = 'connection_failure', DETAIL = failed.error,
 				      HINT = 'Nothing was changed anywhere; fix the node and sync again.';
+		END IF;
+		-- apply_topology answers the version it now holds: anything else is no node of ours
+		IF failed.value IS DISTINCT FROM new_version::text THEN
+			RAISE EXCEPTION 'node "%" did not confirm topology version %', node, new_version
+				USING ERRCODE = 'protocol_violation',
+				      DETAIL = format('It answered %s.', coalesce(quote_literal(left(failed.value, 40)), 'nothing')),
+				      HINT = 'Nothing was changed anywhere; check that the address is that of a PostgreSQL server with ringshard installed.';
 		END IF;
 		version := new_version;
 		RETURN NEXT;
@@ -171,6 +187,13 @@ COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", text[], bigint) IS
 	'on a worker: true if this node is the first replica of the key outside the excluded nodes (so a fan-out reads each row once); errors if the node holds another topology version (NULL: no check)';
 COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint) IS
 	'the same for a table placed by a partition map whose keyspace is a column';
+
+-- On a worker: whether a ring token lies in one of the ranges (pairs of
+-- inclusive bounds, sorted) a fan-out gives: the rows this node serves.
+CREATE FUNCTION ringshard.token_in_ranges(token ringtoken, ranges ringtoken[]) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'ringshard_token_in_ranges' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.token_in_ranges(ringtoken, ringtoken[]) IS
+	'on a worker: true if low <= token <= high for one of the (low, high) pairs of ranges, which are sorted and do not overlap; a fan-out''s filter for the rows a node serves';
 
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger

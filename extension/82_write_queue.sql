@@ -74,6 +74,26 @@ CREATE FUNCTION ringshard.replay_queue(node text, batch integer DEFAULT 1000) RE
 COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS
 	'delivers up to batch queued writes to a node, oldest first, each as the role that made it, exactly once (it commits with this transaction); a refused write stays queued with its error, and moves to dead_letters after ringshard.replay_max_attempts refusals; returns how many were delivered';
 
+-- What the watchdog saw of each node in its last round: whether it answered,
+-- primary or standby, the host it reached (of a multi-host address), what it
+-- delivered and what is still queued, and since when it has been catching
+-- up (answering, with writes still to deliver).  A hot standby of the
+-- coordinator reads it too.  Administrators only: hosts are addresses.
+CREATE TABLE ringshard.node_status (
+	node_name text PRIMARY KEY REFERENCES ringshard.nodes (node_name) ON DELETE CASCADE,
+	checked_at timestamptz NOT NULL,
+	reachable boolean NOT NULL,
+	role text,
+	host text,
+	rtt_ms float8,
+	delivered integer NOT NULL,
+	queued bigint NOT NULL,
+	catching_up_since timestamptz,
+	last_error text
+);
+COMMENT ON TABLE ringshard.node_status IS
+	'per node, the watchdog''s last round: answered or not, primary or standby, host reached, round trip, writes delivered in the round and still queued, catching up since, last error';
+
 -- One round of the health watchdog: probe every node, mark down a node that
 -- does not answer, and replay the queue of each node that does.  A node that
 -- answers and has at most one batch left is handed over at the end of the
@@ -97,7 +117,8 @@ DECLARE
 	handed integer;
 	saved_lock_timeout text;
 BEGIN
-	FOR probe IN SELECT h.node, h.reachable, h.last_error AS error FROM ringshard.node_health() h LOOP
+	FOR probe IN SELECT h.node, h.reachable, h.role, h.host, h.rtt_ms, h.last_error AS error
+	               FROM ringshard.node_health() h LOOP
 		got := 0;
 		IF probe.reachable THEN
 			-- One node's trouble must not stop the round for the others.
@@ -113,6 +134,18 @@ BEGIN
 		END IF;
 		nodes_seen := nodes_seen || probe.node;
 		answers := answers || probe.reachable;
+		IF mark_health THEN
+			INSERT INTO ringshard.node_status AS st (node_name, checked_at, reachable, role, host, rtt_ms, delivered,
+			                                         queued, catching_up_since, last_error)
+			VALUES (probe.node, now(), probe.reachable, probe.role, probe.host, probe.rtt_ms, got, still_queued,
+			        CASE WHEN probe.reachable AND still_queued > 0 THEN now() END, probe.error)
+			ON CONFLICT (node_name) DO UPDATE
+			   SET checked_at = excluded.checked_at, reachable = excluded.reachable, role = excluded.role,
+			       host = excluded.host, rtt_ms = excluded.rtt_ms, delivered = excluded.delivered,
+			       queued = excluded.queued, last_error = excluded.last_error,
+			       catching_up_since = CASE WHEN excluded.catching_up_since IS NULL THEN NULL
+			                                ELSE coalesce(st.catching_up_since, excluded.catching_up_since) END;
+		END IF;
 		delivered_to := delivered_to || got;
 		hand_over := hand_over || false;
 		IF mark_health THEN
@@ -176,6 +209,12 @@ BEGIN
 		reachable := answers[i];
 		delivered := delivered_to[i];
 		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i]);
+		IF mark_health AND hand_over[i] THEN
+			UPDATE ringshard.node_status st
+			   SET delivered = delivered_to[i], queued = still_queued,
+			       catching_up_since = CASE WHEN still_queued > 0 THEN st.catching_up_since END
+			 WHERE st.node_name = nodes_seen[i];
+		END IF;
 		RETURN NEXT;
 	END LOOP;
 END

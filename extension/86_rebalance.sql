@@ -228,22 +228,40 @@ $$;
 COMMENT ON FUNCTION ringshard.rebalance_plan(regclass) IS
 	'the steps of moving a table from its recorded placement to the current topology: rows selected by predicate are copied from source to targets, then deleted from deletes';
 
--- Run one statement on one node; raise if it fails.
-CREATE FUNCTION ringshard_internal.node_value(node text, sql text, params text[] DEFAULT '{}', in_transaction boolean DEFAULT true)
+-- Run one statement on one node; raise if it fails, or if its value is not
+-- of the type (shape) the caller reads it as: a node that answers otherwise
+-- is no node of ours, and the error names it.
+CREATE FUNCTION ringshard_internal.node_value(node text, sql text, params text[] DEFAULT '{}',
+                                              in_transaction boolean DEFAULT true, shape regtype DEFAULT NULL)
 	RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	outcome record;
+	readable boolean := true;
 BEGIN
 	SELECT * INTO outcome FROM ringshard.node_execute(ARRAY[node], sql, params, in_transaction);
 	IF NOT outcome.ok THEN
 		RAISE EXCEPTION 'statement failed on node "%"', node
 			USING ERRCODE = 'connection_failure', DETAIL = outcome.error;
 	END IF;
+	IF shape IS NOT NULL THEN
+		BEGIN
+			EXECUTE format('SELECT $1::%s', shape) USING outcome.value;
+		EXCEPTION WHEN data_exception THEN
+			readable := false;
+		END;
+		IF outcome.value IS NULL OR NOT readable THEN
+			RAISE EXCEPTION 'node "%" answered with a malformed value', node
+				USING ERRCODE = 'protocol_violation',
+				      DETAIL = format('%s where a value of type %s was expected.',
+				                      coalesce(quote_literal(left(outcome.value, 40)), 'nothing'), shape),
+				      HINT = 'Check that the address is that of a PostgreSQL server with ringshard installed.';
+		END IF;
+	END IF;
 	RETURN outcome.value;
 END
 $$;
-COMMENT ON FUNCTION ringshard_internal.node_value(text, text, text[], boolean) IS 'runs one statement on a node and returns its first value, or raises the node''s error';
+COMMENT ON FUNCTION ringshard_internal.node_value(text, text, text[], boolean, regtype) IS 'runs one statement on a node and returns its first value, or raises the node''s error (also when the value is not of the type shape)';
 
 -- Every node a plan names must still be known, with an address: its rows are
 -- copied from it, to it, or deleted there.  A node that leaves its last ring
@@ -299,7 +317,7 @@ BEGIN
 			                                 ringshard_internal.checked_step_predicate(table_name, p.predicate)), ', ' ORDER BY p.i)
 			          FROM unnest(chunk.predicates) WITH ORDINALITY p(predicate, i)),
 			       ringshard.qualified_name(table_name)),
-			'{}', false)::bigint[];
+			'{}', false, 'bigint[]')::bigint[];
 		RETURN QUERY SELECT c.step, c.rows FROM unnest(chunk.steps, counts) c(step, rows);
 	END LOOP;
 END
@@ -525,7 +543,12 @@ BEGIN
 		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $1::pg_catalog.tid ORDER BY t.ctid LIMIT %s) s',
 		(SELECT string_agg('t.' || quote_ident(a.attname), ', ' ORDER BY a.attnum)
 		   FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
-		qualified, ringshard_internal.checked_step_predicate(table_name, item.predicate), batch), ARRAY[after_ctid], false)::json;
+		qualified, ringshard_internal.checked_step_predicate(table_name, item.predicate), batch), ARRAY[after_ctid], false,
+		'json')::json;
+	IF json_typeof(page) IS DISTINCT FROM 'object' OR json_typeof(page->'rows') IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'node "%" answered a page of rows with a malformed value', item.source
+			USING ERRCODE = 'protocol_violation', DETAIL = format('%s where an object with the rows was expected.', left(page::text, 40));
+	END IF;
 	page_rows := json_array_length(page->'rows');
 	IF page_rows > 0 THEN
 		FOREACH target IN ARRAY item.targets LOOP
@@ -538,7 +561,7 @@ BEGIN
 				'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
 				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
 				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
-				qualified, key_column), ARRAY[(page->'rows')::text]);
+				qualified, key_column), ARRAY[(page->'rows')::text], shape => 'bigint');
 			IF missing <> '0' THEN
 				RAISE EXCEPTION 'verification failed: % rows of step % are missing on node "%"', missing, step, target
 					USING ERRCODE = 'data_corrupted';
@@ -574,7 +597,8 @@ BEGIN
 	FOREACH target IN ARRAY item.deletes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-			       ringshard.qualified_name(table_name), ringshard_internal.checked_step_predicate(table_name, item.predicate)))::bigint;
+			       ringshard.qualified_name(table_name), ringshard_internal.checked_step_predicate(table_name, item.predicate)),
+			shape => 'bigint')::bigint;
 	END LOOP;
 	UPDATE ringshard.rebalance_progress p SET state = 'done', rows_deleted = removed, updated_at = now()
 	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;

@@ -112,10 +112,10 @@ BEGIN
 	SELECT coalesce(json_agg(json_build_object('node', x.node,
 	           'misplaced', ringshard_internal.node_value(x.node,
 	               format('SELECT pg_catalog.count(*) FROM %s t WHERE %s', qualified, ringshard_internal.rehome_condition(false)),
-	               ARRAY[x.node], false)::bigint,
+	               ARRAY[x.node], false, 'bigint')::bigint,
 	           'shared', CASE WHEN check_shared THEN ringshard_internal.node_value(x.node,
 	               format('SELECT pg_catalog.count(*) FROM %s t WHERE %s', qualified, ringshard_internal.rehome_condition(true)),
-	               ARRAY[x.node], false)::bigint ELSE 0 END) ORDER BY x.node COLLATE "C"), '[]')
+	               ARRAY[x.node], false, 'bigint')::bigint ELSE 0 END) ORDER BY x.node COLLATE "C"), '[]')
 	  INTO counted
 	  FROM unnest(nodes) x(node);
 	RAISE NOTICE 'rehome of %: % rows are on nodes that are not their replicas%', qualified,
@@ -162,7 +162,11 @@ BEGIN
 		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $2::pg_catalog.tid
 		          ORDER BY t.ctid LIMIT %s) s',
 		qualified, ringshard_internal.rehome_condition(after_ctid IS NOT NULL), batch_size),
-		ARRAY[source, coalesce(after_ctid, '(0,0)')])::json;
+		ARRAY[source, coalesce(after_ctid, '(0,0)')], shape => 'json')::json;
+	IF json_typeof(page) IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'node "%" answered a page of rows with a malformed value', source
+			USING ERRCODE = 'protocol_violation', DETAIL = format('%s where an array of rows was expected.', left(page::text, 40));
+	END IF;
 	taken := json_array_length(page);
 	copied := 0;
 	deleted := 0;
@@ -181,12 +185,12 @@ BEGIN
 			                         AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))
 			   RETURNING 1)
 			 SELECT pg_catalog.count(*) FROM added', qualified, columns, key_column),
-			ARRAY[rows_for_target])::bigint;
+			ARRAY[rows_for_target], shape => 'bigint')::bigint;
 		missing := ringshard_internal.node_value(target, format(
 			'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
 			  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
 			                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))', qualified, key_column),
-			ARRAY[rows_for_target])::bigint;
+			ARRAY[rows_for_target], shape => 'bigint')::bigint;
 		IF missing <> 0 THEN
 			RAISE EXCEPTION 'verification failed: % rows of % copied from node "%" are missing on node "%"',
 				missing, qualified, source, target
@@ -197,7 +201,7 @@ BEGIN
 		deleted := ringshard_internal.node_value(source, format(
 			'WITH gone AS (DELETE FROM %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.tid[]) AND %s RETURNING 1)
 			 SELECT pg_catalog.count(*) FROM gone', qualified, ringshard_internal.rehome_condition(false)),
-			ARRAY[source, (SELECT array_agg(x->>'ctid') FROM json_array_elements(page) x)::text])::bigint;
+			ARRAY[source, (SELECT array_agg(x->>'ctid') FROM json_array_elements(page) x)::text], shape => 'bigint')::bigint;
 	END IF;
 END
 $$;

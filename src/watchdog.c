@@ -21,6 +21,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -97,6 +98,12 @@ watchdog_round(const char *activity, const char *query)
 	 * every write committed before it.
 	 */
 	XactIsoLevel = XACT_READ_COMMITTED;
+	/*
+	 * A node that stops answering in the middle of a delivery must not stop
+	 * the watchdog for good: a round is cancelled after 10 minutes (the next
+	 * one carries on where it stopped).
+	 */
+	enable_timeout_after(STATEMENT_TIMEOUT, 10 * 60 * 1000);
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);
@@ -107,6 +114,7 @@ watchdog_round(const char *activity, const char *query)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	disable_timeout(STATEMENT_TIMEOUT, false);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return installed;
 }

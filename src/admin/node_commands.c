@@ -164,7 +164,8 @@ static const char *const health_probe =
 "(SELECT pg_catalog.count(*) FROM pg_catalog.pg_stat_activity "
 "WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()), "
 "pg_catalog.current_setting('max_prepared_transactions')::pg_catalog.int4, "
-"(SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'ringshard')";
+"(SELECT e.extversion FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'ringshard'), "
+"pg_catalog.pg_is_in_recovery()";
 
 /*
  * One node's probe answer as the columns of its node_health() row (3 to 7),
@@ -185,13 +186,28 @@ read_health_answer(RemoteConnection *c, PGresult *r, Datum *values, bool *nulls)
 		const char *what = "the health probe";
 		char	   *version;
 
-		remote_expect_rows(c, r, 5, 1, 1, what);
+		remote_expect_rows(c, r, 6, 1, 1, what);
 		version = remote_text_value(c, r, 0, 0, what);
 		values[3] = CStringGetTextDatum(version);
 		values[4] = Int64GetDatum(remote_int64_value(c, r, 0, 1, what));
 		values[5] = Int32GetDatum((int32) remote_int64_value(c, r, 0, 2, what));
 		values[6] = BoolGetDatum(remote_int64_value(c, r, 0, 3, what) > 0);
 		nulls[3] = nulls[4] = nulls[5] = nulls[6] = false;
+		{
+			const char *recovery = remote_text_value(c, r, 0, 5, what);
+
+			if (strcmp(recovery, "t") != 0 && strcmp(recovery, "f") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("the health probe's answer is malformed"),
+						 errdetail("\"%s\" where a boolean was expected.", pnstrdup(recovery, 20))));
+			/* the coordinator writes to a node: one in recovery is a standby it should not have reached */
+			values[7] = CStringGetTextDatum(recovery[0] == 't' ? "standby" : "primary");
+			nulls[7] = false;
+			if (recovery[0] == 't')
+				error = psprintf("the node is a standby (in recovery): its address should reach the primary "
+								 "(target_session_attrs=read-write)");
+		}
 		if (PQgetisnull(r, 0, 4))
 			error = psprintf("the extension ringshard is not installed in the node's database");
 		ReleaseCurrentSubTransaction();
@@ -222,8 +238,12 @@ read_health_answer(RemoteConnection *c, PGresult *r, Datum *values, bool *nulls)
  * (Not named ringshard_node_health: that symbol is 1.0's node_health, whose
  * rows have no two_phase_commit column; see legacy_1_0.c.)
  */
-Datum
-ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
+/*
+ * The rows of node_health(): 1.2's ten columns, or 1.1's eight (without the
+ * role and the host reached), for a database not updated yet.
+ */
+static void
+node_health_rows(FunctionCallInfo fcinfo, bool with_role)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			nnodes;
@@ -242,8 +262,8 @@ ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
 	remote_receive(conns, nnodes, out, 0, ringshard_node_timeout_ms);
 	for (int i = 0; i < nnodes; i++)
 	{
-		Datum		values[8];
-		bool		nulls[8] = {false, false, true, true, true, true, true, true};
+		Datum		values[10];
+		bool		nulls[10] = {false, false, true, true, true, true, true, true, true, true};
 		PGresult   *r = out[i].result;
 		char	   *error = NULL;
 
@@ -252,6 +272,12 @@ ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
 		{
 			values[2] = Float8GetDatum(out[i].elapsed_ms);
 			nulls[2] = false;
+			/* the host the connection reached, of those a multi-host address names */
+			if (conns[i]->conn && PQhost(conns[i]->conn) && remote_may_see_addresses())
+			{
+				values[8] = CStringGetTextDatum(psprintf("%s:%s", PQhost(conns[i]->conn), PQport(conns[i]->conn)));
+				nulls[8] = false;
+			}
 			error = read_health_answer(conns[i], r, values, nulls);
 		}
 		else
@@ -259,12 +285,45 @@ ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
 		values[1] = BoolGetDatum(error == NULL);
 		if (error)
 		{
-			values[7] = CStringGetTextDatum(error);
-			nulls[7] = false;
+			values[9] = CStringGetTextDatum(error);
+			nulls[9] = false;
+		}
+		if (!with_role)
+		{
+			values[7] = values[9];
+			nulls[7] = nulls[9];
 		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		remote_result_free(r);
 	}
+}
+
+/*
+ * node_health(): per node whether it answers the calling role, its own round
+ * trip, server version, database size, connections, whether it can take
+ * two-phase commits, whether it is a primary or a standby, the host reached
+ * (of a multi-host address), and the last error of the calling role's
+ * connection.  Nodes are probed in parallel; a dead one costs at most
+ * ringshard.node_timeout.  A node that answers malformed rows, whose
+ * database lacks the extension, or that is a standby, is not ok, with the
+ * reason as its error.
+ * (Not named ringshard_node_health: that symbol is 1.0's node_health, whose
+ * rows have no two_phase_commit column (see legacy_1_0.c); 1.1's is
+ * ringshard_node_health_with_2pc.)
+ */
+PG_FUNCTION_INFO_V1(ringshard_node_health_with_role);
+
+Datum
+ringshard_node_health_with_role(PG_FUNCTION_ARGS)
+{
+	node_health_rows(fcinfo, true);
+	PG_RETURN_VOID();
+}
+
+Datum
+ringshard_node_health_with_2pc(PG_FUNCTION_ARGS)
+{
+	node_health_rows(fcinfo, false);
 	PG_RETURN_VOID();
 }
 

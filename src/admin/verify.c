@@ -643,6 +643,7 @@ ringshard_repair_table(PG_FUNCTION_ARGS)
 				continue;
 			vs.conns[i]->wrote = true;
 			res = remote_exec(vs.conns[i], psprintf("DELETE FROM %s t WHERE %s", vs.table, condition), true);
+			remote_expect_command(vs.conns[i], res, "DELETE", -1, "a repair");
 			deleted = strtoll(PQcmdTuples(res), NULL, 10);
 			remote_result_free(res);
 			if (g->at[ref].count > 0)
@@ -682,6 +683,7 @@ ringshard_repair_table(PG_FUNCTION_ARGS)
 			vs.conns[i]->wrote = true;
 			res = remote_exec(vs.conns[i], psprintf("DELETE FROM %s t WHERE %s AND %s OPERATOR(pg_catalog.=) ANY (ARRAY[%s])",
 													vs.table, condition, vs.identity_expr, keys.data), true);
+			remote_expect_command(vs.conns[i], res, "DELETE", -1, "a repair");
 			values[0] = CStringGetTextDatum(placement_node_name(&vs.placement, i));
 			values[1] = CStringGetTextDatum(range);
 			values[2] = CStringGetTextDatum(placement_node_name(&vs.placement, ref));

@@ -140,7 +140,7 @@ is_distributed_table(Oid relid)
  * ERROR on any failure.  Returns how many nodes ran it.
  */
 int
-run_on_all_nodes(const char *sql)
+run_on_all_nodes(const char *sql, bool answers_row)
 {
 	int			nnodes;
 	char	  **nodes = catalog_addressed_nodes(&nnodes);
@@ -148,17 +148,19 @@ run_on_all_nodes(const char *sql)
 
 	for (int i = 0; i < nnodes; i++)
 		conns[i] = remote_connection(nodes[i], GetUserId());
-	run_on_connections(conns, nnodes, sql, NULL);
+	run_on_connections(conns, nnodes, sql, answers_row ? RS_ANSWER_ONE_ROW : NULL, NULL);
 	return nnodes;
 }
 
 /*
  * Run one statement on several nodes at once, in this transaction (as a
  * write of it); a node's error is raised as the node's, a lost connection as
- * one (during `what`, if given).
+ * one (during `what`, if given), and an answer that is not the completion of
+ * a command (with this tag, unless NULL), or of one row for the tag
+ * RS_ANSWER_ONE_ROW (a function call), as a malformed one.
  */
 void
-run_on_connections(RemoteConnection **conns, int n, const char *sql, const char *what)
+run_on_connections(RemoteConnection **conns, int n, const char *sql, const char *tag, const char *what)
 {
 	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(n, 1));
 
@@ -170,7 +172,15 @@ run_on_connections(RemoteConnection **conns, int n, const char *sql, const char 
 	}
 	remote_receive(conns, n, out, 0, 0);
 	for (int i = 0; i < n; i++)
-		(void) remote_answer(conns[i], &out[i], sql, what);
+	{
+		PGresult   *res = remote_answer(conns[i], &out[i], sql, what);
+
+		/* a statement that did not run on a node must not pass for one that did */
+		if (tag && strcmp(tag, RS_ANSWER_ONE_ROW) == 0)
+			remote_expect_rows(conns[i], res, 1, 1, 1, what ? what : "a table's definition");
+		else
+			remote_expect_command(conns[i], res, tag, -1, what ? what : "a change of a table's definition");
+	}
 	for (int i = 0; i < n; i++)
 		remote_result_free(out[i].result);
 }
@@ -734,7 +744,7 @@ ringshard_create_distributed_table(PG_FUNCTION_ARGS)
 	{
 		qualified = begin_qualified_names();
 		parts = recorded_node_ddl(relid);
-		run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation));
+		run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation), true);
 		end_qualified_names(qualified);
 		SPI_finish();
 		PG_RETURN_INT64(0);
@@ -752,7 +762,7 @@ ringshard_create_distributed_table(PG_FUNCTION_ARGS)
 	qualified = begin_qualified_names();
 	parts = node_only_parts(relid, table, key_attnum, keyspace_attnum, &names, true);
 	columns = column_definitions(relid, false);
-	run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation));
+	run_on_all_nodes(node_definition_sql(relid, schema, table, parts, annotation), true);
 	end_qualified_names(qualified);
 
 	/* The local table steps aside; a foreign table takes its name. */
@@ -814,7 +824,7 @@ ringshard_push_table_definition(PG_FUNCTION_ARGS)
 	table = quote_qualified_identifier(schema, get_rel_name(relid));
 	qualified = begin_qualified_names();
 	nnodes = run_on_all_nodes(node_definition_sql(relid, schema, table, recorded_node_ddl(relid),
-												  annotation_arguments(relid)));
+												  annotation_arguments(relid)), true);
 	end_qualified_names(qualified);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(psprintf("table %s is defined on %d node%s (created where it was missing)",

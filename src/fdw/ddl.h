@@ -19,8 +19,11 @@ extern SPITupleTable *spi_query(const char *sql, int nargs, Oid *argtypes, Datum
 extern void spi_exec(const char *sql);
 extern int	begin_qualified_names(void);
 extern void end_qualified_names(int level);
-extern int run_on_all_nodes(const char *sql);
-extern void run_on_connections(RemoteConnection **conns, int n, const char *sql, const char *what);
+/* The tag of run_on_connections() for a statement that answers one row (a function call). */
+#define RS_ANSWER_ONE_ROW "\x01one row"
+extern int	run_on_all_nodes(const char *sql, bool answers_row);
+extern void run_on_connections(RemoteConnection **conns, int n, const char *sql, const char *tag,
+							   const char *what);
 extern char *column_definitions(Oid relid, bool for_nodes);
 extern char *node_column_definition(Oid relid, AttrNumber attnum, char **node_default);
 extern void record_node_ddl(Oid relid, List *names, List *parts, bool replace);

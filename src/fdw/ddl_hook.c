@@ -444,7 +444,7 @@ alter_table(PlannedStmt *pstmt, AlterTableStmt *stmt, Oid relid, const char *que
 		}
 	}
 	if (sql.len > 0)
-		run_on_all_nodes(sql.data);
+		run_on_all_nodes(sql.data, false);
 	foreach(lc, steps)
 		if (((NodeAlterStep *) lfirst(lc))->drops_node_only)
 			forget_node_ddl(relid, ((NodeAlterStep *) lfirst(lc))->name);
@@ -483,7 +483,7 @@ create_index(IndexStmt *stmt, Oid relid, const char *queryString, QueryCompletio
 	SPI_connect();
 	qualified = begin_qualified_names();
 	sql = rsfdw_deparse_create_index(cooked, relid, table_name(relid), name);
-	run_on_all_nodes(sql);
+	run_on_all_nodes(sql, false);
 	record_node_ddl(relid, list_make1(pstrdup(name)), list_make1(sql), false);
 	end_qualified_names(qualified);
 	SPI_finish();
@@ -554,7 +554,7 @@ drop_objects(PlannedStmt *pstmt, DropStmt *stmt, const char *queryString, Proces
 	 * together.
 	 */
 	foreach(lc, node_sql)
-		run_on_all_nodes(lfirst(lc));
+		run_on_all_nodes(lfirst(lc), false);
 	if (others != NIL)
 	{
 		DropStmt   *rest = copyObject(stmt);
@@ -617,7 +617,7 @@ rename_object(PlannedStmt *pstmt, RenameStmt *stmt, const char *queryString, Pro
 		stmt = as_foreign;
 	}
 	run_utility(pstmt, (Node *) stmt, queryString, context, params, queryEnv, dest, qc);
-	run_on_all_nodes(sql);
+	run_on_all_nodes(sql, false);
 	return true;
 }
 

@@ -58,6 +58,8 @@ typedef struct NodeBuffer
 	StringInfoData values;		/* the first rows as VALUES literals */
 	int			nrows;
 	bool		result_pending; /* a COPY or INSERT sent, its result not read yet */
+	bool		pending_copy;	/* ... a COPY (else an INSERT) */
+	int			pending_rows;	/* ... of this many rows, which the answer must count */
 } NodeBuffer;
 
 typedef struct RsModifyState
@@ -127,6 +129,20 @@ write_what(RsModifyState *state)
 	return psprintf("a write to table %s", RelationGetRelationName(state->rel));
 }
 
+/*
+ * A batch's answer: the node's error as its own; else it must have written
+ * every row sent (INSERT 0 n, COPY n), or the write would be acknowledged
+ * with rows on no node.
+ */
+static void
+check_batch_answer(RsModifyState *state, RemoteConnection *conn, NodeBuffer *b, RemoteResult *out)
+{
+	PGresult   *res = remote_answer(conn, out, NULL, write_what(state));
+
+	remote_expect_command(conn, res, b->pending_copy ? "COPY" : "INSERT", b->pending_rows, write_what(state));
+	remote_result_free(res);
+}
+
 /* Send every buffer that has rows (or only the full ones) to its node, all at once. */
 static void
 flush_buffers(RsModifyState *state, bool only_full)
@@ -168,7 +184,7 @@ flush_buffers(RsModifyState *state, bool only_full)
 		for (int j = 0; j < m; j++)
 			state->buffers[pending_which[j]].result_pending = false;
 		for (int j = 0; j < m; j++)
-			remote_result_free(remote_answer(pending[j], &out[j], NULL, write_what(state)));
+			check_batch_answer(state, pending[j], &state->buffers[pending_which[j]], &out[j]);
 	}
 
 	/* Small batches: one INSERT each; larger ones: COPY. */
@@ -177,7 +193,9 @@ flush_buffers(RsModifyState *state, bool only_full)
 		NodeBuffer *b = &state->buffers[which[j]];
 
 		remote_note_write(b->conn);
-		if (b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0)
+		b->pending_rows = b->nrows;
+		b->pending_copy = !(b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0);
+		if (!b->pending_copy)
 			remote_send(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data), true, state);
 		else
 		{
@@ -257,6 +275,7 @@ finish_buffers(RsModifyState *state)
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * state->nnodes);
 	const void **owners = palloc(sizeof(void *) * state->nnodes);
 	RemoteResult *out = palloc(sizeof(RemoteResult) * state->nnodes);
+	NodeBuffer **batches = palloc(sizeof(NodeBuffer *) * state->nnodes);
 	int			n = 0;
 
 	flush_buffers(state, false);
@@ -264,14 +283,13 @@ finish_buffers(RsModifyState *state)
 		if (state->buffers[i].result_pending)
 		{
 			conns[n] = state->buffers[i].conn;
+			batches[n] = &state->buffers[i];
 			owners[n++] = state;
 			state->buffers[i].result_pending = false;
 		}
 	remote_receive_owned(conns, owners, n, out, 0, 0);
 	for (int j = 0; j < n; j++)
-		(void) remote_answer(conns[j], &out[j], NULL, write_what(state));
-	for (int j = 0; j < n; j++)
-		remote_result_free(out[j].result);
+		check_batch_answer(state, conns[j], batches[j], &out[j]);
 }
 
 /* Decide, once per transaction and node, whether it takes rows or gets them queued. */
@@ -1109,7 +1127,7 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 			if (!queued[i])
 				conns[n++] = remote_connection(placement_node_name(&placement, i), GetUserId());
 		sql = rsfdw_truncate_sql(RelationGetRelid(rel), behavior == DROP_CASCADE);
-		run_on_connections(conns, n, sql, "TRUNCATE");
+		run_on_connections(conns, n, sql, "TRUNCATE TABLE", "TRUNCATE");
 		/* writes queued for the table would bring rows back; a node that is down empties its copy in turn */
 		queue_forget_table(RelationGetRelid(rel));
 		for (int i = 0; i < nnodes; i++)

@@ -396,7 +396,9 @@ combine_answers(ForeignScanState *node, UpperScanState *state)
 
 		if (res == NULL)
 			continue;
-		remote_expect_rows(answer->conn, res, state->ncolumns, 0, -1, "an aggregate");
+		/* without GROUP BY a node's aggregate is one row, even over no rows */
+		remote_expect_rows(answer->conn, res, state->ncolumns, state->ngroups > 0 ? 0 : 1,
+						   state->ngroups > 0 ? -1 : 1, "an aggregate");
 		remote_expect_formats(answer->conn, res, 0, NULL, "an aggregate");
 		nrows = PQntuples(res);
 		for (int row = 0; row < nrows; row++)

@@ -191,6 +191,12 @@ set_last_error(RemoteConnection *c, const char *error)
 	c->last_sqlstate = 0;
 }
 
+void
+remote_set_error(RemoteConnection *c, const char *error)
+{
+	set_last_error(c, error);
+}
+
 /* A statement prepared on a link. */
 typedef struct PreparedStatement
 {
@@ -550,7 +556,6 @@ build_params(RemoteConnection *c, ConnParams *p)
 	 */
 	if (!p->ambient_allowed)
 	{
-		add_param(p, "password", "");	/* not PGPASSWORD either: the mapping's own, if any, follows */
 		add_param(p, "passfile", NO_SUCH_FILE);
 		add_param(p, "sslcert", NO_SUCH_FILE);
 		add_param(p, "sslkey", NO_SUCH_FILE);
@@ -589,29 +594,87 @@ build_params(RemoteConnection *c, ConnParams *p)
 }
 
 /*
+ * libpq fills what a connection does not say from the environment: the
+ * password from PGPASSWORD, and every option of the service PGSERVICE names
+ * (from PGSERVICEFILE or the system's service file), a password among them.
+ * For an address that gets none of the server account's credentials, those
+ * two are hidden from libpq while it reads the parameters (it reads them
+ * then, and only then; a backend is one thread).  An empty password
+ * parameter would not do: libpq takes it for none.
+ */
+static PGconn *
+connect_start(ConnParams *p)
+{
+	static const char *const hidden[] = {"PGPASSWORD", "PGSERVICE"};
+	char	   *saved[lengthof(hidden)];
+	PGconn	   *conn;
+
+	if (p->ambient_allowed)
+		return PQconnectStartParams(p->keywords, p->values, false);
+	for (int i = 0; i < lengthof(hidden); i++)
+	{
+		const char *value = getenv(hidden[i]);
+
+		saved[i] = value ? strdup(value) : NULL;
+		if (value && saved[i] == NULL)
+		{
+			for (int j = 0; j < i; j++)
+				free(saved[j]);
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+		}
+	}
+	for (int i = 0; i < lengthof(hidden); i++)
+		if (saved[i])
+			unsetenv(hidden[i]);
+	conn = PQconnectStartParams(p->keywords, p->values, false);
+	for (int i = 0; i < lengthof(hidden); i++)
+		if (saved[i])
+		{
+			setenv(hidden[i], saved[i], 1);
+			free(saved[i]);
+		}
+	return conn;
+}
+
+/*
  * A role below superuser may reach a node only with a password it supplied
  * in its user mapping, and only if the node asked for it: otherwise the
  * coordinator's own account (peer, trust, .pgpass, certificates) would log
  * in for it (postgres_fdw's rule).  A superuser may waive this on a mapping.
  */
-static void
-check_password_given(RemoteConnection *c, ConnParams *p)
+static bool
+check_password_given(RemoteConnection *c, ConnParams *p, bool missing_ok)
 {
+	const char *role = GetUserNameFromId(c->userid, false);
+	const char *server = GetForeignServer(c->serverid)->servername;
+
 	if ((superuser_arg(c->userid) && p->ambient_allowed) || !p->password_required)
-		return;
+		return true;
+	/* with missing_ok (a probe of every node), one node's missing credentials only fail that node */
 	if (!OidIsValid(c->umid))
+	{
+		if (missing_ok)
+		{
+			remote_mark_broken(c, psprintf("role \"%s\" has no user mapping for node \"%s\"", role, c->node));
+			return false;
+		}
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("role \"%s\" has no user mapping for node \"%s\"",
-						GetUserNameFromId(c->userid, false), c->node),
+				 errmsg("role \"%s\" has no user mapping for node \"%s\"", role, c->node),
 				 superuser_arg(c->userid)
 				 ? errdetail("The node's address was set by a role below superuser, so the coordinator offers it "
 							 "none of the server account's own credentials.")
 				 : 0,
 				 errhint("CREATE USER MAPPING FOR %s SERVER %s OPTIONS (user '...', password '...');",
-						 quote_identifier(GetUserNameFromId(c->userid, false)),
-						 quote_identifier(GetForeignServer(c->serverid)->servername))));
+						 quote_identifier(role), quote_identifier(server))));
+	}
 	if (!p->has_password)
+	{
+		if (missing_ok)
+		{
+			remote_mark_broken(c, psprintf("password is required to connect to node \"%s\"", c->node));
+			return false;
+		}
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required to connect to node \"%s\"", c->node),
@@ -620,8 +683,9 @@ check_password_given(RemoteConnection *c, ConnParams *p)
 							 "a password in its user mapping.")
 				 : errdetail("A role below superuser must give a password in its user mapping."),
 				 errhint("Add it with ALTER USER MAPPING FOR %s SERVER %s OPTIONS (ADD password '...').",
-						 quote_identifier(GetUserNameFromId(c->userid, false)),
-						 quote_identifier(GetForeignServer(c->serverid)->servername))));
+						 quote_identifier(role), quote_identifier(server))));
+	}
+	return true;
 }
 
 static void
@@ -723,9 +787,10 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 				? GetSysCacheHashValue1(USERMAPPINGOID, ObjectIdGetDatum(c->umid)) : 0;
 		}
 		build_params(c, &params[i]);
-		check_password_given(c, &params[i]);
+		if (!check_password_given(c, &params[i], missing_ok))
+			continue;
 		c->invalidated = false;
-		c->conn = PQconnectStartParams(params[i].keywords, params[i].values, false);
+		c->conn = connect_start(&params[i]);
 		if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
 		{
 			remote_mark_broken(c, c->conn ? PQerrorMessage(c->conn) : "out of memory");
@@ -1259,7 +1324,7 @@ remote_receive_owned(RemoteConnection **conns, const void **owners, int n, Remot
 			if (timeout_ms > 0 && left <= 0)
 			{
 				(void) remote_cancel(c);
-				lose_query(c, &out[i], psprintf("no answer within ringshard.node_timeout (%d ms)", timeout_ms));
+				lose_query(c, &out[i], psprintf("no answer within %d ms", timeout_ms));
 				done[i] = true;
 				npending--;
 				nfinished++;
@@ -1358,6 +1423,31 @@ remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows
 }
 
 void
+remote_expect_command(RemoteConnection *c, PGresult *res, const char *tag, int64 rows, const char *what)
+{
+	const char *status;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		reject_answer(c, what, psprintf("%s where a command's completion was expected", PQresStatus(PQresultStatus(res))));
+	status = PQcmdStatus(res);
+	if (tag && (strncmp(status, tag, strlen(tag)) != 0 ||
+				(status[strlen(tag)] != '\0' && status[strlen(tag)] != ' ')))
+		reject_answer(c, what, psprintf("\"%s\" where \"%s\" was expected", pnstrdup(status, 60), tag));
+	if (rows >= 0)
+	{
+		const char *count = PQcmdTuples(res);
+		char	   *end;
+		long long	value;
+
+		errno = 0;
+		value = strtoll(count, &end, 10);
+		if (count[0] == '\0' || errno != 0 || *end != '\0' || value != rows)
+			reject_answer(c, what, psprintf("\"%s\" where " INT64_FORMAT " rows were expected",
+											pnstrdup(status, 60), rows));
+	}
+}
+
+void
 remote_expect_formats(RemoteConnection *c, PGresult *res, int format, const Oid *types, const char *what)
 {
 	for (int i = 0; i < PQnfields(res); i++)
@@ -1400,10 +1490,16 @@ remote_int64_value(RemoteConnection *c, PGresult *res, int row, int column, cons
 PGresult *
 remote_exec(RemoteConnection *c, const char *sql, bool in_transaction)
 {
+	return remote_exec_timed(c, sql, in_transaction, 0);
+}
+
+PGresult *
+remote_exec_timed(RemoteConnection *c, const char *sql, bool in_transaction, int timeout_ms)
+{
 	RemoteResult out;
 
 	remote_send(c, sql, in_transaction, c);
-	remote_receive_all(&c, 1, &out, 0);
+	remote_receive_all(&c, 1, &out, timeout_ms);
 	return remote_answer(c, &out, sql, NULL);
 }
 

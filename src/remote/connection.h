@@ -194,6 +194,17 @@ extern PGresult *remote_answer(RemoteConnection *c, RemoteResult *out, const cha
  */
 extern void remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows, int max_rows,
 							   const char *what);
+/* Remember why a connection's last command failed (its last_error). */
+extern void remote_set_error(RemoteConnection *c, const char *error);
+
+/*
+ * A command's answer must be PGRES_COMMAND_OK with a command tag that is tag
+ * or starts with it and a space (any tag if NULL) and, when rows >= 0, that
+ * row count (INSERT, UPDATE, DELETE, COPY); else the link goes, and it is
+ * an error (a broken node never passes for one that did the work).
+ */
+extern void remote_expect_command(RemoteConnection *c, PGresult *res, const char *tag, int64 rows,
+								  const char *what);
 extern void remote_expect_formats(RemoteConnection *c, PGresult *res, int format, const Oid *types,
 								  const char *what);
 extern char *remote_text_value(RemoteConnection *c, PGresult *res, int row, int column, const char *what);
@@ -201,6 +212,8 @@ extern int64 remote_int64_value(RemoteConnection *c, PGresult *res, int row, int
 
 /* Send and receive on one connection; an SQL error or a lost node is an ERROR. */
 extern PGresult *remote_exec(RemoteConnection *c, const char *sql, bool in_transaction);
+/* The same, waiting at most timeout_ms (a control command): then the link is lost. */
+extern PGresult *remote_exec_timed(RemoteConnection *c, const char *sql, bool in_transaction, int timeout_ms);
 
 /* Re-raise a node's error with its SQLSTATE, detail, hint and context, naming the node. */
 extern void remote_report_error(int elevel, RemoteConnection *c, PGresult *res, const char *sql);

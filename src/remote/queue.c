@@ -150,6 +150,7 @@ typedef struct QueuedWrite
 	Oid			relid;
 	Oid			writer;
 	bool		is_statement;	/* else a row */
+	bool		refused;		/* the node refused it in this call */
 	char	   *payload;		/* the row as JSON, or the statement */
 	int			attempts;
 } QueuedWrite;
@@ -241,7 +242,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 							   "FROM ringshard.write_queue q WHERE q.node_name OPERATOR(pg_catalog.=) $1 "
 							   "ORDER BY q.ordinal LIMIT $2 FOR UPDATE SKIP LOCKED",
 							   2, argtypes, values, false, &nrows);
-	writes = palloc(sizeof(QueuedWrite) * Max(nrows, 1));
+	writes = palloc0(sizeof(QueuedWrite) * Max(nrows, 1));
 	for (int i = 0; i < nrows; i++)
 	{
 		char	   *fields[6];
@@ -271,11 +272,22 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 	{
 		QueuedWrite *w = &writes[i];
 		MemoryContext old = CurrentMemoryContext;
+		bool		behind_refused = false;
 		ResourceOwner owner = CurrentResourceOwner;
 		RemoteConnection *c = NULL;
 		bool		lost = false;
 		char	   *error = NULL;
 
+		/*
+		 * A later write of a table whose earlier write the node refused
+		 * waits behind it: an UPDATE may depend on the row refused.  (Once
+		 * that one is set aside as a dead letter, the node stays down until
+		 * repaired, and the others go on.)
+		 */
+		for (int j = 0; j < i && !behind_refused; j++)
+			behind_refused = writes[j].refused && writes[j].relid == w->relid;
+		if (behind_refused)
+			continue;
 		if (get_rel_name(w->relid) == NULL)
 		{
 			ereport(WARNING,
@@ -302,7 +314,14 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 				c = remote_connection(node, w->writer);
 				remote_connect_all(&c, 1, false);
 				remote_note_write(c);
-				remote_result_free(remote_exec(c, sql, true));
+				{
+					/* a row is one INSERT: a control command's time; a statement may take its own */
+					PGresult   *res = remote_exec_timed(c, sql, true, w->is_statement ? 0 : ringshard_node_timeout_ms);
+
+					remote_expect_command(c, res, w->is_statement ? NULL : "INSERT", w->is_statement ? -1 : 1,
+										  "the delivery of a queued write");
+					remote_result_free(res);
+				}
 				queue_update("DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
 							 "AND node_name OPERATOR(pg_catalog.=) $2", w->write_id, node, NULL);
 				ReleaseCurrentSubTransaction();
@@ -334,6 +353,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		if (lost)
 			break;				/* the node is down: its writes wait, in order */
 		/* refused: count it; set it aside once it has been refused often enough */
+		w->refused = true;
 		if (w->attempts + 1 >= ringshard_replay_max_attempts)
 		{
 			queue_update("WITH gone AS (DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "

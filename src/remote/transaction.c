@@ -23,6 +23,12 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/lwlock.h"
+#include "storage/pmsignal.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -31,6 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
+#include "utils/timestamp.h"
 
 #include "remote/catalog.h"
 #include "remote/transaction.h"
@@ -73,12 +80,26 @@ remote_fault_point(const char *point)
 	eq = strchr(ringshard_fault_injection, '=');
 	if (strcmp(eq + 1, "crash") == 0)
 		elog(PANIC, "ringshard fault injection: crash at %s", point);
+	if (strcmp(eq + 1, "until_orphaned") == 0)
+	{
+		/* tests: wait (at most a minute) for the postmaster to die, then go on as a lingering backend */
+		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60000);
+
+		elog(LOG, "ringshard fault injection: waiting for the postmaster to die at %s", point);
+		while (PostmasterIsAlive() && GetCurrentTimestamp() < until)
+			pg_usleep(10000L);
+		return;
+	}
 	if (strncmp(eq + 1, "sleep:", 6) == 0)
 	{
 		long		ms = strtol(eq + 7, NULL, 10);
 
+		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+
 		elog(LOG, "ringshard fault injection: sleeping %ld ms at %s", ms, point);
-		pg_usleep(ms * 1000L);
+		/* the whole time: a signal (a cache invalidation, say) cuts pg_usleep short */
+		while (GetCurrentTimestamp() < until)
+			pg_usleep(Min(100000L, (until - GetCurrentTimestamp())));
 	}
 #endif
 }
@@ -149,7 +170,12 @@ collect(int what)
 	return col;
 }
 
-/* Finish queries still in flight (a scan stopped early): wait for them and drop the rows. */
+/*
+ * Finish queries still in flight (a scan stopped early): wait for them, as
+ * for a control command, and drop the rows; a node that does not answer in
+ * time loses its link (it cannot hold the commit: a writer's part then
+ * fails the transaction).
+ */
 static void
 drain_in_flight(Collected *col)
 {
@@ -161,7 +187,8 @@ drain_in_flight(Collected *col)
 		{
 			RemoteResult out;
 
-			remote_receive_all(&c, 1, &out, 0);
+			/* not cancelled at once: that would fail the node's transaction, which may have writes */
+			remote_receive_all(&c, 1, &out, ringshard_node_timeout_ms);
 			remote_result_free(out.result);
 		}
 		if (c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
@@ -169,9 +196,28 @@ drain_in_flight(Collected *col)
 	}
 }
 
-/* Send one command to several connections and wait, within the node timeout; true where it worked. */
+/*
+ * How long the commit waits for a node's PREPARE TRANSACTION (or one-phase
+ * COMMIT): a control command, so ringshard.node_timeout, or statement_timeout
+ * when that is longer (PostgreSQL stops its timer before a commit runs, so
+ * it is applied here).  A node that does not answer in time rolls the whole
+ * transaction back; a cancel ends the wait sooner.
+ */
+static int
+commit_timeout_ms(void)
+{
+	return Max(ringshard_node_timeout_ms, StatementTimeout);
+}
+
+/*
+ * Send one command to several connections and wait (timeout_ms 0: as long as
+ * it takes, interruptibly); true where it worked: the node completed it with
+ * the command tag expected (any, if NULL).  A node whose transaction had
+ * failed answers COMMIT, and PREPARE TRANSACTION, with ROLLBACK: that is not
+ * a commit, nor a part prepared.
+ */
 static void
-command_all(RemoteConnection **conns, int n, char **sql, bool *worked, int timeout_ms)
+command_all(RemoteConnection **conns, int n, char **sql, const char *tag, bool *worked, int timeout_ms)
 {
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(n, 1));
 	RemoteConnection **sent = palloc(sizeof(RemoteConnection *) * Max(n, 1));
@@ -183,6 +229,7 @@ command_all(RemoteConnection **conns, int n, char **sql, bool *worked, int timeo
 		worked[i] = false;
 		if (conns[i]->link != LINK_IDLE)
 			continue;
+		conns[i]->last_sqlstate = 0;
 		remote_send(conns[i], sql[i], false, conns[i]);
 		if (conns[i]->link == LINK_BUSY)
 		{
@@ -193,8 +240,19 @@ command_all(RemoteConnection **conns, int n, char **sql, bool *worked, int timeo
 	remote_receive_all(sent, nsent, out, timeout_ms);
 	for (int j = 0; j < nsent; j++)
 	{
+		PGresult   *res = out[j].result;
+
 		worked[index[j]] = out[j].ok;
-		remote_result_free(out[j].result);
+		if (out[j].ok && tag != NULL &&
+			(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), tag) != 0))
+		{
+			worked[index[j]] = false;
+			sent[j]->last_sqlstate = ERRCODE_PROTOCOL_VIOLATION;
+			remote_set_error(sent[j], psprintf("the node answered %s with \"%s\", not %s", sql[index[j]],
+											  res ? (PQresultStatus(res) == PGRES_COMMAND_OK ? PQcmdStatus(res)
+													 : PQresStatus(PQresultStatus(res))) : "nothing", tag));
+		}
+		remote_result_free(res);
 	}
 	pfree(out);
 	pfree(sent);
@@ -306,7 +364,7 @@ pre_commit(bool preparing)
 		RemoteConnection *c = writers.conns[0];
 
 		sql[0] = "COMMIT";
-		command_all(writers.conns, 1, sql, worked, 0);
+		command_all(writers.conns, 1, sql, "COMMIT", worked, commit_timeout_ms());
 		c->xact = RXACT_NONE;
 		c->xact_depth = 0;
 		if (!worked[0])
@@ -332,14 +390,15 @@ pre_commit(bool preparing)
 		if (fault_point_armed("after_first_prepare") && writers.n > 1)
 		{
 			/* tests: one node prepared, the others not yet */
-			command_all(writers.conns, 1, sql, worked, 0);
+			command_all(writers.conns, 1, sql, "PREPARE TRANSACTION", worked, commit_timeout_ms());
 			if (worked[0])
 				writers.conns[0]->xact = RXACT_PREPARED;
 			remote_fault_point("after_first_prepare");
-			command_all(writers.conns + 1, writers.n - 1, sql + 1, worked + 1, 0);
+			command_all(writers.conns + 1, writers.n - 1, sql + 1, "PREPARE TRANSACTION", worked + 1,
+						commit_timeout_ms());
 		}
 		else
-			command_all(writers.conns, writers.n, sql, worked, 0);
+			command_all(writers.conns, writers.n, sql, "PREPARE TRANSACTION", worked, commit_timeout_ms());
 		for (int i = 0; i < writers.n; i++)
 			if (worked[i])
 				writers.conns[i]->xact = RXACT_PREPARED;
@@ -372,7 +431,7 @@ pre_commit(bool preparing)
 		/* one-phase commit: only when asked, to measure what two phases cost */
 		for (int i = 0; i < writers.n; i++)
 			sql[i] = "COMMIT";
-		command_all(writers.conns, writers.n, sql, worked, 0);
+		command_all(writers.conns, writers.n, sql, "COMMIT", worked, commit_timeout_ms());
 		for (int i = 0; i < writers.n; i++)
 		{
 			writers.conns[i]->xact = RXACT_NONE;
@@ -390,7 +449,7 @@ pre_commit(bool preparing)
 	/* Nodes only read from: their transactions just end. */
 	for (int i = 0; i < readers.n; i++)
 		sql[i] = readers.conns[i]->xact == RXACT_OPEN ? "COMMIT" : "ROLLBACK";
-	command_all(readers.conns, readers.n, sql, worked, ringshard_node_timeout_ms);
+	command_all(readers.conns, readers.n, sql, NULL, worked, ringshard_node_timeout_ms);
 	for (int i = 0; i < readers.n; i++)
 	{
 		readers.conns[i]->xact = RXACT_NONE;
@@ -398,6 +457,59 @@ pre_commit(bool preparing)
 		if (!worked[i])
 			remote_mark_broken(readers.conns[i], NULL);
 	}
+}
+
+/*
+ * Whether a COMMIT PREPARED (or ROLLBACK PREPARED) failed only because
+ * another session finished the part first: after the local commit,
+ * recovery may commit a part while its own transaction's COMMIT PREPARED is
+ * on its way, and the one that comes second finds it gone (42704) or being
+ * finished (55006).  The decision is the same either way.
+ */
+static bool
+finished_meanwhile(RemoteConnection *c)
+{
+	return c->link == LINK_IDLE &&
+		(c->last_sqlstate == ERRCODE_UNDEFINED_OBJECT || c->last_sqlstate == ERRCODE_OBJECT_IN_USE);
+}
+
+/*
+ * Whether the decision just committed here is as durable as the commit
+ * promised: with synchronous replication, the synchronous standbys have
+ * confirmed it.  PostgreSQL ends that wait early, with the commit done
+ * locally, when the session is cancelled or terminated or the postmaster
+ * dies (a primary being failed over, whose backends linger).  Its parts are
+ * then left prepared: a standby promoted without the decision rolls them
+ * back, and this server, if it stays primary, commits them at its next
+ * recovery round.  Committing them now could split the transaction.
+ */
+static bool
+decision_is_durable(void)
+{
+	int			mode;
+	bool		confirmed;
+
+	if (!PostmasterIsAlive())
+		return false;
+	/* (the GUC, not the walsenders' shared flag: that one's layout changes between minor releases) */
+	if (!SyncRepRequested() || SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
+		return true;
+	switch (synchronous_commit)
+	{
+		case SYNCHRONOUS_COMMIT_REMOTE_WRITE:
+			mode = SYNC_REP_WAIT_WRITE;
+			break;
+		case SYNCHRONOUS_COMMIT_REMOTE_APPLY:
+			mode = SYNC_REP_WAIT_APPLY;
+			break;
+		default:
+			mode = SYNC_REP_WAIT_FLUSH;
+			break;
+	}
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	confirmed = ((volatile WalSndCtlData *) WalSndCtl)->lsn[mode] >= XactLastCommitEnd;
+	LWLockRelease(SyncRepLock);
+	return confirmed;
 }
 
 /* After the local commit: commit the prepared parts.  Nothing here may throw. */
@@ -411,6 +523,15 @@ post_commit(void)
 	if (prepared.n == 0)
 		return;
 	remote_fault_point("after_local_commit");
+	if (!decision_is_durable())
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+				 errmsg("the commit is not confirmed by the synchronous standby, so its parts on the nodes stay prepared"),
+				 errdetail("Recovery finishes them as the primary's transaction records say: committed if this server "
+						   "stays the primary, rolled back if a standby without the commit is promoted.")));
+		return;
+	}
 	worked = palloc(sizeof(bool) * prepared.n);
 	sql = palloc(sizeof(char *) * prepared.n);
 	for (int i = 0; i < prepared.n; i++)
@@ -418,14 +539,19 @@ post_commit(void)
 	if (fault_point_armed("after_first_commit_prepared") && prepared.n > 1)
 	{
 		/* tests: one node committed, the others not yet */
-		command_all(prepared.conns, 1, sql, worked, ringshard_node_timeout_ms);
+		command_all(prepared.conns, 1, sql, "COMMIT PREPARED", worked, ringshard_node_timeout_ms);
 		remote_fault_point("after_first_commit_prepared");
-		command_all(prepared.conns + 1, prepared.n - 1, sql + 1, worked + 1, ringshard_node_timeout_ms);
+		command_all(prepared.conns + 1, prepared.n - 1, sql + 1, "COMMIT PREPARED", worked + 1,
+					ringshard_node_timeout_ms);
 	}
 	else
-		command_all(prepared.conns, prepared.n, sql, worked, ringshard_node_timeout_ms);
+		command_all(prepared.conns, prepared.n, sql, "COMMIT PREPARED", worked, ringshard_node_timeout_ms);
 	for (int i = 0; i < prepared.n; i++)
-		if (!worked[i])
+		if (!worked[i] && finished_meanwhile(prepared.conns[i]))
+			ereport(DEBUG1,
+					(errmsg_internal("node \"%s\": recovery finished the commit of the part %s",
+									 prepared.conns[i]->node, prepared.conns[i]->gid)));
+		else if (!worked[i])
 			ereport(WARNING,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("node \"%s\" did not confirm the commit of its part of the transaction", prepared.conns[i]->node),
@@ -461,7 +587,8 @@ post_abort(void)
 			sql = "ROLLBACK";
 		else
 			continue;
-		command_all(&c, 1, &sql, &worked, ringshard_node_timeout_ms);
+		command_all(&c, 1, &sql, c->xact == RXACT_PREPARED ? "ROLLBACK PREPARED" : "ROLLBACK", &worked,
+					ringshard_node_timeout_ms);
 		if (!worked && c->xact == RXACT_PREPARED)
 			ereport(WARNING,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -542,7 +669,7 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 		drain_in_flight(&at_level);
 		for (int i = 0; i < at_level.n; i++)
 			sql[i] = psprintf("RELEASE SAVEPOINT s%d", level);
-		command_all(at_level.conns, at_level.n, sql, worked, 0);
+		command_all(at_level.conns, at_level.n, sql, "RELEASE", worked, ringshard_node_timeout_ms);
 		for (int i = 0; i < at_level.n; i++)
 		{
 			at_level.conns[i]->xact_depth = level - 1;
@@ -567,7 +694,7 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 		(void) remote_abandon_query(c);
 		sql[i] = psprintf("ROLLBACK TO SAVEPOINT s%d; RELEASE SAVEPOINT s%d", level, level);
 	}
-	command_all(at_level.conns, at_level.n, sql, worked, ringshard_node_timeout_ms);
+	command_all(at_level.conns, at_level.n, sql, "RELEASE", worked, ringshard_node_timeout_ms);
 	for (int i = 0; i < at_level.n; i++)
 	{
 		RemoteConnection *c = at_level.conns[i];
@@ -589,6 +716,15 @@ remote_transaction_init(void)
 {
 	RegisterXactCallback(remote_xact_callback, NULL);
 	RegisterSubXactCallback(remote_subxact_callback, NULL);
+}
+
+/* A control command still running outside any remote transaction is given up. */
+static bool
+abandon_control_visitor(RemoteConnection *c, void *arg)
+{
+	if (c->xact == RXACT_NONE && c->link == LINK_BUSY)
+		(void) remote_abandon_query(c);
+	return true;
 }
 
 /*
@@ -701,7 +837,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			list_sql = psprintf("SELECT gid, owner FROM pg_catalog.pg_prepared_xacts "
 								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 								"AND pg_catalog.starts_with(gid, %s)", quote_literal_cstr(prefix));
-			res = remote_exec(c, list_sql, false);
+			res = remote_exec_timed(c, list_sql, false, ringshard_node_timeout_ms);
 			remote_expect_rows(c, res, 2, 0, -1, "the list of prepared transactions");
 			nparts = PQntuples(res);
 			parts = palloc0(sizeof(PreparedPart) * Max(nparts, 1));
@@ -793,7 +929,28 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 					continue;
 				}
 				sql = psprintf("%s PREPARED %s", commit ? "COMMIT" : "ROLLBACK", quote_literal_cstr(parts[i].gid));
-				remote_result_free(remote_exec(owner_conn, sql, false));
+				{
+					RemoteResult done;
+
+					owner_conn->last_sqlstate = 0;
+					remote_send(owner_conn, sql, false, owner_conn);
+					remote_receive_all(&owner_conn, 1, &done, ringshard_node_timeout_ms);
+					if (!done.ok && !done.lost && finished_meanwhile(owner_conn))
+					{
+						/*
+						 * Its own transaction, which committed here a moment
+						 * ago, finished it (or is finishing it) on the node:
+						 * nothing is left to do.
+						 */
+						remote_result_free(done.result);
+						left += owner_conn->last_sqlstate == ERRCODE_OBJECT_IN_USE;
+						continue;
+					}
+					res = remote_answer(owner_conn, &done, sql, NULL);
+					remote_expect_command(owner_conn, res, commit ? "COMMIT PREPARED" : "ROLLBACK PREPARED", -1,
+										  "the resolution of a prepared transaction");
+					remote_result_free(res);
+				}
 				if (commit)
 				{
 					Datum		gid_arg[1] = {CStringGetTextDatum(parts[i].gid)};
@@ -819,6 +976,8 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			edata = CopyErrorData();
 			FlushErrorState();
 			RollbackAndReleaseCurrentSubTransaction();
+			/* a query left running (a cancel, a timeout) must not hold the links */
+			remote_foreach(abandon_control_visitor, NULL);
 			MemoryContextSwitchTo(node_context);
 			CurrentResourceOwner = owner;
 			error = edata->message;

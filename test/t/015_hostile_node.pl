@@ -75,6 +75,9 @@ my $h2_key = $coordinator->safe_psql('postgres',
 my @new_h2_keys = split(/\n/, $coordinator->safe_psql('postgres',
 	q{SELECT k FROM (SELECT 'new' || g AS k FROM generate_series(1, 1000) g) s WHERE replicas_for(k) = ARRAY['h2'] ORDER BY k LIMIT 40}));
 is(scalar @new_h2_keys, 40, 'forty new keys whose node is h2');
+# and two on h1: a write of one key on each node commits in two phases
+my @new_h1_keys = split(/\n/, $coordinator->safe_psql('postgres',
+	q{SELECT k FROM (SELECT 'new' || g AS k FROM generate_series(1, 1000) g) s WHERE replicas_for(k) = ARRAY['h1'] ORDER BY k LIMIT 2}));
 my $start_time = $coordinator->safe_psql('postgres', 'SELECT pg_postmaster_start_time()');
 
 # Run SQL on the coordinator under statement_timeout; returns (rc, out, err, seconds).
@@ -131,9 +134,11 @@ sub coordinator_survived
 }
 
 # With no rule, the table reads like its mirror, and h2's row reads by key.
+# (todo: the reason these two are known to fail, as Test::More's TODO.)
 sub reads_normally
 {
-	my ($label) = @_;
+	my ($label, $todo) = @_;
+	local $main::TODO = $todo;
 	$proxy->rules();
 	my ($rc, $out, $err) = run_sql(q{SELECT md5(string_agg(i::text, ';' ORDER BY k)) FROM items i});
 	is($out, $coordinator->safe_psql('postgres', q{SELECT md5(string_agg(m::text, ';' ORDER BY k)) FROM items_mirror m}),
@@ -148,7 +153,8 @@ sub reads_normally
 #   error (regex the error must match; default: an ERROR naming node h2),
 #   check (instead of the error checks: sub (rc, out, err)),
 #   cleanup (SQL that restores the table whatever the outcome),
-#   after (sub run once the rule is cleared, before the normal read).
+#   after (sub run once the rule is cleared, before the normal read),
+#   reads_todo (why the normal read is known to fail, if it is).
 sub hostile_case
 {
 	my (%c) = @_;
@@ -183,7 +189,7 @@ sub hostile_case
 	coordinator_survived($label);
 	$c{after}->($rc, $out, $err) if $c{after};
 	$coordinator->safe_psql('postgres', $c{cleanup}) if $c{cleanup};
-	reads_normally($label);
+	reads_normally($label, $c{reads_todo});
 }
 
 # The bad answers for a query that expects rows, and for any query.
@@ -251,12 +257,9 @@ for my $action (@row_answers)
 		sql => q{SELECT node || ' ' || coalesce(error, '-') FROM ringshard.recover_prepared_transactions() ORDER BY node},
 		check => sub {
 			my ($rc, $out, $err) = @_;
-			if ($action eq 'hang')
-			{
-				# silence: only statement_timeout ends it
-				like($err, qr/statement timeout/, "recovery, pg_prepared_xacts answered hang: statement_timeout ends it");
-				return;
-			}
+			# silence too: the list is a control command, bounded by ringshard.node_timeout
+			like($out, qr/^h2 .*(no answer within|lost the connection)/m, "recovery, pg_prepared_xacts answered hang: h2's error says it did not answer")
+			  if $action eq 'hang';
 			is($rc, 0, "recovery, pg_prepared_xacts answered $action: recovery answers") or diag($err);
 			like($out, qr/^h1 -$/m, "recovery, pg_prepared_xacts answered $action: h1 is recovered");
 			like($out, qr/^h2 \S\S/m, "recovery, pg_prepared_xacts answered $action: h2's row has an error")
@@ -404,7 +407,7 @@ for my $action (qw(hang garbage close one_column))
 	hostile_case(
 		label => "PREPARE TRANSACTION answered $action",
 		rules => [ [ '^PREPARE TRANSACTION', $action ] ],
-		sql => "INSERT INTO items VALUES ('$key', 4000, 'prepared')",
+		sql => "INSERT INTO items VALUES ('$key', 4000, 'prepared'), ('$new_h1_keys[0]', 4001, 'prepared')",
 		error => qr/ERROR:.*(h2|statement timeout)/s,
 		after => sub {
 			my ($rc) = @_;
@@ -415,6 +418,8 @@ for my $action (qw(hang garbage close one_column))
 				: "PREPARE TRANSACTION answered $action: h2 does not have the row of the failed write");
 			is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
 				"PREPARE TRANSACTION answered $action: no prepared transaction is left on h2");
+			is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$new_h1_keys[0]'"), $rc == 0 ? '1' : '0',
+				"PREPARE TRANSACTION answered $action: h1 has the other row exactly when h2 has its own");
 		},
 		cleanup => $undo_inserts);
 }
@@ -424,7 +429,7 @@ for my $action (qw(hang garbage close))
 	hostile_case(
 		label => "COMMIT PREPARED answered $action",
 		rules => [ [ '^COMMIT PREPARED', $action ] ],
-		sql => "INSERT INTO items VALUES ('$key', 5000, 'committed')",
+		sql => "INSERT INTO items VALUES ('$key', 5000, 'committed'), ('$new_h1_keys[1]', 5001, 'committed')",
 		check => sub {
 			my ($rc, $out, $err) = @_;
 			is($rc, 0, "COMMIT PREPARED answered $action: the write is committed (the decision is made)")
@@ -673,6 +678,8 @@ for my $what ([ 'count of rows to move', '^SELECT ARRAY\[pg_catalog\.count', [ '
 			sql => q{CALL ringshard.rebalance('items')},
 			timeout => '40s',
 			seconds => 50,
+			# issue 19: until a table is routed by its own placement during a move
+			reads_todo => 'reads while a rebalance is unfinished miss the rows not yet copied (issue 19)',
 			error => qr/ERROR:.*(h2|statement timeout)/s,
 			after => sub {
 				# an unfinished move may hold a row twice (copied, not yet deleted), never lose one

@@ -8,3 +8,6 @@ ALTER TABLE ringshard.dead_letters ALTER COLUMN payload DROP NOT NULL;
 ALTER TABLE ringshard.dead_letters ADD COLUMN statement text;
 ALTER TABLE ringshard.dead_letters
 	ADD CONSTRAINT row_or_statement CHECK ((payload IS NULL) <> (statement IS NULL));
+
+-- What the watchdog saw of each node in its last round.
+--@copy CREATE TABLE ringshard.node_status
