@@ -18,7 +18,7 @@ COMMENT ON FUNCTION ringshard_internal.check_name(text, text) IS 'raises unless 
 -- The first ten ring or map names in bytewise order, for a hint that names
 -- what a mistyped name could have meant ("and N more" past ten); NULL if none.
 CREATE FUNCTION ringshard_internal.first_names(kind text) RETURNS text
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT string_agg(s.name, ', ' ORDER BY s.name)
 	       || CASE WHEN max(s.total) > 10 THEN ' and ' || (max(s.total) - 10) || ' more' ELSE '' END
 	  FROM (SELECT n.name, count(*) OVER () AS total
@@ -32,7 +32,7 @@ COMMENT ON FUNCTION ringshard_internal.first_names(text) IS
 
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard_internal.lock_ring(ring text) RETURNS ringshard.rings
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
@@ -52,7 +52,7 @@ COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catal
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	IF algorithm IS NULL THEN
@@ -182,7 +182,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	members bigint;
 	forgotten bigint;
@@ -210,7 +210,7 @@ $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
 
 CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous integer;
 	members integer;
@@ -242,7 +242,7 @@ COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
 
 -- Weights: finite and > 0 (NaN sorts above infinity in PostgreSQL).
 CREATE FUNCTION ringshard_internal.check_weight(weight float8) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF weight IS NULL OR NOT (weight > 0 AND weight < 'Infinity'::float8) THEN
 		RAISE EXCEPTION 'weight % is not a finite number greater than zero', coalesce(weight::text, 'NULL')
@@ -320,7 +320,7 @@ COMMENT ON FUNCTION ringshard_internal.zone_phrase(text) IS 'a zone as a message
 CREATE FUNCTION ringshard.add_node(node text, address text DEFAULT NULL, ring text DEFAULT 'default',
 								   weight float8 DEFAULT 1, tokens integer DEFAULT NULL,
 								   zone text DEFAULT NULL) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	balance record;
 BEGIN
@@ -412,7 +412,7 @@ COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
 	'removes a node from a ring; a node left in no ring and no map is forgotten once no distributed table''s rows are on it (after the rebalance that moves them)';
 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous float8;
 	balance record;
@@ -534,7 +534,7 @@ COMMENT ON FUNCTION ringshard.allocate_tokens(text, integer, text) IS
 
 -- Lock a node's row; raises if there is no such node.
 CREATE FUNCTION ringshard_internal.lock_node(node text) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
@@ -571,7 +571,7 @@ COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
 	'changes the address of a node (its foreign server''s options; its user mappings stay), or with NULL drops it';
 
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	was boolean;
 BEGIN
@@ -584,7 +584,7 @@ $$;
 COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the node; ownership does not change';
 
 CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	was boolean;
 BEGIN
