@@ -47,6 +47,15 @@ my $preview_owner_fraction = $coordinator->safe_psql('postgres',
 my @before = map { $_->safe_psql('postgres', q{SELECT string_agg(id || ':' || xmin, ',' ORDER BY id) FROM items}) } @workers[0 .. 2];
 
 $coordinator->safe_psql('postgres', "SELECT ringshard.add_node('r4', '$address{r4}')");
+# Before the rebalance, a write of a key that now belongs to r4 finds the
+# table there: sync_topology created it.
+$coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.sync_topology()');
+my $r4_key = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(90001, 99999) g WHERE 'r4' = ANY (replicas_for(g::bigint)) LIMIT 1});
+my ($ins_rc, $ins_out, $ins_err) = $coordinator->psql('postgres', "INSERT INTO items VALUES ($r4_key, 'early')");
+is($ins_rc, 0, 'a write for the new node before the rebalance succeeds: the table is there') or diag($ins_err);
+is($workers[3]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $r4_key"), '1', 'and r4 holds the row');
+$coordinator->safe_psql('postgres', "DELETE FROM items WHERE id = $r4_key");
 my ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', dry_run => true)});
 # The dry run is a summary: a title with the plan's steps and rows, then one
 # line per (source, target) pair, not a line per step.
