@@ -297,21 +297,49 @@ sub wait_writable_other
 	return $new;
 }
 
-# Create a data node under the monitor (the first of its formation is the
-# primary; the next is made from a base backup of it).
+# Create data nodes under the monitor, in parallel (the first of a formation
+# is its primary; the next is made from a base backup of it): name =>
+# formation pairs; each one's exit status (-1 after a time-out of 240 s).
 my $monitor_uri;
-sub create_node
+sub create_nodes
 {
-	my ($name, $formation) = @_;
-	my $n = $af{$name} = {
-		name => $name,
-		formation => $formation,
-		port => PostgreSQL::Test::Cluster::get_free_port(),
-		pgdata => "$base/$name" };
-	return autoctl($name, 240, 'create', 'postgres', '--pgctl', "$bindir/pg_ctl", '--pgdata', $n->{pgdata},
-		'--pgport', $n->{port}, '--hostname', '127.0.0.1', '--listen', '127.0.0.1', '--name', $name,
-		'--formation', $formation, '--monitor', $monitor_uri, '--auth', 'trust', '--no-ssl',
-		'--dbname', 'postgres');
+	my (@pairs) = @_;
+	my @started;
+	while (my ($name, $formation) = splice(@pairs, 0, 2))
+	{
+		my $n = $af{$name} = {
+			name => $name,
+			formation => $formation,
+			port => PostgreSQL::Test::Cluster::get_free_port(),
+			pgdata => "$base/$name" };
+		my @args = ('create', 'postgres', '--pgctl', "$bindir/pg_ctl", '--pgdata', $n->{pgdata},
+			'--pgport', $n->{port}, '--hostname', '127.0.0.1', '--listen', '127.0.0.1', '--name', $name,
+			'--formation', $formation, '--monitor', $monitor_uri, '--auth', 'trust', '--no-ssl',
+			'--dbname', 'postgres');
+		local @ENV{ keys %autoctl_env } = values %autoctl_env;
+		local $ENV{PGPORT};
+		delete $ENV{PGPORT};
+		my $file = "$logdir/021_$name.autoctl.log";
+		open my $fh, '>>', $file or die "$file: $!";
+		printf $fh "==== %s pg_autoctl %s\n", scalar(localtime), join(' ', @args);
+		close $fh;
+		push @started, IPC::Run::start([ $autoctl, @args ], '<', '/dev/null', '>>', $file, '2>&1',
+			IPC::Run::timeout(240));
+	}
+	my @rc;
+	for my $h (@started)
+	{
+		if (eval { $h->finish; 1 })
+		{
+			push @rc, $h->full_result(0) >> 8;
+		}
+		else
+		{
+			eval { $h->kill_kill };
+			push @rc, -1;
+		}
+	}
+	return @rc;
 }
 
 sub append_file
@@ -367,10 +395,9 @@ END
 $af{monitor} = { name => 'monitor', formation => '', port => PostgreSQL::Test::Cluster::get_free_port(),
 	pgdata => "$base/monitor" };
 is(autoctl('monitor', 240, 'create', 'monitor', '--pgctl', $monitor_pg_ctl, '--pgdata', $af{monitor}{pgdata},
-		'--pgport', $af{monitor}{port}, '--hostname', '127.0.0.1', '--auth', 'trust', '--no-ssl'),
+		'--pgport', $af{monitor}{port}, '--hostname', '127.0.0.1', '--listen', '127.0.0.1', '--auth', 'trust',
+		'--no-ssl'),
 	0, 'pg_autoctl create monitor');
-is(autoctl('monitor', 60, 'config', 'set', '--pgdata', $af{monitor}{pgdata}, 'postgresql.listen_addresses', '127.0.0.1'),
-	0, 'the monitor listens on loopback only');
 append_file("$af{monitor}{pgdata}/postgresql.conf", <<'EOF');
 
 shared_buffers = '32MB'
@@ -387,6 +414,7 @@ pgautofailover.primary_demote_timeout = 5000
 EOF
 start_keeper('monitor');
 ok(poll_until(60, sub { monitor_query('SELECT count(*) FROM pgautofailover.formation') >= 1 }), 'the monitor runs');
+is(monitor_query('SHOW listen_addresses'), '127.0.0.1', 'the monitor listens on loopback only');
 $monitor_uri = autoctl_output('monitor', 'show', 'uri', '--pgdata', $af{monitor}{pgdata}, '--formation', 'monitor');
 chomp $monitor_uri if defined $monitor_uri;
 like($monitor_uri, qr{^postgres://autoctl_node\@127\.0\.0\.1:$af{monitor}{port}/pg_auto_failover}, "the monitor's URI");
@@ -400,18 +428,31 @@ for my $formation (qw(coord w1 w2))
 # ---------------------------------------------------------------------------
 # The workers' groups: the first node, with ringshard's settings and the
 # extension, then the second from a base backup of it (which brings both).
-for my $g (qw(w1 w2))
+# Each group's first node (the workers' and the coordinator's, in parallel),
+# with ringshard's settings; the extension on the workers.
+my @first = map { ("${_}_a" => $_) } qw(w1 w2 coord);
+my @rc = create_nodes(@first);
+for my $name (map { $first[ 2 * $_ ] } 0 .. $#first / 2)
 {
-	is(create_node("${g}_a", $g), 0, "pg_autoctl create postgres ${g}_a");
-	append_file("$af{\"${g}_a\"}{pgdata}/postgresql.conf", $node_conf);
-	start_keeper("${g}_a");
-	ok(poll_until(120, sub { formation_state($g) eq "${g}_a=single/single" && (af_psql("${g}_a", 'SELECT 1'))[0] == 0 }),
-		"${g}_a runs as the single node of $g") or diag(formation_state($g));
-	af_safe_psql("${g}_a", 'CREATE EXTENSION ringshard');
+	my $g = $af{$name}{formation};
+	is(shift @rc, 0, "pg_autoctl create postgres $name");
+	append_file("$af{$name}{pgdata}/postgresql.conf", $node_conf);
+	start_keeper($name);
 }
+for my $name (map { $first[ 2 * $_ ] } 0 .. $#first / 2)
+{
+	my $g = $af{$name}{formation};
+	ok(poll_until(120, sub { formation_state($g) eq "$name=single/single" && (af_psql($name, 'SELECT 1'))[0] == 0 }),
+		"$name runs as the single node of $g") or diag(formation_state($g));
+}
+af_safe_psql($_, 'CREATE EXTENSION ringshard') for qw(w1_a w2_a);
+
+# The workers' second nodes, from base backups (which bring ringshard's
+# settings and the extension), in parallel.
+@rc = create_nodes(map { ("${_}_b" => $_) } qw(w1 w2));
 for my $g (qw(w1 w2))
 {
-	is(create_node("${g}_b", $g), 0, "pg_autoctl create postgres ${g}_b (a base backup of ${g}_a)");
+	is(shift @rc, 0, "pg_autoctl create postgres ${g}_b (a base backup of ${g}_a)");
 	start_keeper("${g}_b");
 }
 for my $g (qw(w1 w2))
@@ -431,13 +472,8 @@ $w3->start;
 $w3->safe_psql('postgres', 'CREATE EXTENSION ringshard');
 
 # ---------------------------------------------------------------------------
-# The coordinator: its first node, ringshard set up on it (the watchdog's
-# settings with ALTER SYSTEM), then the second node from a base backup.
-is(create_node('coord_a', 'coord'), 0, 'pg_autoctl create postgres coord_a');
-append_file("$af{coord_a}{pgdata}/postgresql.conf", $node_conf);
-start_keeper('coord_a');
-ok(poll_until(120, sub { formation_state('coord') eq 'coord_a=single/single' && (af_psql('coord_a', 'SELECT 1'))[0] == 0 }),
-	'coord_a runs as the single node of coord');
+# The coordinator: ringshard set up on its first node (the watchdog's
+# settings with ALTER SYSTEM), then its second node from a base backup.
 my %address = map {
 	my $g = $_;
 	($g => sprintf('host=127.0.0.1,127.0.0.1 port=%d,%d dbname=postgres target_session_attrs=read-write',
@@ -470,7 +506,7 @@ af_safe_psql('coord_a', sprintf(q{
 	$address{w1}, $address{w2}, $w3->host, $w3->port));
 ok(poll_until(60, sub { af_safe_psql('coord_a', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'ringshard watchdog'}) == 1 }),
 	'the watchdog runs on the primary coordinator');
-is(create_node('coord_b', 'coord'), 0, 'pg_autoctl create postgres coord_b (a base backup of coord_a)');
+is((create_nodes(coord_b => 'coord'))[0], 0, 'pg_autoctl create postgres coord_b (a base backup of coord_a)');
 start_keeper('coord_b');
 is(wait_stable('coord'), 'coord_a', 'coord: coord_a primary, coord_b its secondary');
 like(af_safe_psql('coord_a', 'SHOW synchronous_standby_names'), qr/^ANY 1 \(pgautofailover_standby_\d+\)$/,
@@ -514,15 +550,17 @@ sub start_clients
 				  . "('$txn-a', '$txn', 1), ('$txn-b', '$txn', 2), ('$txn-c', '$txn', 3); "
 				  . ($seq > 1 ? sprintf("UPDATE ledger SET note = 'seen' WHERE k = 'c%d-%05d-a'; ", $id, $seq - 1) : '')
 				  . "COMMIT;";
-				my $out = '';
-				if (open(my $ph, '-|', 'psql', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $coord_uri,
-						'-c', 'SELECT inet_server_port()', '-c', $sql))
-				{
-					local $/;
-					$out = <$ph> // '';
-					close $ph;
-				}
-				my $rc = $?;
+				# one psql per transaction, killed after 60 s (then "fail": its
+				# outcome unknown to the client)
+				my ($out, $err) = ('', '');
+				my $ran = eval {
+					IPC::Run::run([ 'psql', '-X', '-q', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $coord_uri,
+							'-c', 'SELECT inet_server_port()', '-c', $sql ],
+						'<', '/dev/null', '>', \$out, '2>', \$err, IPC::Run::timeout(60));
+					1;
+				};
+				my $rc = $ran ? $? : -1;
+				print STDERR $err;
 				my ($port) = $out =~ /(\d+)/;
 				printf $log "%s %s %.3f %s\n", $txn, ($rc == 0 ? 'ok' : 'fail'), time, $port // '-';
 				usleep(50_000) if $rc != 0;
@@ -671,7 +709,7 @@ $started_at = time;
 kill_node($old);
 $new = wait_writable_other('coord', $old, 180);
 my $promoted_at = time;
-waitpid($_, 0) for @stuck;
+for my $pid (@stuck) { kill 'KILL', $pid unless wait_exit($pid, 120) }
 is($new, 'coord_a', 'the monitor promotes coord_a after coord_b is killed');
 ok(wait_for_commits($started_at, 20), 'the clients commit through the promoted coordinator');
 $first = first_commit_after($started_at, $af{coord_a}{port});
@@ -704,7 +742,7 @@ $started_at = time;
 kill_node($old);
 $new = wait_writable_other('w1', $old, 180);
 $promoted_at = time;
-waitpid($stuck, 0) if $stuck;
+kill 'KILL', $stuck if $stuck && !wait_exit($stuck, 120);
 is($new, 'w1_b', 'the monitor promotes w1_b after w1_a is killed');
 ok(poll_until(120, sub { af_safe_psql('coord_a', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'w1'}) eq 't' }),
 	"w1 is marked up: the coordinator reaches the promoted node by the same address");
@@ -755,6 +793,12 @@ ok(poll_until(180, sub {
 		|| (SELECT count(*) FROM ringshard.transaction_records) || ' records, down: '
 		|| coalesce((SELECT string_agg(node_name, ',') FROM ringshard.nodes WHERE NOT is_up), '-')})
 	  . '; prepared on w1+w2+w3: ' . prepared_on_workers());
+is(af_safe_psql('coord_a', 'SELECT count(*) FROM pg_prepared_xacts'), '0', 'nothing is prepared on the coordinator');
+is(af_safe_psql('coord_a', q{SELECT string_agg(node || ' ' || reachable || ' ' || coalesce(role, '-') || ' '
+		|| coalesce(host, '-'), ', ' ORDER BY node) FROM ringshard.node_health()}),
+	sprintf('w1 true primary 127.0.0.1:%d, w2 true primary 127.0.0.1:%d, w3 true primary %s:%d',
+		$af{w1_b}{port}, $af{w2_b}{port}, $w3->host, $w3->port),
+	"node_health(): every node reachable, w1 and w2 through their promoted hosts");
 
 my %held;		# node => key => copies
 my $ledger = q{SELECT k, count(*) FROM ledger GROUP BY k};
@@ -843,6 +887,7 @@ if ($fault_injection eq 't')
 is(af_safe_psql('coord_a', q{SELECT count(*) FROM ringshard.verify_table('ledger')}), '0',
 	'verify_table finds every replica equal');
 
+note(sprintf('the test took %.0f s', time - $^T));
 for my $what (sort keys %measured)
 {
 	note(sprintf('%s: %s', $what, defined $measured{$what} ? sprintf('%.1f s', $measured{$what}) : 'no commit'));
