@@ -665,6 +665,7 @@ sub prepared_on_workers
 }
 
 my %measured;	# what the test prints at the end
+my %pause;	# phase => [ its start, its end (the old primary a standby again) ]
 start_clients();
 ok(wait_for_commits(0, 20), 'the clients commit through the coordinator');
 
@@ -684,6 +685,7 @@ my $first = first_commit_after($started_at, $af{coord_b}{port});
 $measured{'coordinator, pg_autoctl perform failover'} = defined $first ? $first - $started_at : undef;
 $measured{'coordinator, pg_autoctl perform failover: until the promoted node took writes'} = $promoted_at - $started_at;
 is(wait_stable('coord'), 'coord_b', 'coord_a rejoins as the standby');
+$pause{'1. coordinator, pg_autoctl perform failover'} = [ $started_at, time ];
 ok(poll_until(60, sub { af_safe_psql('coord_b', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'ringshard watchdog'}) == 1 }),
 	'the watchdog runs on the promoted coordinator');
 
@@ -716,6 +718,7 @@ ok(poll_until(120, sub { af_safe_psql('coord_a', q{SELECT count(*) FROM ringshar
 	'the promoted coordinator resolves what the killed one left in doubt');
 start_keeper($old);
 is(wait_stable('coord'), 'coord_a', 'coord_b rejoins as the standby');
+$pause{'2. coordinator, SIGKILL'} = [ $started_at, time ];
 
 # ---------------------------------------------------------------------------
 # 3. w1's primary SIGKILLed, a transaction prepared on it.
@@ -754,6 +757,7 @@ $measured{'w1, SIGKILL: until the promoted node took writes'} = $promoted_at - $
 $measured{'w1, SIGKILL: until the coordinator marked w1 up'} = $w1_up_at - $started_at;
 start_keeper($old);
 is(wait_stable('w1'), 'w1_b', 'w1_a rejoins as the standby');
+$pause{'3. w1, SIGKILL'} = [ $started_at, time ];
 
 # ---------------------------------------------------------------------------
 # 4. pg_autoctl perform failover on w2's formation.
@@ -775,6 +779,7 @@ $measured{'w2, pg_autoctl perform failover: first commit of any client'} = defin
 $measured{'w2, pg_autoctl perform failover: until the coordinator marked w2 up'} = $w2_up_at - $started_at;
 $measured{'w2, pg_autoctl perform failover: until the promoted node took writes'} = $promoted_at - $started_at;
 is(wait_stable('w2'), 'w2_b', 'w2_a rejoins as the standby');
+$pause{'4. w2, pg_autoctl perform failover'} = [ $started_at, time ];
 stop_clients();
 
 # ---------------------------------------------------------------------------
@@ -885,6 +890,21 @@ if ($fault_injection eq 't')
 is(af_safe_psql('coord_a', q{SELECT count(*) FROM ringshard.verify_table('ledger')}), '0',
 	'verify_table finds every replica equal');
 
+# The longest time without a commit of any client in a phase: from its
+# start to the first commit, or between two commits.
+for my $phase (sort keys %pause)
+{
+	my ($from, $to) = @{ $pause{$phase} };
+	my @t = sort { $a <=> $b } map { $_->[1] } grep { $_->[0] eq 'ok' && $_->[1] > $from && $_->[1] <= $to } values %$log;
+	my ($longest, $prev) = (0, $from);
+	for my $t (@t)
+	{
+		$longest = $t - $prev if $t - $prev > $longest;
+		$prev = $t;
+	}
+	note(sprintf('%s: %d commits in %.0f s, the longest time without one %.1f s',
+			$phase, scalar(@t), $to - $from, @t ? $longest : $to - $from));
+}
 note(sprintf('the test took %.0f s', time - $^T));
 for my $what (sort keys %measured)
 {
