@@ -28,8 +28,8 @@
 #include "utils/syscache.h"
 
 #include "fdw/deparse.h"
-#include "placement.h"
 #include "remote/values.h"
+#include "routing/placement.h"
 
 /* Built in: part of every PostgreSQL, so the node has the same object. */
 static bool
