@@ -177,7 +177,11 @@ BEGIN
 	-- distributes it, so only the caller's own tables are pushed; the others
 	-- are named, with the command their owner runs.
 	FOR missing IN
-		SELECT d.table_name, pg_catalog.pg_has_role(c.relowner, 'MEMBER') AS own
+		-- its owner exactly: a node's table belongs to the role that
+		-- distributes it (a member, even a superuser, would create it as
+		-- itself, or be refused a table another role owns there)
+		SELECT d.table_name, c.relowner OPERATOR(pg_catalog.=) (SELECT r.oid FROM pg_catalog.pg_roles r
+		                                                        WHERE r.rolname OPERATOR(pg_catalog.=) current_user) AS own
 		  FROM ringshard.distributed_tables d JOIN pg_catalog.pg_class c ON c.oid = d.table_name::pg_catalog.oid
 		 WHERE c.relkind = 'f'
 		 ORDER BY d.table_name::pg_catalog.oid

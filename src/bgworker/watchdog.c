@@ -166,8 +166,13 @@ ringshard_watchdog_main(Datum arg)
 			wait_ms = ringshard_watchdog_interval_ms -
 				(long) ((GetCurrentTimestamp() - last_round) / 1000);
 		}
-		if (watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()"))
-			(void) watchdog_round("ringshard watchdog recovery",
-								  "SELECT * FROM ringshard.recover_prepared_transactions()");
+		/*
+		 * Recovery first: a part a node kept prepared after a crash holds its
+		 * rows' locks, and a queued UPDATE of those rows, replayed by the
+		 * round, would wait for it for as long as the round may run.
+		 */
+		(void) watchdog_round("ringshard watchdog recovery",
+							  "SELECT * FROM ringshard.recover_prepared_transactions()");
+		(void) watchdog_round("ringshard watchdog round", "SELECT * FROM ringshard.watchdog_tick()");
 	}
 }

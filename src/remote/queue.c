@@ -150,7 +150,7 @@ typedef struct QueuedWrite
 	Oid			relid;
 	Oid			writer;
 	bool		is_statement;	/* else a row */
-	bool		refused;		/* the node refused it in this call */
+	bool		held;			/* the node refused it in this call, or it waits behind one that was */
 	char	   *payload;		/* the row as JSON, or the statement */
 	char	   *row_key;		/* md5 of a row's key (and keyspace) as its JSON gives them */
 	int			attempts;
@@ -158,7 +158,8 @@ typedef struct QueuedWrite
 
 /*
  * Whether a queued write must wait behind an earlier one of the same call
- * that the node refused: a statement (UPDATE, DELETE, TRUNCATE) may touch
+ * that the node refused, or that waits behind such a one (so that nothing
+ * overtakes a write it may depend on, through a chain): a statement (UPDATE, DELETE, TRUNCATE) may touch
  * any row of its table, so it waits behind any refused write of the table,
  * and every write of the table waits behind a refused statement; a row
  * waits behind a refused row of its table with the same key, or written by
@@ -169,7 +170,7 @@ typedef struct QueuedWrite
 static bool
 waits_behind(const QueuedWrite *later, const QueuedWrite *refused)
 {
-	if (!refused->refused || refused->relid != later->relid)
+	if (!refused->held || refused->relid != later->relid)
 		return false;
 	if (refused->is_statement || later->is_statement || refused->writer == later->writer)
 		return true;
@@ -313,7 +314,11 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		for (int j = 0; j < i && !behind_refused; j++)
 			behind_refused = waits_behind(w, &writes[j]);
 		if (behind_refused)
+		{
+			/* what may depend on it waits too: a later row behind a held DELETE */
+			w->held = true;
 			continue;
+		}
 		if (get_rel_name(w->relid) == NULL)
 		{
 			ereport(WARNING,
@@ -379,7 +384,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		if (lost)
 			break;				/* the node is down: its writes wait, in order */
 		/* refused: count it; set it aside once it has been refused often enough */
-		w->refused = true;
+		w->held = true;
 		if (w->attempts + 1 >= ringshard_replay_max_attempts)
 		{
 			queue_update("WITH gone AS (DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "

@@ -168,10 +168,19 @@ $coordinator->psql('postgres', q{SET client_min_messages = error; INSERT INTO it
 $ENV{PGPASSWORD} = 'alice-pw';
 $coordinator->psql('postgres', q{SET client_min_messages = error; INSERT INTO items VALUES (1001, 'alice', 'alice row')},
 	extra_params => [ '-U', 'alice' ]);
+# Then a DELETE (a statement: it waits behind any refused write of its
+# table) and, after it, another role's row that the DELETE would remove if
+# it overtook it: it must wait behind the waiting DELETE.
+my $admin = $coordinator->safe_psql('postgres', 'SELECT current_user');
+$coordinator->psql('postgres', q{SET client_min_messages = error; DELETE FROM items WHERE id = 1002});
+$coordinator->psql('postgres', q{SET client_min_messages = error; INSERT INTO items VALUES (1002, 'alice', 'after the delete')},
+	extra_params => [ '-U', 'alice' ]);
 $workers[1]->safe_psql('postgres', q{REVOKE INSERT ON items FROM bob});
 $coordinator->safe_psql('postgres', q{SELECT * FROM ringshard.watchdog_tick()});
-is($coordinator->safe_psql('postgres', q{SELECT string_agg(writer::text || ':' || attempts, ',') FROM ringshard.write_queue}),
-	'bob:1', 'a REVOKE on the worker holds for replays: bob\'s write is refused there, alice\'s went on');
+is($coordinator->safe_psql('postgres', q{SELECT string_agg(writer::text || ':' || attempts, ',' ORDER BY ordinal) FROM ringshard.write_queue}),
+	"bob:1,$admin:0,alice:0", 'a REVOKE on the worker holds for replays: bob\'s write is refused there, alice\'s first row went on, the DELETE and the row after it wait');
+is($workers[1]->safe_psql('postgres', q{SELECT count(*) FROM items WHERE id = 1002}), '0',
+	'the row written after the waiting DELETE did not overtake it');
 is($workers[1]->safe_psql('postgres', q{SELECT count(*) FROM items WHERE id IN (1000, 1001)}), '1',
 	'only alice\'s row reached the worker');
 $ENV{PGPASSWORD} = 'alice-pw';
@@ -183,9 +192,12 @@ $ENV{PGPASSWORD} = 'bob-pw';
 	extra_params => [ '-U', 'bob' ]);
 like($out, qr/permission denied for table items/, 'bob sees why his write waits');
 $coordinator->safe_psql('postgres', q{SET ringshard.replay_max_attempts = 2; SELECT * FROM ringshard.watchdog_tick()});
+$coordinator->safe_psql('postgres', q{SELECT * FROM ringshard.watchdog_tick()});
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . '/'
 	. $coordinator->safe_psql('postgres', q{SELECT node_name || ' ' || writer::text FROM ringshard.dead_letters}),
-	'0/s2 bob', 'after ringshard.replay_max_attempts refusals it is set aside as a dead letter');
+	'0/s2 bob', 'after ringshard.replay_max_attempts refusals it is set aside as a dead letter, and the writes behind it go on');
+is($workers[1]->safe_psql('postgres', q{SELECT payload FROM items WHERE id = 1002}), 'after the delete',
+	'in order: the DELETE, then the row written after it');
 $workers[1]->safe_psql('postgres', q{GRANT INSERT ON items TO bob});
 
 #
