@@ -646,7 +646,7 @@ BEGIN
 	               status.percent);
 	-- the rate and the time left are said, not compared: a line says something new only with new rows
 	RAISE NOTICE 'rebalance of %: %', ringshard.qualified_name(table_name), line ||
-		CASE WHEN status.rows_per_second IS NOT NULL
+		CASE WHEN status.rows_per_second > 0 AND status.time_left IS NOT NULL
 		     THEN format(', %s rows/s, about %s left', status.rows_per_second, status.time_left) ELSE '' END;
 	printed_at := clock_timestamp();
 END
