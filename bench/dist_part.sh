@@ -253,7 +253,7 @@ point_run() {	# point_run VARIANT N ROUND
 		diag_filter)
 			# diagnostic: what the fan-out filter costs a node (not fatal if its signature changed)
 			ms=$(timed bench_w1 "SELECT 1 FROM faces LIMIT 1;" \
-				"SELECT count(*) FROM faces t WHERE ringshard.reads_here('public.faces'::pg_catalog.regclass, t.nik, '{}'::pg_catalog.text[], $topo);" 2>/dev/null) || return 0 ;;
+				"SELECT count(*) FROM faces t WHERE ringshard_worker.reads_here('public.faces'::pg_catalog.regclass, t.nik, '{}'::pg_catalog.text[], $topo);" 2>/dev/null) || return 0 ;;
 		sel_direct)
 			# a weighted mean: each worker's lookup latency, by its share of the lookups
 			tot=0

@@ -92,7 +92,7 @@ END {
 		row("topk_peer", "SELECT ... FROM faces_peer ORDER BY score DESC LIMIT 10  (postgres_fdw peer)", "ms", 1)
 		print  "      Diagnostic, on worker w1 (it holds 2/3 of the rows at R = 2), what the fan-out filter costs a node:"
 		row("diag_scan", "  SELECT count(*) FROM faces", "ms", 1)
-		row("diag_filter", "  SELECT count(*) FROM faces t WHERE ringshard.reads_here('faces', t.nik, '{}', version)", "ms", 1)
+		row("diag_filter", "  SELECT count(*) FROM faces t WHERE ringshard_worker.reads_here('faces', t.nik, '{}', version)", "ms", 1)
 		print ""
 		print "  Targets of part 5 (ratios of medians measured in this run)"
 		target(sprintf("COPY %s rows: coordinator (R = 2) / plain local table", nrows == 1000000 ? "1 M" : nrows),

@@ -26,3 +26,11 @@ CREATE SCHEMA ringshard_internal;
 COMMENT ON SCHEMA ringshard_internal IS 'ringshard''s internal helpers, called by its administration functions and triggers';
 REVOKE ALL ON SCHEMA ringshard_internal FROM PUBLIC;
 GRANT USAGE ON SCHEMA ringshard_internal TO ringshard_admin;
+
+-- What a worker runs for its coordinator (reads_here and token_in_ranges in
+-- the SQL of a fan-out, the misrouted-row trigger, apply_topology), apart
+-- too: every role that reads through the coordinator calls the first two on
+-- the nodes, so the schema is everyone's to use.
+CREATE SCHEMA ringshard_worker;
+COMMENT ON SCHEMA ringshard_worker IS 'what a worker runs for its coordinator: the fan-out filters, the misrouted-row trigger, apply_topology';
+GRANT USAGE ON SCHEMA ringshard_worker TO PUBLIC;

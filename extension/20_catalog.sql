@@ -22,14 +22,14 @@ COMMENT ON TABLE ringshard.rings IS 'consistent hash rings: algorithm, vnodes pe
 -- The foreign-data wrapper of nodes and distributed tables (src/fdw): a node
 -- with an address is a foreign server of it, and credentials to reach it are
 -- user mappings, kept where PostgreSQL keeps remote credentials.
-CREATE FUNCTION ringshard.fdw_handler() RETURNS fdw_handler
+CREATE FUNCTION ringshard_internal.fdw_handler() RETURNS fdw_handler
 	AS 'MODULE_PATHNAME', 'ringshard_fdw_handler' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
-COMMENT ON FUNCTION ringshard.fdw_handler() IS 'the handler of the foreign-data wrapper ringshard';
-CREATE FUNCTION ringshard.fdw_validator(text[], oid) RETURNS void
+COMMENT ON FUNCTION ringshard_internal.fdw_handler() IS 'the handler of the foreign-data wrapper ringshard';
+CREATE FUNCTION ringshard_internal.fdw_validator(text[], oid) RETURNS void
 	AS 'MODULE_PATHNAME', 'ringshard_fdw_validator' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
-COMMENT ON FUNCTION ringshard.fdw_validator(text[], oid) IS
+COMMENT ON FUNCTION ringshard_internal.fdw_validator(text[], oid) IS
 	'validates options: libpq options without credentials on nodes, user/password on user mappings';
-CREATE FOREIGN DATA WRAPPER ringshard HANDLER ringshard.fdw_handler VALIDATOR ringshard.fdw_validator;
+CREATE FOREIGN DATA WRAPPER ringshard HANDLER ringshard_internal.fdw_handler VALIDATOR ringshard_internal.fdw_validator;
 COMMENT ON FOREIGN DATA WRAPPER ringshard IS 'ringshard nodes (servers) and distributed tables (foreign tables of server ringshard_cluster)';
 -- Every distributed table is a foreign table of this server; its rows live on the nodes.
 CREATE SERVER ringshard_cluster FOREIGN DATA WRAPPER ringshard;

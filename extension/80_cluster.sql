@@ -72,7 +72,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.topology_snapshot() IS 'rings, nodes (without addresses), members, maps and assignments as JSON';
 
 -- On a worker: replace the topology with the coordinator's, if newer.
-CREATE FUNCTION ringshard.apply_topology(topology json, local_node text, version bigint) RETURNS bigint
+CREATE FUNCTION ringshard_worker.apply_topology(topology json, local_node text, version bigint) RETURNS bigint
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	held bigint;
@@ -117,7 +117,7 @@ BEGIN
 	RETURN version;
 END
 $$;
-COMMENT ON FUNCTION ringshard.apply_topology(json, text, bigint) IS
+COMMENT ON FUNCTION ringshard_worker.apply_topology(json, text, bigint) IS
 	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version older than the one held (an equal one is a retry)';
 
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
@@ -154,7 +154,7 @@ BEGIN
 	-- each node's part commits with this transaction, in two phases
 	FOREACH node IN ARRAY targets LOOP
 		SELECT * INTO failed FROM ringshard.node_execute(ARRAY[node],
-			'SELECT ringshard.apply_topology($1::pg_catalog.json, $2, $3::pg_catalog.int8)',
+			'SELECT ringshard_worker.apply_topology($1::pg_catalog.json, $2, $3::pg_catalog.int8)',
 			ARRAY[snapshot::text, node, new_version::text]) x;
 		IF NOT failed.ok THEN
 			RAISE EXCEPTION 'could not sync the topology to node "%"', node
@@ -204,29 +204,29 @@ COMMENT ON FUNCTION ringshard.sync_topology() IS
 
 -- On a worker: whether this node is the chosen reader of a row: the first
 -- of its replicas not excluded by the coordinator.
-CREATE FUNCTION ringshard.reads_here(table_name regclass, key "any", excluded text[], topology_version bigint)
+CREATE FUNCTION ringshard_worker.reads_here(table_name regclass, key "any", excluded text[], topology_version bigint)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'ringshard_reads_here_by_key' LANGUAGE C STABLE PARALLEL SAFE;
-CREATE FUNCTION ringshard.reads_here(table_name regclass, key "any", keyspace "any", excluded text[],
+CREATE FUNCTION ringshard_worker.reads_here(table_name regclass, key "any", keyspace "any", excluded text[],
 									 topology_version bigint)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'ringshard_reads_here_by_key' LANGUAGE C STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", text[], bigint) IS
+COMMENT ON FUNCTION ringshard_worker.reads_here(regclass, "any", text[], bigint) IS
 	'on a worker: true if this node is the first replica of the key outside the excluded nodes (so a fan-out reads each row once); errors if the node holds another topology version (NULL: no check)';
-COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint) IS
+COMMENT ON FUNCTION ringshard_worker.reads_here(regclass, "any", "any", text[], bigint) IS
 	'the same for a table placed by a partition map whose keyspace is a column';
 
 -- On a worker: whether a ring token lies in one of the ranges (pairs of
 -- inclusive bounds, sorted) a fan-out gives: the rows this node serves.
-CREATE FUNCTION ringshard.token_in_ranges(token ringtoken, ranges ringtoken[]) RETURNS boolean
+CREATE FUNCTION ringshard_worker.token_in_ranges(token ringtoken, ranges ringtoken[]) RETURNS boolean
 	AS 'MODULE_PATHNAME', 'ringshard_token_in_ranges' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.token_in_ranges(ringtoken, ringtoken[]) IS
+COMMENT ON FUNCTION ringshard_worker.token_in_ranges(ringtoken, ringtoken[]) IS
 	'on a worker: true if low <= token <= high for one of the (low, high) pairs of ranges, which are sorted and do not overlap; a fan-out''s filter for the rows a node serves';
 
 -- On a worker: refuse rows this node does not hold under its topology.
-CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger
+CREATE FUNCTION ringshard_worker.reject_misrouted_rows() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'ringshard_reject_misrouted_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION ringshard.reject_misrouted_rows() IS
+COMMENT ON FUNCTION ringshard_worker.reject_misrouted_rows() IS
 	'trigger on a worker''s distributed table: a row this node does not hold under its topology is an error';
 
 -- On a worker: take a distributed table's definition and annotation.  The
@@ -314,7 +314,7 @@ BEGIN
 	VALUES (relid, key_column, 0, nullif(ring, ''), nullif(map, ''), nullif(keyspace, ''), nullif(keyspace_column, ''));
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_trigger t WHERE t.tgrelid = relid AND t.tgname = 'ringshard_reject_misrouted_rows') THEN
 		EXECUTE format('CREATE TRIGGER ringshard_reject_misrouted_rows BEFORE INSERT OR UPDATE ON %s
-		                FOR EACH ROW EXECUTE FUNCTION ringshard.reject_misrouted_rows()', relid);
+		                FOR EACH ROW EXECUTE FUNCTION ringshard_worker.reject_misrouted_rows()', relid);
 	END IF;
 END
 $$;

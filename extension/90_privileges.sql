@@ -29,6 +29,10 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard TO ringshard_admin;
 -- event triggers run their functions without an EXECUTE check).
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ringshard_internal FROM PUBLIC;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard_internal TO ringshard_admin;
+-- The worker's side: administrators may run all of it (apply_topology is
+-- sync_topology's on each node); PUBLIC what reads and writes need (below).
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA ringshard_worker FROM PUBLIC;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ringshard_worker TO ringshard_admin;
 
 -- Read-only helpers anyone may call.
 GRANT EXECUTE ON FUNCTION
@@ -90,10 +94,10 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.node_health(),
 	ringshard.addressed_nodes(),
 	ringshard.node_table_rows(regclass),
-	ringshard.reads_here(regclass, "any", text[], bigint),
-	ringshard.reads_here(regclass, "any", "any", text[], bigint),
-	ringshard.token_in_ranges(ringtoken, ringtoken[]),
-	ringshard.reject_misrouted_rows(),
+	ringshard_worker.reads_here(regclass, "any", text[], bigint),
+	ringshard_worker.reads_here(regclass, "any", "any", text[], bigint),
+	ringshard_worker.token_in_ranges(ringtoken, ringtoken[]),
+	ringshard_worker.reject_misrouted_rows(),
 	ringshard.cluster_get(anyelement, text, text),
 	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),
 	ringshard.last_fanout_missing(),

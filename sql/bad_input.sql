@@ -212,7 +212,7 @@ FROM (VALUES
 	('undistribute_table(NULL)',               $$SELECT ringshard.undistribute_table(NULL)$$),
 	('preview_partition_assignments(NULL..)',  $$SELECT * FROM ringshard.preview_partition_assignments(NULL, '{}', '{}')$$),
 	('format_partition_config(NULL element)',  $$SELECT ringshard.format_partition_config(ARRAY[NULL], ARRAY[0], ARRAY[1])$$),
-	('apply_topology({}, w, NULL version)',    $$SELECT ringshard.apply_topology('{"rings": []}', 'w', NULL)$$)
+	('apply_topology({}, w, NULL version)',    $$SELECT ringshard_worker.apply_topology('{"rings": []}', 'w', NULL)$$)
 ) v(label, stmt);
 
 -- apply_topology() with a NULL or malformed topology must not wipe the
@@ -222,10 +222,10 @@ BEGIN;
 SELECT ringshard.undistribute_table('t_solo'), ringshard.undistribute_table('t_map');
 SELECT label, pg_temp.refused_clearly(stmt) AS refused_clearly
 FROM (VALUES
-	('apply_topology(NULL, w, 1)',   $$SELECT ringshard.apply_topology(NULL, 'w', 1)$$),
-	('apply_topology({}, w, 1)',     $$SELECT ringshard.apply_topology('{}', 'w', 1)$$),
-	('apply_topology([1, 2], w, 1)', $$SELECT ringshard.apply_topology('[1, 2]', 'w', 1)$$),
-	('apply_topology(5, w, 1)',      $$SELECT ringshard.apply_topology('5', 'w', 1)$$)
+	('apply_topology(NULL, w, 1)',   $$SELECT ringshard_worker.apply_topology(NULL, 'w', 1)$$),
+	('apply_topology({}, w, 1)',     $$SELECT ringshard_worker.apply_topology('{}', 'w', 1)$$),
+	('apply_topology([1, 2], w, 1)', $$SELECT ringshard_worker.apply_topology('[1, 2]', 'w', 1)$$),
+	('apply_topology(5, w, 1)',      $$SELECT ringshard_worker.apply_topology('5', 'w', 1)$$)
 ) v(label, stmt);
 ROLLBACK;
 
@@ -443,7 +443,7 @@ FROM (VALUES
 	($$SELECT ringshard.add_node('x', 'host=a.example password=secret')$$),
 	($$SELECT ringshard.add_node('x', 'host=''unterminated')$$),
 	($$SELECT ringshard.add_node('x', 'x''); DROP TABLE sentinel; --')$$),
-	($$SELECT ringshard.apply_topology('{}', 'w', 0)$$)
+	($$SELECT ringshard_worker.apply_topology('{}', 'w', 0)$$)
 ) v(stmt);
 
 -- An address is host:port or a connection string that parses: a port that

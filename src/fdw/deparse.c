@@ -1015,10 +1015,10 @@ rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char
 	char	   *table = rsfdw_relation_name(placement->relid);
 
 	if (placement->keyspace_attnum > 0)
-		return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)",
+		return psprintf("ringshard_worker.reads_here(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)",
 						quote_literal_cstr(table), quote_identifier(placement->key_column),
 						quote_identifier(placement->keyspace_column), excluded, version);
-	return psprintf("ringshard.reads_here(%s::pg_catalog.regclass, t.%s, %s, %s)",
+	return psprintf("ringshard_worker.reads_here(%s::pg_catalog.regclass, t.%s, %s, %s)",
 					quote_literal_cstr(table), quote_identifier(placement->key_column), excluded, version);
 }
 

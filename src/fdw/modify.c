@@ -963,7 +963,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 			conns[n++] = remote_connection(placement_node_name(&state->placement, i), state->userid);
 	remote_connect_all(conns, n, false);
 
-	/* Each row counts once: on its first replica (ringshard.reads_here with nobody left out). */
+	/* Each row counts once: on its first replica (ringshard_worker.reads_here with nobody left out). */
 	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
 								  single_copy ? "true"
 								  : rsfdw_reads_here_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),

@@ -210,7 +210,7 @@ ringshard_reject_misrouted_rows(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("ringshard.reject_misrouted_rows() must be a BEFORE row trigger")));
+				 errmsg("ringshard_worker.reject_misrouted_rows() must be a BEFORE row trigger")));
 	rel = trigdata->tg_relation;
 	row = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple : trigdata->tg_trigtuple;
 

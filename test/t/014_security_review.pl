@@ -231,13 +231,13 @@ $coordinator->safe_psql('postgres', q{
 	SELECT ringshard.distribute_table('public.kt', 'k');
 	SELECT ringshard.create_distributed_table('public.kt');
 });
-($rc, $out, $err) = as_role($workers[0], 'alice', q{SELECT ringshard.reads_here('public.kt'::regclass, 'a'::text, '{}', NULL)});
+($rc, $out, $err) = as_role($workers[0], 'alice', q{SELECT ringshard_worker.reads_here('public.kt'::regclass, 'a'::text, '{}', NULL)});
 like($err, qr/permission denied for table kt/, '6. reads_here needs SELECT on the table');
 $workers[0]->safe_psql('postgres', q{GRANT SELECT ON public.kt TO alice});
-($rc, $out, $err) = as_role($workers[0], 'alice', q{SELECT ringshard.reads_here('public.kt'::regclass, 1::int4, '{}', NULL)});
+($rc, $out, $err) = as_role($workers[0], 'alice', q{SELECT ringshard_worker.reads_here('public.kt'::regclass, 1::int4, '{}', NULL)});
 like($err, qr/reads_here\(\) needs the key of table kt as the table's column type/, '6. a key of another type is an error');
 is($workers[0]->safe_psql('postgres', q{SELECT 1}), '1', '6. and the worker is still up');
-like($workers[0]->safe_psql('postgres', q{SELECT ringshard.reads_here('public.kt'::regclass, 'a'::text, '{}', NULL)}),
+like($workers[0]->safe_psql('postgres', q{SELECT ringshard_worker.reads_here('public.kt'::regclass, 'a'::text, '{}', NULL)}),
 	qr/^[tf]$/, '6. the key of the right type answers');
 
 #

@@ -7,3 +7,18 @@
 DROP FUNCTION ringshard.node_health();
 -- node_value() checks the type of the value it reads (a fifth argument).
 DROP FUNCTION ringshard_internal.node_value(text, text, text[], boolean);
+
+-- What a worker runs for its coordinator moves out of \df ringshard.* into
+-- its own schema, the wrapper's handler and validator into the internal one:
+-- moved (not dropped and made again), so the triggers on the workers' tables
+-- and the wrapper keep them.  50_definitions.sql then gives them their 1.2
+-- text in the new schemas, and 90_finish.sql their privileges.
+CREATE SCHEMA ringshard_worker;
+COMMENT ON SCHEMA ringshard_worker IS 'what a worker runs for its coordinator: the fan-out filters, the misrouted-row trigger, apply_topology';
+GRANT USAGE ON SCHEMA ringshard_worker TO PUBLIC;
+ALTER FUNCTION ringshard.apply_topology(json, text, bigint) SET SCHEMA ringshard_worker;
+ALTER FUNCTION ringshard.reads_here(regclass, "any", text[], bigint) SET SCHEMA ringshard_worker;
+ALTER FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint) SET SCHEMA ringshard_worker;
+ALTER FUNCTION ringshard.reject_misrouted_rows() SET SCHEMA ringshard_worker;
+ALTER FUNCTION ringshard.fdw_handler() SET SCHEMA ringshard_internal;
+ALTER FUNCTION ringshard.fdw_validator(text[], oid) SET SCHEMA ringshard_internal;
