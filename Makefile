@@ -48,6 +48,7 @@ GLUE_OBJS = \
 	src/fdw/ddl.o \
 	src/fdw/ddl_hook.o \
 	src/worker/guard.o \
+	src/worker/ranges.o \
 	src/admin/node_commands.o \
 	src/admin/addresses.o \
 	src/admin/verify.o \

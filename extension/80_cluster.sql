@@ -188,6 +188,13 @@ COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", text[], bigint) IS
 COMMENT ON FUNCTION ringshard.reads_here(regclass, "any", "any", text[], bigint) IS
 	'the same for a table placed by a partition map whose keyspace is a column';
 
+-- On a worker: whether a ring token lies in one of the ranges (pairs of
+-- inclusive bounds, sorted) a fan-out gives: the rows this node serves.
+CREATE FUNCTION ringshard.token_in_ranges(token ringtoken, ranges ringtoken[]) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'ringshard_token_in_ranges' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.token_in_ranges(ringtoken, ringtoken[]) IS
+	'on a worker: true if low <= token <= high for one of the (low, high) pairs of ranges, which are sorted and do not overlap; a fan-out''s filter for the rows a node serves';
+
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard.reject_misrouted_rows() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'ringshard_reject_misrouted_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -87,6 +87,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.node_table_rows(regclass),
 	ringshard.reads_here(regclass, "any", text[], bigint),
 	ringshard.reads_here(regclass, "any", "any", text[], bigint),
+	ringshard.token_in_ranges(ringtoken, ringtoken[]),
 	ringshard.reject_misrouted_rows(),
 	ringshard.cluster_get(anyelement, text, text),
 	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),

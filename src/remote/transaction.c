@@ -23,6 +23,11 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
+#include "storage/lwlock.h"
+#include "storage/pmsignal.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -75,6 +80,16 @@ remote_fault_point(const char *point)
 	eq = strchr(ringshard_fault_injection, '=');
 	if (strcmp(eq + 1, "crash") == 0)
 		elog(PANIC, "ringshard fault injection: crash at %s", point);
+	if (strcmp(eq + 1, "until_orphaned") == 0)
+	{
+		/* tests: wait (at most a minute) for the postmaster to die, then go on as a lingering backend */
+		TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), 60000);
+
+		elog(LOG, "ringshard fault injection: waiting for the postmaster to die at %s", point);
+		while (PostmasterIsAlive() && GetCurrentTimestamp() < until)
+			pg_usleep(10000L);
+		return;
+	}
 	if (strncmp(eq + 1, "sleep:", 6) == 0)
 	{
 		long		ms = strtol(eq + 7, NULL, 10);
@@ -458,6 +473,45 @@ finished_meanwhile(RemoteConnection *c)
 		(c->last_sqlstate == ERRCODE_UNDEFINED_OBJECT || c->last_sqlstate == ERRCODE_OBJECT_IN_USE);
 }
 
+/*
+ * Whether the decision just committed here is as durable as the commit
+ * promised: with synchronous replication, the synchronous standbys have
+ * confirmed it.  PostgreSQL ends that wait early, with the commit done
+ * locally, when the session is cancelled or terminated or the postmaster
+ * dies (a primary being failed over, whose backends linger).  Its parts are
+ * then left prepared: a standby promoted without the decision rolls them
+ * back, and this server, if it stays primary, commits them at its next
+ * recovery round.  Committing them now could split the transaction.
+ */
+static bool
+decision_is_durable(void)
+{
+	int			mode;
+	bool		confirmed;
+
+	if (!PostmasterIsAlive())
+		return false;
+	/* (the GUC, not the walsenders' shared flag: that one's layout changes between minor releases) */
+	if (!SyncRepRequested() || SyncRepStandbyNames == NULL || SyncRepStandbyNames[0] == '\0')
+		return true;
+	switch (synchronous_commit)
+	{
+		case SYNCHRONOUS_COMMIT_REMOTE_WRITE:
+			mode = SYNC_REP_WAIT_WRITE;
+			break;
+		case SYNCHRONOUS_COMMIT_REMOTE_APPLY:
+			mode = SYNC_REP_WAIT_APPLY;
+			break;
+		default:
+			mode = SYNC_REP_WAIT_FLUSH;
+			break;
+	}
+	LWLockAcquire(SyncRepLock, LW_SHARED);
+	confirmed = ((volatile WalSndCtlData *) WalSndCtl)->lsn[mode] >= XactLastCommitEnd;
+	LWLockRelease(SyncRepLock);
+	return confirmed;
+}
+
 /* After the local commit: commit the prepared parts.  Nothing here may throw. */
 static void
 post_commit(void)
@@ -469,6 +523,15 @@ post_commit(void)
 	if (prepared.n == 0)
 		return;
 	remote_fault_point("after_local_commit");
+	if (!decision_is_durable())
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+				 errmsg("the commit is not confirmed by the synchronous standby, so its parts on the nodes stay prepared"),
+				 errdetail("Recovery finishes them as the primary's transaction records say: committed if this server "
+						   "stays the primary, rolled back if a standby without the commit is promoted.")));
+		return;
+	}
 	worked = palloc(sizeof(bool) * prepared.n);
 	sql = palloc(sizeof(char *) * prepared.n);
 	for (int i = 0; i < prepared.n; i++)

@@ -236,18 +236,24 @@ sub stuck_session
 start_clients(1);
 ok(wait_for_commits(0, 30), 'the clients commit through the primary');
 my $offset = -s $coord_a->logfile;
-my @stuck = (stuck_session($coord_a, 'after_prepare=sleep:60000', 'undecided'),
-	stuck_session($coord_a, 'after_local_commit=sleep:60000', 'decided'));
-ok($coord_a->wait_for_log(qr/fault injection: sleeping 60000 ms at after_prepare/, $offset)
-	  && $coord_a->wait_for_log(qr/fault injection: sleeping 60000 ms at after_local_commit/, $offset),
+my @stuck = (stuck_session($coord_a, 'after_prepare=until_orphaned', 'undecided'),
+	stuck_session($coord_a, 'after_local_commit=until_orphaned', 'decided'));
+ok($coord_a->wait_for_log(qr/fault injection: waiting for the postmaster to die at after_prepare/, $offset)
+	  && $coord_a->wait_for_log(qr/fault injection: waiting for the postmaster to die at after_local_commit/, $offset),
 	'one transaction waits after PREPARE on its workers, one after its commit decision');
 cmp_ok(join('+', map { $_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts') } ($w1, $w2, $w3)),
 	'ne', '0+0+0', 'their parts are prepared on the workers');
 my $killed_at = time;
 $coord_a->kill9;
-waitpid($_, 0) for @stuck;
 $coord_b->promote;
 my $promoted_at = time;
+# The two sessions' backends outlive their postmaster and go on at once, as
+# lingering backends of a killed primary do: they must not commit their
+# parts (the decision of the first never reaches the standby, which the
+# workers would then hold committed while the new primary rolls back the
+# rest).  Their clients are given up.
+kill 'TERM', @stuck;
+waitpid($_, 0) for @stuck;
 ok(wait_for_commits($killed_at, 30), 'the clients commit through the promoted standby');
 my $log = client_log();
 my ($first) = sort { $a <=> $b } map { $_->[1] } grep { $_->[0] eq 'ok' && $_->[1] > $killed_at } values %$log;
@@ -298,13 +304,15 @@ ok($coord_b->poll_query_until('postgres', q{SELECT NOT is_up FROM ringshard.node
 ok(wait_for_commits($w2_down_at, 30), 'writes go on while w2 is down (queued for it)');
 cmp_ok($coord_b->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'w2'}),
 	'>', 0, 'its writes are queued, UPDATEs among them');
+my $w2_queued = $coord_b->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'w2'});
 $w2->start;
 my $w2_back_at = time;
 ok($coord_b->poll_query_until('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'w2'}),
 	'w2 is marked up under the load');
 my $w2_up_at = time;
 ok(wait_for_commits($w2_up_at, 10), 'the load still runs after w2 is marked up');
-note(sprintf('worker restart under load: marked up %.1f s after it came back', $w2_up_at - $w2_back_at));
+note(sprintf('worker restart under load: marked up %.1f s after it came back, with %d writes queued for it then',
+	$w2_up_at - $w2_back_at, $w2_queued));
 my $w2_keys = $coord_b->safe_psql('postgres',
 	q{SELECT string_agg(quote_literal(k), ',') FROM (SELECT k FROM ledger WHERE 'w2' = ANY (replicas_for(k)) LIMIT 20) s});
 my ($rc, $out, $err) = $coord_b->psql('postgres', "UPDATE ledger SET note = 'after w2 returned' WHERE k IN ($w2_keys)");
@@ -383,6 +391,7 @@ is(($held{w1}{'undecided-a'} // 0) + ($held{w2}{'undecided-a'} // 0) + ($held{w3
 	'the transaction without a decision is rolled back');
 my $decided = grep { $held{$_}{'decided-a'} } keys %held;
 is($decided, 2, 'the decided one is committed on its replicas');
+
 my $w1_prepared = grep { $held{$_}{"$w1_txn-a"} } keys %held;
 is($w1_prepared, 2, 'the one prepared on w1 is committed on its replicas');
 is($coord_b->safe_psql('postgres', q{SELECT count(*) FROM ringshard.verify_table('ledger')}), '0',
