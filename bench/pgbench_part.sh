@@ -169,6 +169,32 @@ say "    (aid, tid, bid, aid), 3 postgres_fdw foreign partitions each on 3 worke
 say "    workers reached over the Unix socket"
 
 # ---------------------------------------------------------------- runs
+# TPC-B's invariant: every transaction adds its delta to one account, one teller,
+# one branch and one history row
+inv_sql="SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(tbalance) FROM pgbench_tellers) || ' '
+             || (SELECT sum(bbalance) FROM pgbench_branches) || ' ' || (SELECT coalesce(sum(delta), 0) FROM pgbench_history) || ' '
+             || (SELECT count(*) FROM pgbench_history)"
+invariant() {	# invariant VARIANT: "holds|BROKEN a t b h n"
+	local a t b h n
+	read -r a t b h n <<<"$(qa -d "$(db_of "$1")" -c "$inv_sql")"
+	if [ -n "$a" ] && [ "$a" = "$t" ] && [ "$t" = "$b" ] && [ "$b" = "$h" ]; then echo "holds $a $t $b $h $n"; else echo "BROKEN $a $t $b $h $n"; fi
+}
+INV="$D/invariants.txt"		# "round variant workload holds|BROKEN a t b h n", after every TPC-B run
+: >"$INV"
+WAITS="$D/waits.txt"		# "variant role wait" per sample and backend (role: coordinator or worker)
+: >"$WAITS"
+sample_waits() {	# sample_waits DB VARIANT SECS: what the client backends of DB and its workers wait for
+	local db=$1 v=$2 n=$(( $3 * 10 )) i
+	sleep 0.5	# pgbench's connections are up
+	for ((i = 0; i < n - 5; i++)); do
+		echo "SELECT '$v', CASE WHEN datname = '$db' THEN 'coordinator' ELSE 'worker' END,
+		             coalesce(wait_event_type || ':' || wait_event, 'CPU') || CASE WHEN state = 'idle in transaction' THEN '(idle in transaction)' WHEN state = 'idle' THEN '(idle)' ELSE '' END
+		        FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+		         AND (datname = '$db' OR datname LIKE '${db}\\_w_');"
+		echo "SELECT pg_sleep(0.1);"
+	done | psql -X -q -At -F ' ' -d postgres >>"$WAITS" 2>/dev/null || true
+}
+
 # pgb ROUND VARIANT WORKLOAD SECS: one pgbench run; a line in $T unless ROUND is 0
 pgb() {
 	local r=$1 v=$2 wl=$3 secs=$4 db out rc=0 tps proc failed retried ser dl aborted
@@ -180,7 +206,14 @@ pgb() {
 	esac
 	q -d "$db" -c CHECKPOINT >/dev/null
 	out="$D/run_${r}_${v}_$wl.txt"
+	# round 1 of TPC-B -c 4: sample what the backends wait for, every 0.1 s, in one session
+	local sampler=
+	if [ "$r" = 1 ] && [ "$wl" = tpcb4 ]; then
+		sample_waits "$db" "$v" "$secs" &
+		sampler=$!
+	fi
 	pgbench -n "$@" -T "$secs" --max-tries "$TRIES" --failures-detailed -r "$db" >"$out" 2>&1 || rc=$?
+	[ -z "$sampler" ] || wait "$sampler" || true
 	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$out" | head -1)
 	proc=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
 	failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
@@ -207,6 +240,13 @@ pgb() {
 		}
 		END { if ("end" in s) print pre, s["begin"], s["upd_a"], s["sel"], s["upd_t"], s["upd_b"], s["ins"], s["end"] }' "$out" >>"$STM" ;;
 	esac
+	# the TPC-B invariant after every run (the warm-up's too)
+	case $wl in tpcb*)
+		local inv
+		inv=$(invariant "$v")
+		echo "$r $v $wl $inv" >>"$INV"
+		case $inv in holds*) ;; *) log "  round $r: $v $wl: the TPC-B invariant is BROKEN: $inv" ;; esac ;;
+	esac
 	log "  round $r: $v $wl: tps $tps, failed ${failed:-0}, retried ${retried:-0}, aborted clients $aborted"
 }
 
@@ -222,16 +262,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # ---------------------------------------------------------------- checks
-# TPC-B's invariant: every transaction adds its delta to one account, one teller,
-# one branch and one history row
-inv_sql="SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(tbalance) FROM pgbench_tellers) || ' '
-             || (SELECT sum(bbalance) FROM pgbench_branches) || ' ' || (SELECT coalesce(sum(delta), 0) FROM pgbench_history) || ' '
-             || (SELECT count(*) FROM pgbench_history)"
 invariants=""
 for v in $VARIANTS; do
-	read -r a t b h n <<<"$(qa -d "$(db_of $v)" -c "$inv_sql")"
-	if [ "$a" = "$t" ] && [ "$t" = "$b" ] && [ "$b" = "$h" ]; then ok=holds; else ok=BROKEN; fi
-	invariants="$invariants$v $ok $a $t $b $h $n
+	invariants="$invariants$v $(invariant $v)
 "
 done
 verify=""
@@ -246,8 +279,9 @@ leftover=$(qa -d postgres -c "SELECT count(*) FROM pg_prepared_xacts")
 # ---------------------------------------------------------------- report
 awk -v scale="$SCALE" -v secs="$SECS" -v warm="$WARM" -v rounds="$ROUNDS" -v tries="$TRIES" \
 	-v invariants="$invariants" -v verify="$verify" -v leftover="$leftover" -v statements="$STM" \
+	-v each_run="$INV" -v waits="$WAITS" \
 	-f "$here/pgbench_report.awk" "$T" >>"$REPORT"
-awk -v results=1 -f "$here/pgbench_report.awk" "$T" >"$D/results.txt"
+awk -v results=1 -v each_run="$INV" -f "$here/pgbench_report.awk" "$T" >"$D/results.txt"
 # on stdout (bench/run prints report.txt itself, and these targets in its summary)
 cat "$REPORT"
 echo

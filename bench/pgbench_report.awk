@@ -56,6 +56,12 @@ END {
 					if ((k, r) in tps)
 						printf "RESULT pgbench_raw variant=%s workload=%s round=%d tps=%s\n", vs[j], wls[i], r, tps[k, r]
 			}
+		if (each_run != "") {
+			nr = nb = 0
+			while ((getline line < each_run) > 0)
+				if (split(line, f, " ") >= 4) { nr++; if (f[4] != "holds") nb++ }
+			printf "RESULT pgbench_invariant runs=%d broken=%d\n", nr, nb
+		}
 		exit
 	}
 	printf "  pgbench -n, scale %d, -T %d s per run; medians of %d rounds after a warm-up round of %d s per run;\n", scale, secs, rounds, warm
@@ -119,6 +125,68 @@ END {
 				}
 				print ""
 			}
+	}
+	# what the backends waited for, sampled every 0.1 s during round 1's TPC-B -c 4
+	if (waits != "") {
+		while ((getline line < waits) > 0) {
+			if ((nf = split(line, f, " ")) < 3)
+				continue
+			w = f[3]
+			for (c = 4; c <= nf; c++)
+				w = w " " f[c]
+			nw[f[1], f[2], w]++
+			ntot[f[1], f[2]]++
+			wseen[f[1], f[2]] = 1
+			wlist[w] = 1
+		}
+		close(waits)
+		header = 0
+		for (j = 1; j <= 4; j++)
+			for (role = 1; role <= 2; role++) {
+				rn = role == 1 ? "coordinator" : "worker"
+				if (!((vs[j], rn) in wseen))
+					continue
+				if (!header) {
+					print ""
+					print "  What the backends wait for during TPC-B -c 4 (round 1; pg_stat_activity sampled every 0.1 s; share of"
+					print "  backend samples, the 4 largest; 'CPU' = no wait event: running or runnable; coordinator = the"
+					print "  sessions of pgbench's database, worker = the sessions on its worker databases)"
+					header = 1
+				}
+				# the 4 largest
+				line = ""
+				delete used
+				for (c = 1; c <= 4; c++) {
+					best = ""
+					for (w in wlist)
+						if (!(w in used) && ((vs[j], rn, w) in nw) && (best == "" || nw[vs[j], rn, w] > nw[vs[j], rn, best]))
+							best = w
+					if (best == "")
+						break
+					used[best] = 1
+					line = line sprintf("%s%s %.0f%%", c == 1 ? "" : ", ", best, 100 * nw[vs[j], rn, best] / ntot[vs[j], rn])
+				}
+				printf "    %-36s %-11s %6d samples: %s\n", vname[vs[j]], rn, ntot[vs[j], rn], line
+			}
+	}
+	# the invariant after every TPC-B run
+	if (each_run != "") {
+		while ((getline line < each_run) > 0) {
+			if (split(line, f, " ") < 4)
+				continue
+			nrun[f[2]]++
+			if (f[4] == "holds")
+				nheld[f[2]]++
+		}
+		close(each_run)
+		line = ""
+		for (j = 1; j <= 4; j++)
+			if (vs[j] in nrun)
+				line = line sprintf("%s%s %d of %d", line == "" ? "" : ", ", vs[j], nheld[vs[j]] + 0, nrun[vs[j]])
+		if (line != "") {
+			print ""
+			print "  TPC-B invariant checked after every TPC-B run (warm-up included), runs where it held: " line
+		}
 	}
 	print ""
 	print "  TPC-B invariant after all runs: sum(abalance) = sum(tbalance) = sum(bbalance) = sum(delta) of history"

@@ -46,6 +46,9 @@ $1 == "RESULT" && $2 == "pgbench" {
 	pgb_retried[a["variant"], a["workload"]] = a["retried_pct"]
 	pgb_aborted[a["variant"], a["workload"]] = a["aborted"]
 }
+# part 9 (bench/compat_part.sh): this build against 1.1
+$1 == "RESULT" && $2 == "compat" { kv($0, a); compat[a["workload"]] = a["ratio"]; compat_rr[a["workload"]] = a["round_ratio"]; compat_11[a["workload"]] = a["v11_ms"]; compat_12[a["workload"]] = a["v12_ms"] }
+$1 == "RESULT" && $2 == "pgbench_invariant" { kv($0, a); pgb_inv_runs = a["runs"]; pgb_inv_broken = a["broken"] }
 $1 == "RESULT" && $2 == "pgbench_raw" { kv($0, a); pgb_raw[a["variant"], a["workload"], a["round"]] = a["tps"]; pgb_rounds[a["round"]] = 1 }
 
 # Median over rounds of the ratio of two queries timed in the same round.
@@ -86,6 +89,17 @@ function pgbench_targets(    v, w, k, e, worst, ab, n) {
 	target("pgbench TPC-B -c 4: ringshard R = 2 / postgres_fdw peer, tps",
 	       ratio(pgb_tps["rs2", "tpcb4"], pgb_tps["peer", "tpcb4"]), "ge", 1.5,
 	       rr_note(pgb_round_ratio("rs2", "tpcb4", "peer", "tpcb4")))
+	# no target, printed beside them: -c 1 and select-only, R = 1 and 2
+	split("rs2 tpcb1 rs1 tpcb4 rs1 tpcb1 rs2 sel4 rs1 sel4", pr, " ")
+	for (v = 1; v < 10; v += 2)
+		if ((pr[v], pr[v + 1]) in pgb_tps && ("local", pr[v + 1]) in pgb_tps && ("peer", pr[v + 1]) in pgb_tps)
+			printf "  info  %-62s %8.2f  x peer %.2f  (per-round ratios, median: %.2f, %.2f)\n",
+			       sprintf("pgbench %s: ringshard R = %s / local tables, tps",
+			               pr[v + 1] == "tpcb4" ? "TPC-B -c 4" : pr[v + 1] == "tpcb1" ? "TPC-B -c 1" : "select-only -c 4",
+			               substr(pr[v], 3)),
+			       ratio(pgb_tps[pr[v], pr[v + 1]], pgb_tps["local", pr[v + 1]]),
+			       ratio(pgb_tps[pr[v], pr[v + 1]], pgb_tps["peer", pr[v + 1]]),
+			       pgb_round_ratio(pr[v], pr[v + 1], "local", pr[v + 1]), pgb_round_ratio(pr[v], pr[v + 1], "peer", pr[v + 1])
 	worst = ""
 	ab = n = 0
 	for (v = 1; v <= 2; v++)
@@ -104,6 +118,9 @@ function pgbench_targets(    v, w, k, e, worst, ab, n) {
 	       n == 4 ? worst : "", "le", 0, "(the worst of R = 1, 2 at -c 4, -c 1)")
 	target("pgbench, every run: clients aborted by an error",
 	       n == 4 ? ab : "", "le", 0, "")
+	target("pgbench TPC-B: runs after which the invariant was broken",
+	       pgb_inv_runs != "" ? pgb_inv_broken : "", "le", 0,
+	       pgb_inv_runs != "" ? sprintf("(checked after each of %d TPC-B runs, every variant)", pgb_inv_runs) : "")
 }
 
 function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "" : x / y }
@@ -188,5 +205,11 @@ END {
 		       ratio(sql["all", ns[i], "replicas"], sql["all", ns[i], "shard"]), "le", 1.5,
 		       rr_note(round_ratio("all", ns[i], "replicas", "all", ns[i], "shard")))
 	pgbench_targets()
+	if ("copy" in compat || "insert" in compat) {
+		target("COPY of the distributed table: this build / 1.1, time",
+		       compat["copy"], "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f)", compat_12["copy"], compat_11["copy"], compat_rr["copy"]))
+		target("single-row INSERT, R = 2, 2PC: this build / 1.1, time",
+		       compat["insert"], "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f)", compat_12["insert"], compat_11["insert"], compat_rr["insert"]))
+	}
 	printf "  %d PASS, %d MISS%s\n", pass, miss, missing ? sprintf(", %d not measured", missing) : ""
 }
