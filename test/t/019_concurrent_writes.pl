@@ -3,13 +3,21 @@
 # transactions that write two keys in opposite orders get one deadlock error
 # (40P01, which clients retry) within about deadlock_timeout; READ COMMITTED
 # writers of one row wait and apply instead of failing with 40001; pgbench's
-# TPC-B on distributed tables keeps its invariants, with every replica equal.
+# TPC-B on distributed tables, in every query mode, keeps its invariants, with
+# every replica equal.  Then, in every query mode, pgbench -S and TPC-B while a
+# worker is stopped (immediate) and started again: at R = 2 the reads go on
+# without an error; a TPC-B transaction either commits (its writes for the
+# stopped worker queued) or fails with an error naming the lost node, and only
+# then (pgbench retries deadlocks and serialization failures, as on one
+# server, and gives up a client on any other error); once the watchdog has
+# delivered the queue and marked the worker up, the invariant holds on every
+# replica and every row is on exactly its replicas.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(time usleep);
 
 my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
 my @workers = map { PostgreSQL::Test::Cluster->new("c$_") } 1 .. 3;
@@ -161,7 +169,7 @@ $coordinator->safe_psql('postgres', q{
 	SELECT ringshard.create_distributed_table(t)
 	  FROM unnest('{pgbench_accounts,pgbench_tellers,pgbench_branches,pgbench_history}'::regclass[]) t;
 });
-for my $mode ('simple', 'prepared')
+for my $mode ('simple', 'extended', 'prepared')
 {
 	my ($stdout, $stderr);
 	IPC::Run::run([ 'pgbench', '-n', '-M', $mode, '-c', 4, '-j', 2, '-t', 100, '-h', $coordinator->host,
@@ -175,8 +183,8 @@ is($coordinator->safe_psql('postgres', q{
 	SELECT (SELECT sum(abalance) FROM pgbench_accounts) = (SELECT sum(delta) FROM pgbench_history)
 	   AND (SELECT sum(tbalance) FROM pgbench_tellers) = (SELECT sum(delta) FROM pgbench_history)
 	   AND (SELECT sum(bbalance) FROM pgbench_branches) = (SELECT sum(delta) FROM pgbench_history)
-	   AND (SELECT count(*) FROM pgbench_history) = 800}), 't',
-	'TPC-B invariants: sum(abalance) = sum(tbalance) = sum(bbalance) = sum(delta), 800 history rows');
+	   AND (SELECT count(*) FROM pgbench_history) = 1200}), 't',
+	'TPC-B invariants: sum(abalance) = sum(tbalance) = sum(bbalance) = sum(delta), 1200 history rows');
 for my $table (qw(pgbench_accounts pgbench_tellers pgbench_branches pgbench_history))
 {
 	is(replicas_equal($table), '0', "$table: every row on exactly its replicas, with equal contents");
@@ -189,5 +197,125 @@ for my $i (1 .. 3)
 }
 is($workers_sum, $coordinator->safe_psql('postgres', q{SELECT sum(delta) FROM pgbench_history}),
 	'read on the workers (each row on its owner), the balances add up to the history');
+
+# ---------------------------------------------------------------------------
+# pgbench -S and TPC-B in every query mode, worker c2 stopped (immediate) in
+# the middle of the run and started again.  The watchdog marks it down and,
+# once its queue is delivered, up.
+$coordinator->safe_psql('postgres', q{
+	ALTER SYSTEM SET ringshard.watchdog_database = 'postgres';
+	ALTER SYSTEM SET ringshard.watchdog_interval = '300ms';
+	SELECT pg_reload_conf();
+});
+my $victim = $workers[1];
+my @tpcb_tables = qw(pgbench_accounts pgbench_tellers pgbench_branches pgbench_history);
+my %tpcb_key = (pgbench_accounts => 'aid', pgbench_tellers => 'tid', pgbench_branches => 'bid', pgbench_history => 'aid');
+
+# pgbench for SECONDS with c2 stopped STOP_AT s after the start and started
+# again RESTART_AT s after it: (processed, failed, aborted clients, output, seconds)
+sub pgbench_with_worker_restart
+{
+	my ($args, $seconds, $stop_at, $restart_at) = @_;
+	my ($stdout, $stderr) = ('', '');
+	my $started = time;
+	my $h = IPC::Run::start([ 'pgbench', '-n', '-h', $coordinator->host, '-p', $coordinator->port, @$args,
+							  '-T', $seconds, 'postgres' ], '>', \$stdout, '2>', \$stderr, IPC::Run::timeout(240));
+	usleep(1_000_000 * $stop_at);
+	$victim->stop('immediate');
+	usleep(1_000_000 * ($restart_at - $stop_at));
+	$victim->start;
+	# bounded by the timeout above: a hang is a failure, not a stuck test
+	eval { $h->finish; 1 } or do { $h->kill_kill; $stderr .= "\n(pgbench did not finish: $@)"; };
+	my ($processed) = $stdout =~ /number of transactions actually processed: (\d+)/;
+	my ($failed) = $stdout =~ /number of failed transactions: (\d+)/;
+	my $aborted = () = $stderr =~ /^pgbench: error: client \d+ aborted|client \d+ aborted in command/mg;
+	return ($processed // -1, $failed // -1, $aborted, "$stdout$stderr", time - $started);
+}
+
+# every replica up, nothing queued, nothing prepared, nothing in doubt
+sub wait_settled
+{
+	return $coordinator->poll_query_until('postgres', q{
+		SELECT bool_and(is_up) AND (SELECT count(*) = 0 FROM ringshard.write_queue)
+		   AND (SELECT count(*) = 0 FROM ringshard.transaction_records)
+		  FROM ringshard.nodes})
+	  && !grep { !$_->poll_query_until('postgres', 'SELECT count(*) = 0 FROM pg_prepared_xacts') } @workers;
+}
+
+# The invariant on the coordinator and on every replica: for k = 1, 2, the
+# rows whose k-th replica is each worker, summed over the workers.
+sub tpcb_invariant_everywhere
+{
+	my ($label) = @_;
+	my $coord = $coordinator->safe_psql('postgres', q{
+		SELECT (SELECT sum(abalance) FROM pgbench_accounts) || ' ' || (SELECT sum(tbalance) FROM pgbench_tellers)
+		       || ' ' || (SELECT sum(bbalance) FROM pgbench_branches) || ' ' || (SELECT sum(delta) FROM pgbench_history)});
+	my ($a, $t, $b, $h) = split / /, $coord;
+	ok($a == $h && $t == $h && $b == $h, "$label: TPC-B invariant through the coordinator ($coord)");
+	for my $k (1, 2)
+	{
+		my %sum;
+		for my $i (1 .. 3)
+		{
+			my $row = $workers[ $i - 1 ]->safe_psql('postgres', qq{
+				SELECT coalesce((SELECT sum(abalance) FROM pgbench_accounts WHERE (replicas_for(aid))[$k] = 'c$i'), 0)
+				       || ' ' || coalesce((SELECT sum(tbalance) FROM pgbench_tellers WHERE (replicas_for(tid))[$k] = 'c$i'), 0)
+				       || ' ' || coalesce((SELECT sum(bbalance) FROM pgbench_branches WHERE (replicas_for(bid))[$k] = 'c$i'), 0)
+				       || ' ' || coalesce((SELECT sum(delta) FROM pgbench_history WHERE (replicas_for(aid))[$k] = 'c$i'), 0)});
+			my @v = split / /, $row;
+			$sum{$_} += shift @v for qw(a t b h);
+		}
+		is("$sum{a} $sum{t} $sum{b} $sum{h}", "$h $h $h $h",
+			"$label: TPC-B invariant on the workers, every row read on its replica $k");
+	}
+	for my $table (@tpcb_tables)
+	{
+		my $key = $tpcb_key{$table};
+		my $total = $coordinator->safe_psql('postgres', "SELECT count(*) FROM $table");
+		my ($copies, $stray) = (0, 0);
+		for my $i (1 .. 3)
+		{
+			my ($n, $s) = split /\|/, $workers[ $i - 1 ]->safe_psql('postgres',
+				"SELECT count(*), count(*) FILTER (WHERE NOT 'c$i' = ANY (replicas_for($key))) FROM $table");
+			$copies += $n;
+			$stray += $s;
+		}
+		is("$copies $stray", (2 * $total) . " 0", "$label: $table: two copies of each of its $total rows, none off its replicas");
+		is(replicas_equal($table), '0', "$label: $table: the replicas hold equal rows");
+	}
+}
+
+ok(wait_settled(), 'before the restarts: every node up, nothing queued or prepared');
+for my $mode ('simple', 'extended', 'prepared')
+{
+	# select-only: at R = 2 every key has a replica up
+	my ($processed, $failed, $aborted, $out, $took) =
+	  pgbench_with_worker_restart([ '-S', '-M', $mode, '-c', 2, '-j', 2 ], 6, 1.5, 3.5);
+	cmp_ok($processed, '>', 0, "pgbench -S -M $mode, c2 stopped and started mid-run: transactions ran")
+	  or diag $out;
+	is("$failed $aborted", '0 0', "pgbench -S -M $mode, c2 stopped and started mid-run: no read failed, no client gave up")
+	  or diag $out;
+	note sprintf('pgbench -S -M %s with a worker restart: %d transactions in %.1f s', $mode, $processed, $took);
+	ok(wait_settled(), "after pgbench -S -M $mode: c2 is marked up again");
+
+	# TPC-B: a transaction that wrote on c2 before it went fails; later ones
+	# queue c2's writes; pgbench gives up a client on such an error
+	my $before = $coordinator->safe_psql('postgres', 'SELECT count(*) FROM pgbench_history');
+	($processed, $failed, $aborted, $out, $took) =
+	  pgbench_with_worker_restart([ '-M', $mode, '-c', 4, '-j', 2, '--max-tries', 10 ], 8, 2, 4.5);
+	cmp_ok($processed, '>', 0, "pgbench TPC-B -M $mode, c2 stopped and started mid-run: transactions committed")
+	  or diag $out;
+	my @errors = $out =~ /aborted in command \d+ \(SQL\) of script \d+; (.*)$/mg;
+	my @unexpected = grep { !/\bc2\b|connection|terminat|server closed|could not (connect|send|receive)|shut.?down/i } @errors;
+	is(scalar(@unexpected), 0, "pgbench TPC-B -M $mode: every error a client got is about the lost worker")
+	  or diag join("\n", @unexpected), "\n", $out;
+	note sprintf('pgbench TPC-B -M %s with a worker restart: %d committed, %d failed (retries exhausted), '
+		  . '%d client(s) gave up after an error, in %.1f s; errors: %s',
+		$mode, $processed, $failed, $aborted, $took, join(' | ', @errors));
+	is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM pgbench_history'), $before + $processed,
+		"pgbench TPC-B -M $mode: one history row per committed transaction, none for a failed one");
+	ok(wait_settled(), "after pgbench TPC-B -M $mode: c2 is marked up, its queue delivered, nothing prepared");
+	tpcb_invariant_everywhere("after TPC-B -M $mode with a worker restart");
+}
 
 done_testing();
