@@ -160,7 +160,11 @@ BEGIN
 						     WHEN dead > 0 THEN format('%s dead letter(s) to deal with', dead)
 						     ELSE format('%s queued write(s) to deliver', still_queued) END;
 				END IF;
-			ELSIF NOT was_up AND still_queued <= batch THEN
+			ELSIF NOT was_up AND still_queued <= batch
+			      -- a write the node refused is tried once a round, and
+			      -- holds back its table's later writes: nothing to hand over
+			      AND NOT EXISTS (SELECT FROM ringshard.write_queue q
+			                       WHERE q.node_name = probe.node AND q.last_error IS NOT NULL) THEN
 				hand_over[cardinality(hand_over)] := true;
 			END IF;
 		END IF;

@@ -130,9 +130,11 @@ sub check_placement
 check_placement('after the outage', 360);
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM items}), '360', 'the table reads 360 rows');
 
-# A write a worker refuses stays queued with its error and holds back
-# nothing: later writes to the same worker and the other workers' queues go
-# on.  After ringshard.replay_max_attempts refusals it is set aside.
+# A write a worker refuses stays queued with its error and holds back the
+# later writes of its table to that worker (a later UPDATE or DELETE of the
+# same key must not overtake it); the other workers' queues go on.  After
+# ringshard.replay_max_attempts refusals it is set aside and the writes it
+# held back are delivered.
 $coordinator->safe_psql('postgres', q{ALTER SYSTEM SET ringshard.watchdog_interval = '1h'; SELECT pg_reload_conf();});
 # The rounds below are run by hand: wait until the watchdog has taken the new
 # interval, that is, until it stays idle for longer than the old one (a round
@@ -165,15 +167,22 @@ $coordinator->safe_psql('postgres', qq{
 is($coordinator->safe_psql('postgres', q{SELECT string_agg(node_name || ':' || (payload->>'id'), ',' ORDER BY ordinal) FROM ringshard.write_queue}),
 	"q1:$poison,q1:$fine_q1,q2:$fine_q2", 'writes for nodes marked down are queued, in order');
 $coordinator->safe_psql('postgres', q{SET ringshard.replay_max_attempts = 2; SELECT * FROM ringshard.watchdog_tick()});
-is($coordinator->safe_psql('postgres', q{SELECT string_agg(node_name || ':' || attempts || ':' || (last_error LIKE '%no_poison%'), ',') FROM ringshard.write_queue}),
-	'q1:1:true', 'the refused write stays queued with its error, the others were delivered');
-is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $fine_q1"), '1',
-	'a later write to the same worker was delivered past the refused one');
+is($coordinator->safe_psql('postgres', q{SELECT string_agg(node_name || ':' || attempts || ':' || coalesce((last_error LIKE '%no_poison%')::text, 'none'), ',' ORDER BY ordinal) FROM ringshard.write_queue}),
+	'q1:1:true,q1:0:none', 'the refused write stays queued with its error, the later write of its table behind it');
+is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $fine_q1"), '0',
+	'the later write to the same worker and table waits behind the refused one');
+is($workers[1]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $fine_q2"), '1',
+	'another worker\'s queue was delivered');
 is($coordinator->safe_psql('postgres', q{SELECT string_agg(node_name || '=' || is_up, ',' ORDER BY node_name) FROM ringshard.nodes}),
 	'q1=false,q2=true,q3=true', 'a node with a write still queued stays down for reads; the others are up');
 $coordinator->safe_psql('postgres', q{SET ringshard.replay_max_attempts = 2; SELECT * FROM ringshard.watchdog_tick()});
-is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}), '0',
+is($coordinator->safe_psql('postgres', qq{SELECT string_agg(payload->>'id', ',') FROM ringshard.write_queue}), $fine_q1,
 	'after ringshard.replay_max_attempts refusals the write leaves the queue');
+$coordinator->safe_psql('postgres', q{SELECT * FROM ringshard.watchdog_tick()});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}), '0',
+	'the next round delivers the write it held back');
+is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $fine_q1"), '1',
+	'which is on the worker now');
 like($coordinator->safe_psql('postgres', q{SELECT node_name || ' ' || attempts || ' ' || (payload->>'id') || ' ' || reason FROM ringshard.dead_letters}),
 	qr/^q1 2 $poison .*no_poison/, 'and waits in dead_letters with its reason');
 is($coordinator->safe_psql('postgres', q{SELECT queued || '/' || dead_letters FROM ringshard.write_queue_status WHERE node = 'q1'}),
