@@ -19,6 +19,9 @@
 #   tpcb4  pgbench -n -c 4 -j 2 -T PGB_SECS --max-tries PGB_MAX_TRIES   (TPC-B, simple protocol)
 #   tpcb1  pgbench -n -c 1 -j 1 -T PGB_SECS --max-tries PGB_MAX_TRIES
 #   sel4   pgbench -n -S -c 4 -j 2 -M prepared -T PGB_SECS --max-tries PGB_MAX_TRIES
+# and, for TPC-B only, a diagnostic variant rs2_1pc: bench_rs2 with ringshard.two_phase_commit
+# = off (what the commit protocol costs; no target).  During round 1's tpcb4 runs, one session
+# samples pg_stat_activity every 0.1 s: what the backends of the variant's databases wait for.
 # Untimed before each run: a CHECKPOINT, so no variant pays for another's dirty pages.
 # After the runs: the TPC-B invariant of every variant, ringshard.verify_table of every
 # distributed table, and the prepared transactions left on the server.
@@ -60,7 +63,11 @@ port=$(qa -d postgres -c "SHOW port")
 VARIANTS="local rs1 rs2 peer"
 WORKLOADS="tpcb4 tpcb1 sel4"
 TABLES="pgbench_accounts pgbench_tellers pgbench_branches pgbench_history"
-db_of() { echo "bench_$1"; }
+# diagnostic variant of the TPC-B runs (no target): R = 2 with ringshard.two_phase_commit = off
+# (superuser only), what the commit protocol costs
+DIAG_VARIANTS="rs2_1pc"
+variants_of() { case $1 in tpcb*) echo "$VARIANTS $DIAG_VARIANTS" ;; *) echo "$VARIANTS" ;; esac; }
+db_of() { case $1 in rs2_1pc) echo bench_rs2 ;; *) echo "bench_$1" ;; esac; }
 
 rotate() {	# rotate R WORD...: the words, starting at index R mod their count
 	local r=$1
@@ -212,7 +219,9 @@ pgb() {
 		sample_waits "$db" "$v" "$secs" &
 		sampler=$!
 	fi
-	pgbench -n "$@" -T "$secs" --max-tries "$TRIES" --failures-detailed -r "$db" >"$out" 2>&1 || rc=$?
+	local pgopt=${PGOPTIONS:-}
+	[ "$v" != rs2_1pc ] || pgopt="$pgopt -c ringshard.two_phase_commit=off"
+	PGOPTIONS=$pgopt pgbench -n "$@" -T "$secs" --max-tries "$TRIES" --failures-detailed -r "$db" >"$out" 2>&1 || rc=$?
 	[ -z "$sampler" ] || wait "$sampler" || true
 	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$out" | head -1)
 	proc=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
@@ -250,13 +259,13 @@ pgb() {
 	log "  round $r: $v $wl: tps $tps, failed ${failed:-0}, retried ${retried:-0}, aborted clients $aborted"
 }
 
-log "part 8: 1 warm-up round of $WARM s per run, then $ROUNDS rounds of $SECS s per run (3 workloads x 4 variants)"
+log "part 8: 1 warm-up round of $WARM s per run, then $ROUNDS rounds of $SECS s per run (3 workloads x 4 variants, and a diagnostic variant of TPC-B)"
 for wl in $WORKLOADS; do
-	for v in $VARIANTS; do pgb 0 $v $wl "$WARM"; done
+	for v in $(variants_of $wl); do pgb 0 $v $wl "$WARM"; done
 done
 for ((r = 1; r <= ROUNDS; r++)); do
 	for wl in $WORKLOADS; do
-		for v in $(rotate $r $VARIANTS); do pgb $r $v $wl "$SECS"; done
+		for v in $(rotate $r $(variants_of $wl)); do pgb $r $v $wl "$SECS"; done
 	done
 	log "  round $r/$ROUNDS done"
 done

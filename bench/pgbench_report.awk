@@ -36,7 +36,7 @@ function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "-" : sprintf
 
 END {
 	split("tpcb4 tpcb1 sel4", wls, " ")
-	split("local rs1 rs2 peer", vs, " ")
+	nv = split("local rs1 rs2 peer rs2_1pc", vs, " ")
 	wname["tpcb4"] = "TPC-B, -c 4 -j 2"
 	wname["tpcb1"] = "TPC-B, -c 1"
 	wname["sel4"] = "select-only, -S -M prepared -c 4 -j 2"
@@ -44,9 +44,10 @@ END {
 	vname["rs1"] = "ringshard, R = 1"
 	vname["rs2"] = "ringshard, R = 2"
 	vname["peer"] = "postgres_fdw peer (hash partitions)"
+	vname["rs2_1pc"] = "diagnostic: R = 2, two_phase_commit=off"
 	if (results) {
 		for (i = 1; i <= 3; i++)
-			for (j = 1; j <= 4; j++) {
+			for (j = 1; j <= nv; j++) {
 				k = vs[j] SUBSEP wls[i]
 				if (!(k in seen))
 					continue
@@ -72,11 +73,13 @@ END {
 	print  "  TPC-B is pgbench's default script in the simple protocol, at the default isolation (READ COMMITTED)."
 	printf "  %-38s %-36s %9s %7s %8s %7s %8s %8s %s\n", "", "", "tps", "spread", "x local", "x peer", "failed", "retried", ""
 	for (i = 1; i <= 3; i++) {
-		for (j = 1; j <= 4; j++) {
+		for (j = 1; j <= nv; j++) {
 			k = vs[j] SUBSEP wls[i]
 			loc = median(vs[1] SUBSEP wls[i])
 			peer = median(vs[4] SUBSEP wls[i])
 			m = median(k)
+			if (m == "" && j > 4)
+				continue
 			if (m == "") {
 				printf "  %-38s %-36s %9s\n", j == 1 ? wname[wls[i]] : "", vname[vs[j]], "(not measured)"
 				continue
@@ -109,7 +112,7 @@ END {
 		for (c = 1; c <= 7; c++) { nm = sn[c]; gsub(/_/, " ", nm); printf " %9s", substr(nm, 1, 9) }
 		print ""
 		for (i = 1; i <= 2; i++)
-			for (j = 1; j <= 4; j++) {
+			for (j = 1; j <= nv; j++) {
 				if (!((vs[j], wls[i]) in stseen))
 					continue
 				printf "  %-13s %-36s", j == 1 ? (wls[i] == "tpcb4" ? "TPC-B, -c 4" : "TPC-B, -c 1") : "", vname[vs[j]]
@@ -141,7 +144,7 @@ END {
 		}
 		close(waits)
 		header = 0
-		for (j = 1; j <= 4; j++)
+		for (j = 1; j <= nv; j++)
 			for (role = 1; role <= 2; role++) {
 				rn = role == 1 ? "coordinator" : "worker"
 				if (!((vs[j], rn) in wseen))
@@ -180,7 +183,7 @@ END {
 		}
 		close(each_run)
 		line = ""
-		for (j = 1; j <= 4; j++)
+		for (j = 1; j <= nv; j++)
 			if (vs[j] in nrun)
 				line = line sprintf("%s%s %d of %d", line == "" ? "" : ", ", vs[j], nheld[vs[j]] + 0, nrun[vs[j]])
 		if (line != "") {
