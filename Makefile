@@ -12,6 +12,7 @@ CORE_OBJS = \
 	src/core/rs_keybytes.o \
 	src/core/rs_ring.o \
 	src/core/rs_ring_diff.o \
+	src/core/rs_ring_alloc.o \
 	src/core/rs_schemes.o \
 	src/core/rs_partmap.o \
 	src/core/rs_config.o
@@ -26,6 +27,7 @@ GLUE_OBJS = \
 	src/topology_cache.o \
 	src/routing.o \
 	src/ring_info.o \
+	src/ring_tokens.o \
 	src/partitions.o \
 	src/annotated_tables.o \
 	src/previews.o \
@@ -82,7 +84,7 @@ ifneq ($(FAULT_INJECTION),)
 PG_CPPFLAGS += -DRINGSHARD_FAULT_INJECTION
 endif
 
-REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_admin ring_info \
+REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_zones ring_tokens ring_admin ring_info \
 	partitions partition_config annotated_tables privileges definer_hijack \
 	previews keys pushdown version
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8

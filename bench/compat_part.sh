@@ -2,9 +2,10 @@
 # Part 9 of bench/run (issue 18): COPY and single-row INSERT throughput of this
 # build against the 1.1 release, in the same run, rounds interleaved.
 #
-# Runs on a private server of this build (bench/own_server; started with
-# shared_preload_libraries = 'ringshard', max_prepared_transactions = 20,
-# fsync = on, max_wal_size = 4GB), then:
+# Runs on a private server of this build (lib.sh's throwaway_server with
+# BENCH_PGBIN: bench/run sets it to the installation this build went into;
+# started with shared_preload_libraries = 'ringshard', max_prepared_transactions
+# = 20, fsync = on, max_wal_size = 4GB), then:
 #   1. builds the 1.1 release (git archive RS11_COMMIT, default 0529c64, of this
 #      checkout) and installs it into a private copy of PostgreSQL made in
 #      OUT/compat/pg11 (the trees /usr/lib/postgresql/15, /usr/share/postgresql/15
@@ -15,8 +16,9 @@
 #      workers bench_w1..3 of that server, ring 'default' at R = 2,
 #      faces (nik text PRIMARY KEY, score float8, payload text) distributed;
 #   3. starts a private server of the 1.1 copy with the same settings
-#      (bench/own_server, which runs this script again, with COMPAT_INNER=1, the
-#      first server's address in NEW_PGHOST / NEW_PGPORT);
+#      (throwaway_server with BENCH_PGBIN = the copy's bin directory), which runs
+#      this script again, with COMPAT_INNER=1 and the first server's address in
+#      NEW_PGHOST / NEW_PGPORT;
 #   4. per round, each variant once, the order rotating (1.1 first in odd rounds):
 #      copy:   TRUNCATE faces; CHECKPOINT (untimed), COPY faces FROM file
 #              (part 5's COPY, DIST_ROWS rows), psql's \timing in autocommit;
@@ -25,8 +27,9 @@
 #              ins_2pc, new keys each run): pgbench's mean transaction latency;
 #      one warm-up round of a tenth of the INSERTs and a COPY of a tenth of the rows first.
 # Both servers run side by side on the same machine for the whole part; only
-# one is measured at a time.  Clients reach both over the Unix socket, the
-# coordinators their workers too.
+# one is measured at a time.  Clients reach both over TCP loopback (as
+# throwaway_server's private servers and pg_virtualenv), the coordinators
+# their workers over the Unix socket.
 #
 # Environment: OUT, BENCH_STARTED, DIST_ROWS (1000000), DIST_INSERTS (1000),
 # COMPAT_ROUNDS (3 COPY rounds; the INSERT rounds: COMPAT_WRITE_ROUNDS, 5),
@@ -144,11 +147,15 @@ if [ "${COMPAT_INNER:-0}" != 1 ]; then
 	say "  this build: ringshard $v12 (extversion) on $(qa -d postgres -c 'SHOW server_version'), port $(qa -d postgres -c 'SHOW port')"
 	mkdir -p "$D/s11"
 	rc=0
-	NEW_PGHOST=$PGHOST NEW_PGPORT=$PGPORT NEW_PATH=$PATH COMPAT_OUT=$OUT COMPAT_INNER=1 \
-		PGBIN="$pg11/usr/lib/postgresql/15/bin" "$here/own_server" \
-		-o shared_preload_libraries=ringshard -o max_prepared_transactions=20 -o fsync=on -o max_wal_size=4GB \
-		"$D/s11" "$here/compat_part.sh" >/dev/null || rc=$?
-	[ "$rc" = 0 ] || { log "part 9: the 1.1 server's part failed (exit $rc): $(tail -5 "$D/s11/server.log" 2>/dev/null)"; exit 1; }
+	. "$here/lib.sh"
+	export NEW_PGHOST=$PGHOST NEW_PGPORT=$PGPORT COMPAT_INNER=1
+	# lib.sh's throwaway_server with BENCH_PGBIN: a private server of the 1.1 copy
+	(
+		export BENCH_PGBIN="$pg11/usr/lib/postgresql/15/bin"
+		throwaway_server -o shared_preload_libraries=ringshard -o max_prepared_transactions=20 -o fsync=on \
+			-o max_wal_size=4GB "$D/s11" "$here/compat_part.sh"
+	) || rc=$?
+	[ "$rc" = 0 ] || { log "part 9: the 1.1 server's part failed (exit $rc): $(tail -5 "$D/s11/server_err.txt" 2>/dev/null)"; exit 1; }
 	leftover=$(qa -d postgres -c "SELECT count(*) FROM pg_prepared_xacts")
 	rows12=$(qa -d "$C" -c "SELECT count(*) FROM faces")
 	say "  rows in faces after the part: this build $rows12, 1.1 $(cat "$D/rows11.txt"); prepared transactions left: this build $leftover, 1.1 $(cat "$D/left11.txt")"
@@ -159,10 +166,6 @@ if [ "${COMPAT_INNER:-0}" != 1 ]; then
 fi
 
 # ---------------------------------------------------------------- inner: the 1.1 server is up too
-OUT=$COMPAT_OUT
-D="$OUT/compat"
-T="$D/timings.txt"
-REPORT="$D/report.txt"
 touch "$BENCH_STARTED"
 OLD_PGHOST=$PGHOST OLD_PGPORT=$PGPORT
 log "part 9: the 1.1 server's cluster"

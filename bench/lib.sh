@@ -23,6 +23,10 @@ free_port() {
 # failure after that is real and not retried.
 throwaway_server() {
 	local extra=() dir attempt port
+	if [ -n "${BENCH_PGBIN:-}" ]; then
+		private_server "$@"
+		return
+	fi
 	while [ "${1:-}" = -o ]; do
 		extra+=(-o "$2")
 		shift 2
@@ -45,4 +49,35 @@ throwaway_server() {
 		echo "bench: the throwaway server did not start (attempt $attempt): $(grep -m1 -i error "$dir/server_err.txt" || true); retrying" >&2
 		sleep $((attempt * 3))
 	done
+}
+
+# With BENCH_PGBIN set (the bin directory of a PostgreSQL installation other
+# than the system's, e.g. a copy the extension was installed into with
+# `make PG_CONFIG=...`), throwaway_server runs its own server from there
+# instead of pg_virtualenv: initdb in a temporary directory (as postgres when
+# we are root), the same settings, clients over TCP loopback as with
+# pg_virtualenv, and the directory removed afterwards.
+private_server() {
+	local extra=() dir port data status as=()
+	while [ "${1:-}" = -o ]; do
+		extra+=(-c "$2")
+		shift 2
+	done
+	dir=$1
+	shift
+	export BENCH_STARTED="$dir/server_started"
+	[ "$(id -u)" = 0 ] && as=(runuser -u postgres --)
+	port=$(free_port) || return 1
+	data=$(mktemp -d /tmp/ringshard-bench-data.XXXXXX)
+	chmod 755 "$data"
+	[ "$(id -u)" = 0 ] && chown postgres "$data"
+	"${as[@]}" "$BENCH_PGBIN/initdb" -D "$data/pg" -A trust -U postgres >"$dir/server_out.txt" 2>"$dir/server_err.txt" || return 1
+	"${as[@]}" "$BENCH_PGBIN/pg_ctl" -D "$data/pg" -l "$data/log" -w -o "$(printf '%q ' -p "$port" -k "$data" \
+		-c listen_addresses=localhost -c shared_buffers=512MB -c max_parallel_workers_per_gather=0 -c jit=off \
+		${extra[@]+"${extra[@]}"})" start >>"$dir/server_out.txt" 2>>"$dir/server_err.txt" || { cat "$data/log" >&2; return 1; }
+	PGHOST=localhost PGPORT=$port PGUSER=postgres PGDATABASE=postgres "$@" >>"$dir/server_out.txt" 2> >(tee -a "$dir/server_err.txt" >&2)
+	status=$?
+	"${as[@]}" "$BENCH_PGBIN/pg_ctl" -D "$data/pg" -m fast stop >/dev/null 2>&1
+	rm -rf "$data"
+	return $status
 }

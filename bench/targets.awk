@@ -38,6 +38,14 @@ $1 == "RESULT" && $2 == "core_memory" { kv($0, a); mem[a["points"]] = a["bytes_p
 $1 == "RESULT" && $2 == "core_lookup" { dep_ring[a["points"]] = a["dep_ring_ns"] }
 $1 == "RESULT" && $2 == "core_replicas" { kv($0, a); core_owner[a["points"]] = a["owner_ns"]; core_rep[a["points"]] = a["replicas_ns"] }
 $1 == "RESULT" && $2 == "glue" { kv($0, a); glue[a["ring"]] = a["bytes"] }
+$1 == "RESULT" && $2 == "balance" {
+	kv($0, a)
+	if (a["points"] == "tokens16") {
+		if (a["owned_max"] + 0 > bal_owned[a["r"]] + 0) bal_owned[a["r"]] = a["owned_max"] + 0
+		if (a["copies_max"] + 0 > bal_copies[a["r"]] + 0) bal_copies[a["r"]] = a["copies_max"] + 0
+		bal_n[a["r"]] = bal_n[a["r"]] " " a["n"]
+	}
+}
 # part 8 (bench/pgbench_part.sh): medians of tps per variant and workload, and each round's
 $1 == "RESULT" && $2 == "pgbench" {
 	kv($0, a)
@@ -173,6 +181,9 @@ END {
 	target("shard_for, 1,000 nodes / shard_for, 3 nodes, every key",
 	       ratio(sql["all", 1000, "shard"], sql["all", 3, "shard"]), "le", 1.3,
 	       rr_note(round_ratio("all", 1000, "shard", "all", 3, "shard")))
+	target("shard_for, 1,000 nodes x 16 allocated tokens / 3 nodes, every key",
+	       ratio(sql["all", 1000, "shard_tokens"], sql["all", 3, "shard"]), "le", 1.1,
+	       rr_note(round_ratio("all", 1000, "shard_tokens", "all", 3, "shard")))
 	target("C core: lower_bound / rs_ring lookup time, 256,000 points",
 	       ratio(lookup_lb[256000], lookup_ring[256000]), "ge", 2,
 	       sprintf("(%.1f vs %.1f ns, hashing excluded)", lookup_lb[256000], lookup_ring[256000]))
@@ -204,6 +215,12 @@ END {
 		target(sprintf("replicas_for (R = 3) / shard_for, %s nodes, every key", ns[i]),
 		       ratio(sql["all", ns[i], "replicas"], sql["all", ns[i], "shard"]), "le", 1.5,
 		       rr_note(round_ratio("all", ns[i], "replicas", "all", ns[i], "shard")))
+	for (r = 2; r <= 3; r++) {
+		target(sprintf("owned share, most loaded / mean, 16 allocated tokens, R = %d, worst N", r),
+		       bal_owned[r], "le", 1.05, "(N =" bal_n[r] ")")
+		target(sprintf("share of the copies, most loaded / mean, 16 allocated tokens, R = %d, worst N", r),
+		       bal_copies[r], "le", 1.10, "(N =" bal_n[r] ")")
+	}
 	pgbench_targets()
 	if ("copy" in compat || "insert" in compat) {
 		target("COPY of the distributed table: this build / 1.1, time",

@@ -79,15 +79,39 @@ $$;
 COMMENT ON FUNCTION ringshard.node_for_address(text) IS
 	'the node an address names: the one whose server has the address''s options, else the node without an address of that name';
 
+-- Explicit tokens of a member (docs/routing.md §8): 1 to 65536 distinct
+-- tokens, none NULL.  (A CHECK cannot hold a subquery, hence a function.)
+CREATE FUNCTION ringshard_internal.tokens_valid(tokens ringtoken[]) RETURNS boolean
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT pg_catalog.cardinality(tokens) BETWEEN 1 AND 65536
+	   AND pg_catalog.array_ndims(tokens) = 1
+	   AND pg_catalog.array_position(tokens, NULL) IS NULL
+	   AND (SELECT pg_catalog.count(DISTINCT t) FROM pg_catalog.unnest(tokens) t) = pg_catalog.cardinality(tokens)
+$$;
+COMMENT ON FUNCTION ringshard_internal.tokens_valid(ringtoken[]) IS
+	'whether a member''s explicit tokens are 1 to 65536 distinct tokens, none NULL, in a one-dimensional array';
+
+-- zone (§7): the member's failure domain on this ring, NULL for none (a zone
+-- of its own).  tokens (§8): its points, when it has explicit tokens instead
+-- of labelled vnodes (NULL).  Both at the end: a 1.1 catalog gains them so.
 CREATE TABLE ringshard.ring_members (
 	ring_name text NOT NULL REFERENCES ringshard.rings ON DELETE CASCADE,
 	node_name text NOT NULL REFERENCES ringshard.nodes,
 	weight float8 NOT NULL DEFAULT 1
 		CONSTRAINT weight_positive_finite CHECK (weight > 0 AND weight < 'Infinity'),
+	zone text
+		CONSTRAINT zone_valid CHECK (zone <> '' AND octet_length(zone) <= 1024),
+	tokens ringtoken[]
+		CONSTRAINT tokens_valid CHECK (ringshard_internal.tokens_valid(tokens)),
 	PRIMARY KEY (ring_name, node_name)
 );
 CREATE INDEX ON ringshard.ring_members (node_name);
-COMMENT ON TABLE ringshard.ring_members IS 'which nodes are on which ring, with their weight';
+COMMENT ON TABLE ringshard.ring_members IS
+	'which nodes are on which ring, with their weight, zone (failure domain) and explicit tokens (NULL: labelled vnodes)';
+COMMENT ON COLUMN ringshard.ring_members.zone IS
+	'the member''s zone on this ring (a data centre, a rack): replica sets span zones first; NULL: a zone of its own';
+COMMENT ON COLUMN ringshard.ring_members.tokens IS
+	'the member''s explicit tokens, its points on the ring (vnodes and weight do not place them); NULL: labelled vnodes';
 
 CREATE TABLE ringshard.partition_maps (
 	map_name text PRIMARY KEY

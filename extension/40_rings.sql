@@ -18,7 +18,7 @@ COMMENT ON FUNCTION ringshard_internal.check_name(text, text) IS 'raises unless 
 -- The first ten ring or map names in bytewise order, for a hint that names
 -- what a mistyped name could have meant ("and N more" past ten); NULL if none.
 CREATE FUNCTION ringshard_internal.first_names(kind text) RETURNS text
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT string_agg(s.name, ', ' ORDER BY s.name)
 	       || CASE WHEN max(s.total) > 10 THEN ' and ' || (max(s.total) - 10) || ' more' ELSE '' END
 	  FROM (SELECT n.name, count(*) OVER () AS total
@@ -32,7 +32,7 @@ COMMENT ON FUNCTION ringshard_internal.first_names(text) IS
 
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard_internal.lock_ring(ring text) RETURNS ringshard.rings
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
@@ -52,7 +52,7 @@ COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catal
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	IF algorithm IS NULL THEN
@@ -182,7 +182,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	members bigint;
 	forgotten bigint;
@@ -210,7 +210,7 @@ $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
 
 CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous integer;
 	members integer;
@@ -242,7 +242,7 @@ COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
 
 -- Weights: finite and > 0 (NaN sorts above infinity in PostgreSQL).
 CREATE FUNCTION ringshard_internal.check_weight(weight float8) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF weight IS NULL OR NOT (weight > 0 AND weight < 'Infinity'::float8) THEN
 		RAISE EXCEPTION 'weight % is not a finite number greater than zero', coalesce(weight::text, 'NULL')
@@ -281,30 +281,87 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.ensure_node(text, text) IS 'creates a node if it is new; raises if it exists with another address';
 
+-- A zone: NULL (none) or a name of 1 to 1024 bytes.
+CREATE FUNCTION ringshard_internal.check_zone(zone text) RETURNS void
+	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	IF zone = '' OR octet_length(zone) > 1024 THEN
+		RAISE EXCEPTION '%', CASE WHEN zone = '' THEN 'a zone must not be empty'
+		                          ELSE format('a zone of %s bytes is too long', octet_length(zone)) END
+			USING ERRCODE = 'invalid_parameter_value',
+			      DETAIL = 'A zone is a name of 1 to 1024 bytes.',
+			      HINT = 'Give NULL for no zone (the node is then a zone of its own).';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.check_zone(text) IS 'raises unless a zone is NULL or a name of 1 to 1024 bytes';
+
+-- Zones and explicit tokens are for murmur3 rings (docs/routing.md §7, §8).
+CREATE FUNCTION ringshard_internal.check_murmur3(ring text, what text) RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	IF (SELECT r.algorithm FROM ringshard.rings r WHERE r.ring_name = ring) <> 'murmur3' THEN
+		RAISE EXCEPTION 'ring "%" is a ketama ring: it has no %', ring, what
+			USING ERRCODE = 'feature_not_supported',
+			      DETAIL = 'A ketama ring places every point as libketama does.',
+			      HINT = 'Zones and explicit tokens are for murmur3 rings.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.check_murmur3(text, text) IS 'raises unless a ring is a murmur3 ring (zones and explicit tokens are theirs)';
+
+-- "in zone z" or "without a zone", for messages.
+CREATE FUNCTION ringshard_internal.zone_phrase(zone text) RETURNS text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT CASE WHEN zone IS NULL THEN 'without a zone' ELSE format('in zone "%s"', zone) END
+$$;
+COMMENT ON FUNCTION ringshard_internal.zone_phrase(text) IS 'a zone as a message says it: in zone "z", or without a zone';
+
 CREATE FUNCTION ringshard.add_node(node text, address text DEFAULT NULL, ring text DEFAULT 'default',
-								   weight float8 DEFAULT 1) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+								   weight float8 DEFAULT 1, tokens integer DEFAULT NULL,
+								   zone text DEFAULT NULL) RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	balance record;
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	PERFORM ringshard_internal.lock_ring(ring);
 	PERFORM ringshard_internal.check_weight(weight);
+	PERFORM ringshard_internal.check_zone(zone);
+	IF zone IS NOT NULL THEN
+		PERFORM ringshard_internal.check_murmur3(ring, 'zones');
+	END IF;
+	IF tokens IS NOT NULL THEN
+		PERFORM ringshard_internal.check_murmur3(ring, 'explicit tokens');
+		IF tokens NOT BETWEEN 1 AND 65536 THEN
+			RAISE EXCEPTION 'token count % is outside 1..65536', tokens
+				USING ERRCODE = 'invalid_parameter_value',
+				      HINT = '16 tokens per node keep every node within a few per cent of its share.';
+		END IF;
+	END IF;
 	PERFORM ringshard_internal.ensure_node(node, address);
 	IF EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is already on ring "%"', node, ring
 			USING ERRCODE = 'duplicate_object',
-			      HINT = 'Change its weight with ringshard.set_node_weight().';
+			      HINT = 'Change its weight with ringshard.set_node_weight(), its zone with ringshard.set_node_zone(), its tokens with ringshard.set_node_tokens().';
 	END IF;
-	INSERT INTO ringshard.ring_members (ring_name, node_name, weight) VALUES (ring, node, weight);
+	INSERT INTO ringshard.ring_members (ring_name, node_name, weight, zone)
+	VALUES (ring, node, weight, add_node.zone);
+	-- allocated on the way in: for its zone and weight, existing tokens unmoved
+	IF tokens IS NOT NULL THEN
+		UPDATE ringshard.ring_members m SET tokens = ringshard.allocate_tokens(node, add_node.tokens, ring)
+		 WHERE m.ring_name = ring AND m.node_name = node;
+	END IF;
 	PERFORM ringshard.validate_ring(ring);
 	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = add_node.node;
-	RETURN format('node "%s" added to ring "%s" with weight %s: %s points, %s of the ring', node, ring, weight,
+	RETURN format('node "%s" added to ring "%s" with weight %s%s%s: %s points, %s of the ring', node, ring, weight,
+	              CASE WHEN zone IS NOT NULL THEN format(' in zone "%s"', zone) ELSE '' END,
+	              CASE WHEN tokens IS NOT NULL THEN format(' and %s allocated tokens', tokens) ELSE '' END,
 	              balance.points, to_char(balance.share * 100, 'FM990.0') || ' %');
 END
 $$;
-COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8) IS
-	'adds a node (created if new) to a ring with a weight; its address is host:port or a libpq connection string without a password';
+COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8, integer, text) IS
+	'adds a node (created if new) to a ring with a weight, optionally in a zone and with that many allocated tokens (no existing token moves); its address is host:port or a libpq connection string without a password';
 
 CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -355,7 +412,7 @@ COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
 	'removes a node from a ring; a node left in no ring and no map is forgotten once no distributed table''s rows are on it (after the rebalance that moves them)';
 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous float8;
 	balance record;
@@ -371,16 +428,113 @@ BEGIN
 			USING ERRCODE = 'undefined_object';
 	END IF;
 	PERFORM ringshard.validate_ring(ring);
-	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = set_node_weight.node;
-	RETURN format('node "%s" on ring "%s": weight %s (it was %s), %s points, %s of the ring', node, ring, weight, previous,
-	              balance.points, to_char(balance.share * 100, 'FM990.0') || ' %');
+	SELECT b.points, b.share, b.explicit_tokens INTO balance FROM ringshard.ring_balance(ring) b
+	 WHERE b.node = set_node_weight.node;
+	RETURN format('node "%s" on ring "%s": weight %s (it was %s), %s points, %s of the ring%s', node, ring, weight, previous,
+	              balance.points, to_char(balance.share * 100, 'FM990.0') || ' %',
+	              CASE WHEN balance.explicit_tokens
+	                   THEN '; its points are explicit tokens, which the weight does not place (allocation aims at it)'
+	                   ELSE '' END);
 END
 $$;
 COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a node''s weight on a ring (points = round(vnodes * weight))';
 
+CREATE FUNCTION ringshard.set_node_zone(node text, zone text, ring text DEFAULT 'default') RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	previous text;
+	zones record;
+BEGIN
+	PERFORM ringshard_internal.check_name('node', node);
+	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.check_zone(zone);
+	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
+		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF zone IS NOT NULL THEN
+		PERFORM ringshard_internal.check_murmur3(ring, 'zones');
+	END IF;
+	SELECT m.zone INTO previous FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
+	UPDATE ringshard.ring_members m SET zone = set_node_zone.zone
+	 WHERE m.ring_name = ring AND m.node_name = node;
+	PERFORM ringshard.validate_ring(ring);
+	SELECT count(DISTINCT m.zone) AS named, count(*) FILTER (WHERE m.zone IS NULL) AS alone, count(*) AS nodes
+	  INTO zones FROM ringshard.ring_members m WHERE m.ring_name = ring;
+	RETURN format('node "%s" on ring "%s" is %s now (it was %s); the ring''s %s node%s are in %s zone%s', node, ring,
+	              ringshard_internal.zone_phrase(zone), ringshard_internal.zone_phrase(previous),
+	              zones.nodes, CASE WHEN zones.nodes = 1 THEN '' ELSE 's' END, zones.named + zones.alone,
+	              CASE WHEN zones.named + zones.alone = 1 THEN '' ELSE 's' END);
+END
+$$;
+COMMENT ON FUNCTION ringshard.set_node_zone(text, text, text) IS
+	'sets a node''s zone on a ring (a data centre, a rack; NULL clears it): replica sets take one node per zone first (docs/routing.md §7); a topology change, as a weight change is';
+
+CREATE FUNCTION ringshard.set_node_tokens(node text, tokens ringtoken[], ring text DEFAULT 'default') RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	previous ringtoken[];
+	repeated ringtoken;
+	tied text;
+	balance record;
+BEGIN
+	PERFORM ringshard_internal.check_name('node', node);
+	PERFORM ringshard_internal.lock_ring(ring);
+	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
+		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF tokens IS NOT NULL THEN
+		PERFORM ringshard_internal.check_murmur3(ring, 'explicit tokens');
+		IF array_ndims(tokens) IS DISTINCT FROM 1 OR cardinality(tokens) NOT BETWEEN 1 AND 65536 THEN
+			RAISE EXCEPTION 'a node holds 1 to 65536 explicit tokens, not %', cardinality(tokens)
+				USING ERRCODE = 'invalid_parameter_value',
+				      HINT = 'Give a one-dimensional array, or NULL to go back to labelled vnodes; ringshard.allocate_tokens(node, count, ring) chooses tokens.';
+		END IF;
+		IF array_position(tokens, NULL) IS NOT NULL THEN
+			RAISE EXCEPTION 'a token must not be null' USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		SELECT t INTO repeated FROM unnest(tokens) t GROUP BY t HAVING count(*) > 1 ORDER BY t LIMIT 1;
+		IF FOUND THEN
+			RAISE EXCEPTION 'token % is given twice', repeated
+				USING ERRCODE = 'invalid_parameter_value',
+				      DETAIL = 'A node''s explicit tokens are distinct (docs/routing.md §8).';
+		END IF;
+	END IF;
+	SELECT m.tokens INTO previous FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
+	UPDATE ringshard.ring_members m SET tokens = set_node_tokens.tokens
+	 WHERE m.ring_name = ring AND m.node_name = node;
+	PERFORM ringshard.validate_ring(ring);
+	-- a token another node holds too: the ring sorts the tie by node name, so one point owns nothing
+	SELECT string_agg(DISTINCT p.node, ', ') INTO tied
+	  FROM ringshard.ring_points(ring) p
+	 WHERE p.node <> set_node_tokens.node AND p.token = ANY (tokens);
+	IF tied IS NOT NULL THEN
+		RAISE NOTICE 'some tokens of node "%" are points of other nodes too', node
+			USING DETAIL = format('Shared with: %s. Points of one token sort by node name: the later one owns no key.', tied);
+	END IF;
+	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = set_node_tokens.node;
+	RETURN format('node "%s" on ring "%s" %s now (it had %s): %s point%s, %s of the ring', node, ring,
+	              CASE WHEN tokens IS NULL THEN 'has labelled vnodes'
+	                   ELSE format('holds %s explicit token%s', cardinality(tokens), CASE WHEN cardinality(tokens) = 1 THEN '' ELSE 's' END) END,
+	              CASE WHEN previous IS NULL THEN 'labelled vnodes'
+	                   ELSE format('%s explicit token%s', cardinality(previous), CASE WHEN cardinality(previous) = 1 THEN '' ELSE 's' END) END,
+	              balance.points, CASE WHEN balance.points = 1 THEN '' ELSE 's' END,
+	              to_char(balance.share * 100, 'FM990.0') || ' %');
+END
+$$;
+COMMENT ON FUNCTION ringshard.set_node_tokens(text, ringtoken[], text) IS
+	'gives a node explicit tokens on a ring, its points exactly (docs/routing.md §8), or with NULL its labelled vnodes back; a topology change';
+
+CREATE FUNCTION ringshard.allocate_tokens(node text, count integer DEFAULT 16, ring text DEFAULT 'default')
+	RETURNS ringtoken[]
+	AS 'MODULE_PATHNAME', 'ringshard_allocate_tokens' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.allocate_tokens(text, integer, text) IS
+	'count tokens for a node, chosen as if it held no points yet where they best even the ring''s replicated load for its replication factor and zones (its zone and weight if it is a member); deterministic; changes nothing';
+
 -- Lock a node's row; raises if there is no such node.
 CREATE FUNCTION ringshard_internal.lock_node(node text) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
@@ -417,7 +571,7 @@ COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
 	'changes the address of a node (its foreign server''s options; its user mappings stay), or with NULL drops it';
 
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	was boolean;
 BEGIN
@@ -430,7 +584,7 @@ $$;
 COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the node; ownership does not change';
 
 CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard AS $$
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	was boolean;
 BEGIN
@@ -450,7 +604,15 @@ COMMENT ON FUNCTION ringshard.ring_points(text) IS
 
 CREATE FUNCTION ringshard.ring_balance(ring text DEFAULT 'default')
 	RETURNS TABLE (node text, weight float8, points integer, owned_tokens numeric,
-				   share float8, ideal_share float8, ratio float8)
+				   share float8, ideal_share float8, ratio float8, zone text, explicit_tokens boolean,
+				   held_tokens numeric, copy_share float8, copy_ratio float8)
 	AS 'MODULE_PATHNAME', 'ringshard_ring_balance' LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard.ring_balance(text) IS
-	'per node: weight, points, exact tokens owned, share of the ring, ideal share (weight / total weight, 1/N when equal) and share / ideal';
+	'per node: weight, points, exact tokens owned, share of the ring, ideal share (weight / total weight, 1/N when equal), share / ideal; zone, whether its points are explicit tokens, and at the ring''s replication factor the tokens it holds a copy of, its share of all copies, and that share / ideal';
+
+CREATE FUNCTION ringshard.ring_zones(ring text DEFAULT 'default')
+	RETURNS TABLE (zone text, nodes text[], points integer, share float8, copy_share float8,
+				   min_copies integer, max_copies integer)
+	AS 'MODULE_PATHNAME', 'ringshard_ring_zones' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.ring_zones(text) IS
+	'per zone of a ring (a node without one is a zone of its own, zone NULL): its nodes, points, share of the keys owned, share of all copies at the ring''s replication factor, and the fewest and most copies of one key it holds';

@@ -1,18 +1,25 @@
 -- Previews: what a topology change would move, computed before any data
 -- moves and without changing the catalog.
 
-CREATE FUNCTION ringshard.preview_change(ring text, change text, node text, weight float8, copies boolean)
+-- A change: 'add' (weight; zone; tokens, or token_count allocated as
+-- add_node(..., tokens => n) allocates them), 'remove', 'set_weight'
+-- (weight), 'set_zone' (zone, NULL clears it) or 'set_tokens' (tokens, NULL
+-- for labelled vnodes).
+CREATE FUNCTION ringshard.preview_change(ring text, change text, node text, weight float8, copies boolean,
+										 zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
+										 token_count integer DEFAULT NULL)
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	AS 'MODULE_PATHNAME', 'ringshard_preview_change' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.preview_change(text, text, text, float8, boolean) IS
-	'ranges whose owner (copies false) or replica set (copies true: from_node is the node, to_node ''gains'' or ''loses'') a change ''add'', ''remove'' or ''set_weight'' would alter';
+	AS 'MODULE_PATHNAME', 'ringshard_preview_change' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.preview_change(text, text, text, float8, boolean, text, ringtoken[], integer) IS
+	'ranges whose owner (copies false) or replica set (copies true: from_node is the node, to_node ''gains'' or ''loses'') a change ''add'', ''remove'', ''set_weight'', ''set_zone'' or ''set_tokens'' would alter';
 
-CREATE FUNCTION ringshard.preview_add_node(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
+CREATE FUNCTION ringshard.preview_add_node(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1,
+										   tokens integer DEFAULT NULL, zone text DEFAULT NULL)
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
-	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, false) $$;
-COMMENT ON FUNCTION ringshard.preview_add_node(text, text, float8) IS
-	'each contiguous token range (range_start, range_end] whose owner changes if the node joins, with its exact share of the ring; nothing changes';
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, false, zone, NULL, tokens) $$;
+COMMENT ON FUNCTION ringshard.preview_add_node(text, text, float8, integer, text) IS
+	'each contiguous token range (range_start, range_end] whose owner changes if the node joins (in a zone, with that many allocated tokens, as add_node would), with its exact share of the ring; nothing changes';
 
 CREATE FUNCTION ringshard.preview_remove_node(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
@@ -28,11 +35,19 @@ CREATE FUNCTION ringshard.preview_set_weight(node text, weight float8, ring text
 COMMENT ON FUNCTION ringshard.preview_set_weight(text, float8, text) IS
 	'each token range whose owner changes if the node''s weight changes; nothing changes';
 
-CREATE FUNCTION ringshard.preview_add_node_copies(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1)
+CREATE FUNCTION ringshard.preview_set_tokens(node text, tokens ringtoken[], ring text DEFAULT 'default')
+	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_tokens', node, 1, false, NULL, tokens) $$;
+COMMENT ON FUNCTION ringshard.preview_set_tokens(text, ringtoken[], text) IS
+	'each token range whose owner changes if the node''s points become these explicit tokens (NULL: its labelled vnodes); nothing changes';
+
+CREATE FUNCTION ringshard.preview_add_node_copies(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1,
+												  tokens integer DEFAULT NULL, zone text DEFAULT NULL)
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
-	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, true) $$;
-COMMENT ON FUNCTION ringshard.preview_add_node_copies(text, text, float8) IS
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, true, zone, NULL, tokens) $$;
+COMMENT ON FUNCTION ringshard.preview_add_node_copies(text, text, float8, integer, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node joins (what data movement really is)';
 
 CREATE FUNCTION ringshard.preview_remove_node_copies(node text, ring text DEFAULT 'default')
@@ -49,25 +64,50 @@ CREATE FUNCTION ringshard.preview_set_weight_copies(node text, weight float8, ri
 COMMENT ON FUNCTION ringshard.preview_set_weight_copies(text, float8, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node''s weight changes';
 
-CREATE FUNCTION ringshard.proposed_replicas(key text, ring text, change text, node text, weight float8 DEFAULT 1)
+-- A zone never changes a key's owner (§7): its preview is of copies only.
+CREATE FUNCTION ringshard.preview_set_zone_copies(node text, zone text, ring text DEFAULT 'default')
+	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_zone', node, 1, true, zone) $$;
+COMMENT ON FUNCTION ringshard.preview_set_zone_copies(text, text, text) IS
+	'each range in which a node gains or loses a copy if the node''s zone becomes this one (NULL: none); a zone moves no owner; nothing changes';
+
+CREATE FUNCTION ringshard.preview_set_tokens_copies(node text, tokens ringtoken[], ring text DEFAULT 'default')
+	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
+	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_tokens', node, 1, true, NULL, tokens) $$;
+COMMENT ON FUNCTION ringshard.preview_set_tokens_copies(text, ringtoken[], text) IS
+	'with replication: each range in which a node gains or loses a copy if the node''s points become these explicit tokens (NULL: its labelled vnodes)';
+
+CREATE FUNCTION ringshard.proposed_replicas(key text, ring text, change text, node text, weight float8 DEFAULT 1,
+											zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
+											token_count integer DEFAULT NULL)
 	RETURNS text[]
-	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION ringshard.proposed_replicas(key anyelement, ring text, change text, node text, weight float8 DEFAULT 1)
+	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION ringshard.proposed_replicas(key anyelement, ring text, change text, node text, weight float8 DEFAULT 1,
+											zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
+											token_count integer DEFAULT NULL)
 	RETURNS text[]
-	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard.proposed_replicas(text, text, text, text, float8) IS
-	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight)';
-COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, float8) IS
-	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight)';
+	AS 'MODULE_PATHNAME', 'ringshard_proposed_replicas' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard.proposed_replicas(text, text, text, text, float8, text, ringtoken[], integer) IS
+	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight, set_zone, set_tokens); NULL if the key, ring, change, node or weight is';
+COMMENT ON FUNCTION ringshard.proposed_replicas(anyelement, text, text, text, float8, text, ringtoken[], integer) IS
+	'the key''s replica set, owner first, on the ring as it would be after the change (add, remove, set_weight, set_zone, set_tokens); NULL if the key, ring, change, node or weight is';
 
 -- Row-level plans for annotated tables.  The query streams through the
 -- table; RETURN QUERY spills to disk past work_mem rather than growing.
-CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, node text, weight float8 DEFAULT 1)
+CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, node text, weight float8 DEFAULT 1,
+										   zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
+										   token_count integer DEFAULT NULL)
 	RETURNS TABLE (key text, from_node text, to_node text, from_replicas text[], to_replicas text[])
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN
+	-- as a strict function would for these (zone, tokens and token_count may be NULL)
+	IF table_name IS NULL OR change IS NULL OR node IS NULL OR weight IS NULL THEN
+		RETURN;
+	END IF;
 	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = plan_table_moves.table_name;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name
@@ -80,40 +120,42 @@ BEGIN
 	END IF;
 	-- Checked before the query (proposed_replicas checks it too, but only
 	-- per row): a mistyped change must fail on an empty table as well.
-	IF change NOT IN ('add', 'remove', 'set_weight') THEN
+	IF change NOT IN ('add', 'remove', 'set_weight', 'set_zone', 'set_tokens') THEN
 		RAISE EXCEPTION 'unknown topology change "%"', change
 			USING ERRCODE = 'invalid_parameter_value',
-			      HINT = 'Use ''add'', ''remove'' or ''set_weight''.';
+			      HINT = 'Use ''add'', ''remove'', ''set_weight'', ''set_zone'' or ''set_tokens''.';
 	END IF;
 	RETURN QUERY EXECUTE format(
 		'SELECT s.k::text, s.before[1], s.after[1], s.before, s.after
 		   FROM (SELECT t.%1$I AS k, pg_catalog.replicas_of(t) AS before,
-		                ringshard.proposed_replicas(t.%1$I, $1, $2, $3, $4) AS after
+		                ringshard.proposed_replicas(t.%1$I, $1, $2, $3, $4, $5, $6, $7) AS after
 		           FROM %2$s t WHERE t.%1$I IS NOT NULL) s
 		  WHERE s.before IS DISTINCT FROM s.after', annotation.key_column, ringshard.qualified_name(table_name))
-	USING annotation.ring_name, change, node, weight;
+	USING annotation.ring_name, change, node, weight, zone, tokens, token_count;
 END
 $$;
-COMMENT ON FUNCTION ringshard.plan_table_moves(regclass, text, text, float8) IS
-	'every row of a ring-placed table whose replica set a change (add, remove, set_weight) would alter, with old and new owners and replica sets';
+COMMENT ON FUNCTION ringshard.plan_table_moves(regclass, text, text, float8, text, ringtoken[], integer) IS
+	'every row of a ring-placed table whose replica set a change (add, remove, set_weight, set_zone, set_tokens) would alter, with old and new owners and replica sets';
 
-CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, node text, weight float8 DEFAULT 1)
+CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, node text, weight float8 DEFAULT 1,
+											 zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
+											 token_count integer DEFAULT NULL)
 	RETURNS TABLE (from_node text, to_node text, rows bigint)
-	LANGUAGE sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT m.from_node, m.to_node, count(*)
-	  FROM ringshard.plan_table_moves(table_name, change, node, weight) m
+	  FROM ringshard.plan_table_moves(table_name, change, node, weight, zone, tokens, token_count) m
 	 WHERE m.from_node IS DISTINCT FROM m.to_node
 	 GROUP BY m.from_node, m.to_node ORDER BY m.from_node COLLATE "C", m.to_node COLLATE "C";
 $$;
-COMMENT ON FUNCTION ringshard.plan_table_summary(regclass, text, text, float8) IS
-	'rows whose owner a change would move, counted per (from, to) pair: a migration plan per table';
+COMMENT ON FUNCTION ringshard.plan_table_summary(regclass, text, text, float8, text, ringtoken[], integer) IS
+	'rows whose owner a change would move, counted per (from, to) pair: a migration plan per table (a zone change moves no owner: its rows are in plan_table_moves)';
 
 CREATE FUNCTION ringshard.compare_schemes(from_nodes integer, to_nodes integer, keys integer DEFAULT 100000,
 										  vnodes integer DEFAULT 256)
 	RETURNS TABLE (scheme text, moved_fraction float8, ideal_fraction float8, max_over_mean float8, stddev_share float8)
 	AS 'MODULE_PATHNAME', 'ringshard_compare_schemes' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard.compare_schemes(integer, integer, integer, integer) IS
-	'keys key-0.. placed with modulo, range, ring, jump and rendezvous on from_nodes then to_nodes nodes: share moved against the ideal, and balance after';
+	'keys key-0.. placed with modulo, range, ring (vnodes random points per node), ring_tokens (16 allocated tokens per node, nodes joining one by one), jump and rendezvous on from_nodes then to_nodes nodes: share moved against the ideal, and balance after';
 
 -- Balance reports: one per ring, and the same for the real rows of an
 -- annotated table.  Shares are rounded to 4 decimals and deviations to a
@@ -146,17 +188,33 @@ $$;
 COMMENT ON FUNCTION ringshard.share_bar(float8, float8, integer) IS
 	'a bar of Unicode block characters value / full_scale of width characters long, to an eighth; ''#'' characters where the encoding has no blocks';
 
+-- Node rows first (node, its zone, points, share of the keys against the
+-- ideal, share of the copies at the ring's replication factor), then one row
+-- per named zone (node NULL): its nodes' points and shares, and the fewest
+-- and most copies of one key it holds.
 CREATE FUNCTION ringshard.ring_balance_report(ring text DEFAULT 'default')
-	RETURNS TABLE (node text, points integer, share numeric, ideal numeric, deviation_pct numeric, bar text)
+	RETURNS TABLE (node text, zone text, points integer, share numeric, ideal numeric, deviation_pct numeric,
+				   copy_share numeric, min_copies integer, max_copies integer, bar text)
 	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-	SELECT b.node, b.points, round(b.share::numeric, 4), round(b.ideal_share::numeric, 4),
-	       round(((b.ratio - 1) * 100)::numeric, 1),
-	       ringshard.share_bar(b.share, max(greatest(b.share, b.ideal_share)) OVER ())
-	  FROM ringshard.ring_balance(ring) b
-	 ORDER BY b.node COLLATE "C";
+	WITH b AS (SELECT * FROM ringshard.ring_balance(ring)),
+	     z AS (SELECT z.*, (SELECT sum(b.ideal_share) FROM b WHERE b.node = ANY (z.nodes)) AS ideal_share
+	             FROM ringshard.ring_zones(ring) z WHERE z.zone IS NOT NULL),
+	     top AS (SELECT max(greatest(b.share, b.ideal_share)) AS scale FROM b)
+	SELECT r.node, r.zone, r.points, r.share, r.ideal, r.deviation_pct, r.copy_share, r.min_copies, r.max_copies, r.bar
+	  FROM (SELECT 0 AS kind, b.node, b.zone, b.points, round(b.share::numeric, 4) AS share,
+	               round(b.ideal_share::numeric, 4) AS ideal, round(((b.ratio - 1) * 100)::numeric, 1) AS deviation_pct,
+	               round(b.copy_share::numeric, 4) AS copy_share, NULL::integer AS min_copies, NULL::integer AS max_copies,
+	               ringshard.share_bar(b.share, (SELECT top.scale FROM top)) AS bar
+	          FROM b
+	        UNION ALL
+	        SELECT 1, NULL, z.zone, z.points, round(z.share::numeric, 4), round(z.ideal_share::numeric, 4),
+	               round(((z.share / z.ideal_share - 1) * 100)::numeric, 1), round(z.copy_share::numeric, 4),
+	               z.min_copies, z.max_copies, ''
+	          FROM z) r
+	 ORDER BY r.kind, r.node COLLATE "C", r.zone COLLATE "C";
 $$;
 COMMENT ON FUNCTION ringshard.ring_balance_report(text) IS
-	'per node of a ring: points, share of the ring and ideal share (weight / total weight), 4 decimals, deviation from the ideal in per cent, and a bar proportional to the share; exact figures in ring_balance()';
+	'per node of a ring: zone, points, share of the ring and ideal share (weight / total weight), 4 decimals, deviation from the ideal in per cent, share of the copies, and a bar proportional to the share; then per zone: its share and ideal, its share of the copies, and the fewest and most copies of one key in it; exact figures in ring_balance() and ring_zones()';
 
 -- Rows are counted where the function runs (the coordinator of a cluster
 -- keeps none: gather them, or a sample, into a table annotated the same way;

@@ -13,7 +13,7 @@ CREATE TABLE ringshard.placements (
 	placed_at timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE ringshard.placements IS
-	'the topology (ring members and weights, or partition assignments) each distributed table''s rows are laid out under';
+	'the topology (ring members with weights, zones and tokens, or partition assignments) each distributed table''s rows are laid out under';
 SELECT pg_catalog.pg_extension_config_dump('ringshard.placements', '');
 
 CREATE TABLE ringshard.rebalance_progress (
@@ -55,12 +55,12 @@ SELECT p.table_name,
 COMMENT ON VIEW ringshard.rebalance_status IS
 	'per table with a running (or interrupted) rebalance: steps, steps done, rows of the whole plan, rows copied so far, percent done';
 
-CREATE FUNCTION ringshard_internal.ring_move_plan(old_nodes text[], old_weights float8[], old_vnodes integer,
+CREATE FUNCTION ringshard_internal.ring_move_plan(old_members json, old_vnodes integer,
 										 old_replicas integer, ring text)
 	RETURNS TABLE (range_start ringtoken, range_end ringtoken, fraction float8, old_nodes text[], new_nodes text[])
-	AS 'MODULE_PATHNAME', 'ringshard_ring_move_plan' LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION ringshard_internal.ring_move_plan(text[], float8[], integer, integer, text) IS
-	'token ranges whose replica set differs between a ring as it was (members, weights, vnodes, replicas) and as it is now';
+	AS 'MODULE_PATHNAME', 'ringshard_ring_move_plan_members' LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard_internal.ring_move_plan(json, integer, integer, text) IS
+	'token ranges whose replica set differs between a ring as it was (a placement snapshot''s members with weights, zones and tokens, vnodes, replicas) and as it is now';
 
 -- The topology a table's rows would be laid out under now.
 CREATE FUNCTION ringshard_internal.placement_snapshot(table_name regclass) RETURNS json
@@ -68,7 +68,8 @@ CREATE FUNCTION ringshard_internal.placement_snapshot(table_name regclass) RETUR
 	SELECT CASE WHEN d.ring_name IS NOT NULL THEN
 		json_build_object('ring', d.ring_name, 'algorithm', r.algorithm, 'vnodes', r.vnodes,
 		                  'replication_factor', r.replication_factor,
-		                  'members', (SELECT coalesce(json_agg(json_build_object('node', m.node_name, 'weight', m.weight)
+		                  'members', (SELECT coalesce(json_agg(json_build_object('node', m.node_name, 'weight', m.weight,
+		                                                                         'zone', m.zone, 'tokens', m.tokens)
 		                                                       ORDER BY m.node_name COLLATE "C"), '[]')
 		                                FROM ringshard.ring_members m WHERE m.ring_name = d.ring_name))
 	ELSE
@@ -201,9 +202,7 @@ BEGIN
 		                m.old_nodes[1]),
 		       ARRAY(SELECT n FROM unnest(m.new_nodes) n WHERE n <> ALL (m.old_nodes)),
 		       ARRAY(SELECT o FROM unnest(m.old_nodes) o WHERE o <> ALL (m.new_nodes))
-		  FROM ringshard_internal.ring_move_plan(
-		         ARRAY(SELECT x->>'node' FROM json_array_elements(placed->'members') x),
-		         ARRAY(SELECT (x->>'weight')::float8 FROM json_array_elements(placed->'members') x),
+		  FROM ringshard_internal.ring_move_plan(placed->'members',
 		         (placed->>'vnodes')::integer, (placed->>'replication_factor')::integer,
 		         annotation.ring_name) m;
 	ELSE

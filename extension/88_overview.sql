@@ -17,7 +17,8 @@ SELECT d.table_name,
        (SELECT count(*) FROM ringshard.write_queue q WHERE q.table_name = d.table_name AND q.node_name = m.node_name)
            AS queued_writes,
        (SELECT count(*) FROM ringshard.dead_letters l WHERE l.table_name = d.table_name AND l.node_name = m.node_name)
-           AS dead_letters
+           AS dead_letters,
+       m.zone
   FROM ringshard.distributed_tables d
   JOIN ringshard.ring_members m ON m.ring_name = d.ring_name
   JOIN ringshard.nodes n ON n.node_name = m.node_name
@@ -31,13 +32,14 @@ SELECT d.table_name,
        round(h.partitions / 256.0, 4),
        h.partitions,
        (SELECT count(*) FROM ringshard.write_queue q WHERE q.table_name = d.table_name AND q.node_name = h.node_name),
-       (SELECT count(*) FROM ringshard.dead_letters l WHERE l.table_name = d.table_name AND l.node_name = h.node_name)
+       (SELECT count(*) FROM ringshard.dead_letters l WHERE l.table_name = d.table_name AND l.node_name = h.node_name),
+       NULL::text
   FROM ringshard.distributed_tables d
   JOIN (SELECT a.map_name, a.node_name, sum(a.partition_end - a.partition_start + 1)::integer AS partitions
           FROM ringshard.partition_assignments a GROUP BY a.map_name, a.node_name) h ON h.map_name = d.map_name
   JOIN ringshard.nodes n ON n.node_name = h.node_name;
 COMMENT ON VIEW ringshard.table_nodes IS
-	'per annotated table and node of its ring or map: up or down, weight, share of the keys (ring: of the tokens it owns; map: of the 256 partitions it holds), partitions held, writes queued for it and dead letters';
+	'per annotated table and node of its ring or map: up or down, weight, share of the keys (ring: of the tokens it owns; map: of the 256 partitions it holds), partitions held, writes queued for it, dead letters, and its zone on the ring';
 
 CREATE VIEW ringshard.table_overview AS
 SELECT d.table_name,
@@ -84,7 +86,8 @@ SELECT d.table_name,
        SELECT CASE WHEN d.ring_name IS NOT NULL THEN
                   jsonb_build_object('algorithm', pl.snapshot->>'algorithm', 'vnodes', (pl.snapshot->>'vnodes')::integer,
                                      'replication_factor', (pl.snapshot->>'replication_factor')::integer,
-                                     'members', (SELECT coalesce(jsonb_agg(jsonb_build_array(m->>'node', (m->>'weight')::float8)
+                                     'members', (SELECT coalesce(jsonb_agg(jsonb_build_array(m->>'node', (m->>'weight')::float8,
+                                                                                             m->>'zone', (m->'tokens')::jsonb)
                                                                            ORDER BY m->>'node' COLLATE "C"), '[]')
                                                    FROM json_array_elements(pl.snapshot->'members') m))
               ELSE
@@ -95,7 +98,8 @@ SELECT d.table_name,
               END AS stored,
               CASE WHEN d.ring_name IS NOT NULL THEN
                   jsonb_build_object('algorithm', r.algorithm, 'vnodes', r.vnodes, 'replication_factor', r.replication_factor,
-                                     'members', (SELECT coalesce(jsonb_agg(jsonb_build_array(m.node_name, m.weight)
+                                     'members', (SELECT coalesce(jsonb_agg(jsonb_build_array(m.node_name, m.weight,
+                                                                                             m.zone, to_jsonb(m.tokens))
                                                                            ORDER BY m.node_name COLLATE "C"), '[]')
                                                    FROM ringshard.ring_members m WHERE m.ring_name = d.ring_name))
               ELSE

@@ -1,6 +1,7 @@
 /*
  * ring_info.c
- *		Showing a ring: its points in order, and each node's exact share.
+ *		Showing a ring: its points in order, each node's exact share of the
+ *		keys and of their copies, and each zone's.
  *
  * These build the ring afresh from the catalog (with label indexes, which the
  * routing cache does not keep), so they also serve to validate a change
@@ -9,6 +10,8 @@
 #include "postgres.h"
 
 #include "funcapi.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
@@ -95,33 +98,43 @@ PG_FUNCTION_INFO_V1(ringshard_ring_balance);
 /*
  * ring_balance(ring): per node its weight, points, the exact number of tokens
  * it owns, that as a share of the ring, its ideal share (weight over total
- * weight: 1/N when weights are equal) and the ratio of the two.
+ * weight: 1/N when weights are equal) and the ratio of the two; its zone,
+ * whether its points are explicit tokens, and at the ring's replication
+ * factor the tokens it holds a copy of, as a share of all copies
+ * (min(R, N) per key), and that share over the ideal.
  */
 Datum
 ringshard_ring_balance(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RingSpec   *spec;
 	rs_ring    *ring;
 
 	InitMaterializedSRF(fcinfo, 0);
-	ring = load_for_display(PG_GETARG_TEXT_PP(0), 0);
+	spec = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	ring = topology_build_ring(spec, 0);
 	if (ring == NULL)
 		PG_RETURN_VOID();
 	PG_TRY();
 	{
 		rs_u128    *owned = palloc(sizeof(rs_u128) * ring->nnodes);
+		rs_u128    *held = palloc(sizeof(rs_u128) * ring->nnodes);
 		double		space = (double) rs_ring_space(ring);
+		double		copies = (double) Min((uint32) spec->replication_factor, ring->nnodes);
 		double		total_weight = 0;
 
 		rs_ring_ownership(ring, owned);
+		(void) rs_ring_replicated_ownership(ring, (uint32) spec->replication_factor, held, NULL, NULL);
 		for (uint32 n = 0; n < ring->nnodes; n++)
 			total_weight += ring->weights[n];
 		for (uint32 n = 0; n < ring->nnodes; n++)
 		{
-			Datum		values[7];
-			bool		nulls[7] = {false};
+			Datum		values[12];
+			bool		nulls[12] = {false};
 			double		share = (double) owned[n] / space;
 			double		ideal = ring->weights[n] / total_weight;
+			double		copy_share = (double) held[n] / (space * copies);
+			const char *zone = rs_ring_zone_name(ring, n);
 
 			values[0] = PointerGetDatum(cstring_to_text_with_len(ring->names[n], (int) ring->name_lens[n]));
 			values[1] = Float8GetDatum(ring->weights[n]);
@@ -130,6 +143,90 @@ ringshard_ring_balance(PG_FUNCTION_ARGS)
 			values[4] = Float8GetDatum(share);
 			values[5] = Float8GetDatum(ideal);
 			values[6] = Float8GetDatum(share / ideal);
+			if (zone)
+				values[7] = CStringGetTextDatum(zone);
+			else
+				nulls[7] = true;
+			values[8] = BoolGetDatum(ring->explicit_tokens[n] != 0);
+			values[9] = u128_numeric(held[n]);
+			values[10] = Float8GetDatum(copy_share);
+			values[11] = Float8GetDatum(copy_share / ideal);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	PG_FINALLY();
+	{
+		rs_ring_free(ring);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_ring_zones);
+
+/*
+ * ring_zones(ring): per zone (a node without one is a zone of its own, with
+ * zone NULL) its nodes, points, share of the keys owned, share of all copies
+ * at the ring's replication factor, and the fewest and most copies of one
+ * key it holds.
+ */
+Datum
+ringshard_ring_zones(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	RingSpec   *spec;
+	rs_ring    *ring;
+
+	InitMaterializedSRF(fcinfo, 0);
+	spec = topology_read_ring_spec(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	ring = topology_build_ring(spec, 0);
+	if (ring == NULL)
+		PG_RETURN_VOID();
+	PG_TRY();
+	{
+		rs_u128    *owned = palloc(sizeof(rs_u128) * ring->nnodes);
+		rs_u128    *held = palloc(sizeof(rs_u128) * ring->nnodes);
+		uint32	   *zone_min = palloc(sizeof(uint32) * ring->nzones);
+		uint32	   *zone_max = palloc(sizeof(uint32) * ring->nzones);
+		double		space = (double) rs_ring_space(ring);
+		double		copies = (double) Min((uint32) spec->replication_factor, ring->nnodes);
+		rs_status	status;
+
+		rs_ring_ownership(ring, owned);
+		status = rs_ring_replicated_ownership(ring, (uint32) spec->replication_factor, held,
+											  zone_min, zone_max);
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot compute copies per zone");
+		/* named zones in name order, then the nodes without one, in name order */
+		for (uint32 z = 0; z < ring->nzones; z++)
+		{
+			Datum		values[7];
+			bool		nulls[7] = {false};
+			Datum	   *names = palloc(sizeof(Datum) * ring->nnodes);
+			int			nnames = 0;
+			int32		points = 0;
+			rs_u128		zone_owned = 0;
+			rs_u128		zone_held = 0;
+
+			for (uint32 n = 0; n < ring->nnodes; n++)
+				if (rs_ring_zone_of(ring, n) == z)
+				{
+					names[nnames++] = PointerGetDatum(cstring_to_text_with_len(ring->names[n],
+																			   (int) ring->name_lens[n]));
+					points += (int32) ring->node_points[n];
+					zone_owned += owned[n];
+					zone_held += held[n];
+				}
+			if (ring->zoned && z < ring->nnamed_zones)
+				values[0] = CStringGetTextDatum(ring->zone_names[z]);
+			else
+				nulls[0] = true;
+			values[1] = PointerGetDatum(construct_array(names, nnames, TEXTOID, -1, false, TYPALIGN_INT));
+			values[2] = Int32GetDatum(points);
+			values[3] = Float8GetDatum((double) zone_owned / space);
+			values[4] = Float8GetDatum((double) zone_held / (space * copies));
+			values[5] = Int32GetDatum((int32) zone_min[z]);
+			values[6] = Int32GetDatum((int32) zone_max[z]);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}

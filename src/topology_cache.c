@@ -9,6 +9,7 @@
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -313,7 +314,7 @@ topology_read_ring_spec(const char *ring_name)
 	}
 
 	/* Bytewise name order is the core's node order, so indexes line up. */
-	run_catalog_query("SELECT m.node_name, m.weight, n.is_up "
+	run_catalog_query("SELECT m.node_name, m.weight, n.is_up, m.zone, m.tokens "
 					  "FROM ringshard.ring_members m JOIN ringshard.nodes n "
 					  "ON n.node_name OPERATOR(pg_catalog.=) m.node_name "
 					  "WHERE m.ring_name OPERATOR(pg_catalog.=) $1 "
@@ -327,14 +328,69 @@ topology_read_ring_spec(const char *ring_name)
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		char	   *name = MemoryContextStrdup(caller, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)));
+		Datum		zone;
+		Datum		tokens;
 
 		spec->members[i].name = name;
 		spec->members[i].name_len = strlen(name);
 		spec->members[i].weight = DatumGetFloat8(SPI_getbinval(tuple, desc, 2, &isnull));
 		spec->node_up[i] = DatumGetBool(SPI_getbinval(tuple, desc, 3, &isnull));
+		zone = SPI_getbinval(tuple, desc, 4, &isnull);
+		if (!isnull)
+		{
+			char	   *z = MemoryContextStrdup(caller, TextDatumGetCString(zone));
+
+			spec->members[i].zone = z;
+			spec->members[i].zone_len = strlen(z);
+		}
+		tokens = SPI_getbinval(tuple, desc, 5, &isnull);
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(caller);
+
+			spec->members[i].tokens = topology_token_array(DatumGetArrayTypeP(tokens),
+														   &spec->members[i].ntokens);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	finish_catalog(pushed);
 	return spec;
+}
+
+/*
+ * The tokens of a ringtoken[] as a palloc'd array, in the current memory
+ * context; ERROR for NULL elements or more than RS_RING_MAX_TOKENS (the
+ * catalog's check refuses both; an argument may hold them).
+ */
+uint64 *
+topology_token_array(ArrayType *array, uint32 *count)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	uint64	   *tokens;
+
+	if (ARR_NDIM(array) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("tokens must be a one-dimensional array")));
+	deconstruct_array(array, ARR_ELEMTYPE(array), 8, true, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+	if (n > RS_RING_MAX_TOKENS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%d tokens are more than a node may hold", n),
+				 errdetail("A node holds at most %u explicit tokens.", RS_RING_MAX_TOKENS)));
+	tokens = palloc(sizeof(uint64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("a token must not be null")));
+		tokens[i] = DatumGetUInt64(elems[i]);
+	}
+	*count = (uint32) n;
+	return tokens;
 }
 
 /* Build the ring a spec describes; NULL when it has no members; ERROR if invalid. */
@@ -351,11 +407,21 @@ topology_build_ring(const RingSpec *spec, int options)
 						   (uint32) spec->vnodes, options, &ring, &bad_member);
 	if (status == RS_OK)
 		return ring;
+	if (bad_member >= 0 && status == RS_ERR_INVALID && spec->algorithm == RS_RING_KETAMA &&
+		(spec->members[bad_member].zone != NULL || spec->members[bad_member].tokens != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot build ring \"%s\": node \"%s\" has a zone or explicit tokens on a ketama ring",
+						spec->name, spec->members[bad_member].name),
+				 errhint("Zones and explicit tokens are for murmur3 rings.")));
 	if (bad_member >= 0)
 		ereport(ERROR,
 				(errcode(status == RS_ERR_TOO_MANY_POINTS ? ERRCODE_PROGRAM_LIMIT_EXCEEDED
 						 : ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot build ring \"%s\": %s", spec->name, rs_status_text(status)),
+				 spec->members[bad_member].tokens != NULL ?
+				 errdetail("The offending node is \"%s\" with %u explicit tokens.",
+						   spec->members[bad_member].name, spec->members[bad_member].ntokens) :
 				 errdetail("The offending node is \"%s\" with weight %.17g.",
 						   spec->members[bad_member].name, spec->members[bad_member].weight),
 				 errhint("A ring holds at most %u points and %u nodes.",

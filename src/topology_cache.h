@@ -16,6 +16,8 @@
 
 #include "postgres.h"
 
+#include "utils/array.h"
+
 #include "rs_partmap.h"
 #include "rs_ring.h"
 
@@ -76,12 +78,16 @@ typedef struct RingSpec
 	int			vnodes;
 	int			replication_factor;
 	int			nmembers;
-	rs_ring_member *members;	/* in bytewise name order, names palloc'd */
+	rs_ring_member *members;	/* in bytewise name order; names, zones and
+								 * tokens palloc'd */
 	bool	   *node_up;		/* by member index */
 } RingSpec;
 
 /* Read a ring's definition and members (not cached); ERROR if no such ring. */
 extern RingSpec *topology_read_ring_spec(const char *ring_name);
+
+/* The tokens of a ringtoken[], palloc'd; ERROR for NULL elements or too many. */
+extern uint64 *topology_token_array(ArrayType *array, uint32 *count);
 
 /* Build the ring a spec describes; NULL when it has no members; ERROR if invalid. */
 extern rs_ring *topology_build_ring(const RingSpec *spec, int options);

@@ -32,6 +32,21 @@ BEGIN
 END
 $$;
 
+-- The same 1,000 nodes on a ring of explicit tokens: each joins with 16
+-- allocated tokens (add_node(..., tokens => 16), as an operator would add
+-- them, one by one), 16,000 points instead of 256,000.
+SELECT ringshard.create_ring('r1000t', 256, 3);
+DO $$
+BEGIN
+	FOR i IN 1..1000 LOOP
+		PERFORM ringshard.add_node('node-' || i, NULL, 'r1000t', tokens => 16);
+	END LOOP;
+	IF ringshard.validate_ring('r1000t') <> 16000 THEN
+		RAISE EXCEPTION 'unexpected ring size';
+	END IF;
+END
+$$;
+
 -- The hand-written SQL ring: the same points (from ringshard.ring_points) in a
 -- table with a btree index; token is the ringtoken type (unsigned 64-bit, so
 -- the result equals shard_for's and can be checked); the key's hash is
@@ -105,6 +120,11 @@ SELECT 'all', r.n, c.key, c.name, format('SELECT count(%s) FROM bench.keys', for
 	(4, 'readnode', 'read_node_for(k, ring)  [R = 3]', 'read_node_for(k, ''r%s'')'),
 	(5, 'replicas1', 'replicas_for(k, ring, 1)  [array of one]', 'replicas_for(k, ''r%s'', 1)')) c(o, key, name, expr)
  ORDER BY r.n, c.o;
+INSERT INTO bench.cases (grp, nodes, key, name, q, nrows)
+VALUES ('all', 1000, 'shard_tokens', 'shard_for(k, ring)  [16 allocated tokens per node: 16,000 points]',
+        'SELECT count(shard_for(k, ''r1000t'')) FROM bench.keys', :nkeys),
+       ('all', 1000, 'replicas_tokens', 'replicas_for(k, ring)  [R = 3, 16 allocated tokens per node]',
+        'SELECT count(replicas_for(k, ''r1000t'')) FROM bench.keys', :nkeys);
 INSERT INTO bench.cases (grp, nodes, key, name, q, nrows)
 VALUES ('all', 64, 'shard_default', 'shard_for(k)  [ring ''default'', no ring argument]',
         'SELECT count(shard_for(k)) FROM bench.keys', :nkeys);

@@ -211,7 +211,47 @@ rs_ring_free(rs_ring *ring)
 	free(ring->labels);
 	free(ring->buckets);
 	free(ring->replica_sets);
+	if (ring->zone_names != NULL)
+		for (uint32_t i = 0; i < ring->nnamed_zones; i++)
+			free(ring->zone_names[i]);
+	free(ring->zone_names);
+	free(ring->zone_name_lens);
+	free(ring->zone_of);
+	free(ring->explicit_tokens);
 	free(ring);
+}
+
+/* qsort order of unsigned 64-bit tokens. */
+static int
+compare_tokens(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Whether count tokens are pairwise distinct (a sorted copy is checked). */
+static int
+tokens_distinct(const uint64_t *tokens, uint32_t count)
+{
+	uint64_t   *copy = malloc((size_t) count * sizeof(uint64_t));
+	int			distinct = 1;
+
+	if (copy == NULL)
+	{
+		/* Without memory for a copy, compare pairs (members are small then). */
+		for (uint32_t i = 0; i < count && distinct; i++)
+			for (uint32_t j = i + 1; j < count && distinct; j++)
+				distinct = tokens[i] != tokens[j];
+		return distinct;
+	}
+	memcpy(copy, tokens, (size_t) count * sizeof(uint64_t));
+	qsort(copy, count, sizeof(uint64_t), compare_tokens);
+	for (uint32_t i = 1; i < count && distinct; i++)
+		distinct = copy[i - 1] != copy[i];
+	free(copy);
+	return distinct;
 }
 
 /* Check members and compute each one's point count, in name order. */
@@ -232,6 +272,13 @@ plan_points(rs_ring_algorithm algorithm, const rs_ring_member *const *sorted,
 			return RS_ERR_INVALID;
 		if (!isfinite(m->weight) || m->weight <= 0)
 			return RS_ERR_INVALID;
+		if (m->zone != NULL &&
+			(algorithm != RS_RING_MURMUR3 || m->zone_len == 0 || m->zone_len > RS_RING_MAX_NAME))
+			return RS_ERR_INVALID;
+		if (m->tokens != NULL &&
+			(algorithm != RS_RING_MURMUR3 || m->ntokens == 0 || m->ntokens > RS_RING_MAX_TOKENS ||
+			 !tokens_distinct(m->tokens, m->ntokens)))
+			return RS_ERR_INVALID;
 		if (i > 0 && compare_member_names(sorted[i - 1], m) == 0)
 			return RS_ERR_DUPLICATE;
 		total_weight += m->weight;
@@ -244,7 +291,9 @@ plan_points(rs_ring_algorithm algorithm, const rs_ring_member *const *sorted,
 	{
 		uint64_t	count;
 
-		if (algorithm == RS_RING_MURMUR3)
+		if (algorithm == RS_RING_MURMUR3 && sorted[i]->tokens != NULL)
+			count = sorted[i]->ntokens;
+		else if (algorithm == RS_RING_MURMUR3)
 			count = rs_murmur3_point_count(vnodes, sorted[i]->weight);
 		else
 			count = (uint64_t) ketama_label_count(sorted[i]->weight, total_weight,
@@ -258,6 +307,104 @@ plan_points(rs_ring_algorithm algorithm, const rs_ring_member *const *sorted,
 		counts[i] = (uint32_t) count;
 	}
 	return *total == 0 ? RS_ERR_EMPTY : RS_OK;
+}
+
+/* Zone order: name bytes, then length. */
+static int
+compare_zone_names(const rs_ring_member *a, const rs_ring_member *b)
+{
+	size_t		common = a->zone_len < b->zone_len ? a->zone_len : b->zone_len;
+	int			cmp = common > 0 ? memcmp(a->zone, b->zone, common) : 0;
+
+	if (cmp != 0)
+		return cmp;
+	return (a->zone_len > b->zone_len) - (a->zone_len < b->zone_len);
+}
+
+/* A member with a zone and its node index, for sorting by zone. */
+typedef struct zoned_node
+{
+	const rs_ring_member *member;
+	uint32_t	node;
+} zoned_node;
+
+static int
+compare_zoned_nodes(const void *a, const void *b)
+{
+	const zoned_node *x = a;
+	const zoned_node *y = b;
+	int			cmp = compare_zone_names(x->member, y->member);
+
+	if (cmp != 0)
+		return cmp;
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/*
+ * Number the zones (see struct rs_ring): named zones in bytewise order of
+ * their names, then one zone per node without a name.  No zone anywhere
+ * leaves the ring unzoned, with nzones = nnodes.
+ */
+static rs_status
+copy_zones(rs_ring *ring, const rs_ring_member *const *sorted)
+{
+	uint32_t	n = ring->nnodes;
+	uint32_t	nnamed = 0;
+	zoned_node *order;
+	uint32_t	next_id = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		nnamed += sorted[i]->zone != NULL;
+	ring->nzones = n;
+	if (nnamed == 0)
+		return RS_OK;
+	ring->zoned = 1;
+	ring->zone_of = malloc(n * sizeof(uint32_t));
+	order = malloc(nnamed * sizeof(zoned_node));
+	ring->zone_names = calloc(nnamed, sizeof(char *));
+	ring->zone_name_lens = malloc(nnamed * sizeof(size_t));
+	if (!ring->zone_of || !order || !ring->zone_names || !ring->zone_name_lens)
+	{
+		free(order);
+		return RS_ERR_NOMEM;
+	}
+	for (uint32_t i = 0, k = 0; i < n; i++)
+		if (sorted[i]->zone != NULL)
+		{
+			order[k].member = sorted[i];
+			order[k].node = i;
+			k++;
+		}
+	qsort(order, nnamed, sizeof(zoned_node), compare_zoned_nodes);
+	for (uint32_t k = 0; k < nnamed; k++)
+	{
+		const rs_ring_member *m = order[k].member;
+
+		if (k == 0 || compare_zone_names(order[k - 1].member, m) != 0)
+		{
+			char	   *copy = malloc(m->zone_len + 1);
+
+			if (copy == NULL)
+			{
+				ring->nnamed_zones = next_id;
+				free(order);
+				return RS_ERR_NOMEM;
+			}
+			memcpy(copy, m->zone, m->zone_len);
+			copy[m->zone_len] = '\0';
+			ring->zone_names[next_id] = copy;
+			ring->zone_name_lens[next_id] = m->zone_len;
+			next_id++;
+		}
+		ring->zone_of[order[k].node] = next_id - 1;
+	}
+	ring->nnamed_zones = next_id;
+	free(order);
+	for (uint32_t i = 0; i < n; i++)
+		if (sorted[i]->zone == NULL)
+			ring->zone_of[i] = next_id++;
+	ring->nzones = next_id;
+	return RS_OK;
 }
 
 /* Copy names and weights into the ring, in name order. */
@@ -283,12 +430,41 @@ copy_nodes(rs_ring *ring, const rs_ring_member *const *sorted, const uint32_t *c
 		ring->weights[i] = sorted[i]->weight;
 		ring->node_points[i] = counts[i];
 	}
+	ring->explicit_tokens = calloc(n, 1);
+	if (ring->explicit_tokens == NULL)
+		return RS_ERR_NOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		ring->explicit_tokens[i] = sorted[i]->tokens != NULL;
+	return copy_zones(ring, sorted);
+}
+
+/*
+ * Fill the points of a member with explicit tokens (§8): its tokens, label i
+ * the position of the token among them in ascending order.
+ */
+static rs_status
+place_token_points(build_point *points, uint32_t node, const rs_ring_member *member)
+{
+	uint64_t   *sorted_tokens = malloc((size_t) member->ntokens * sizeof(uint64_t));
+
+	if (sorted_tokens == NULL)
+		return RS_ERR_NOMEM;
+	memcpy(sorted_tokens, member->tokens, (size_t) member->ntokens * sizeof(uint64_t));
+	qsort(sorted_tokens, member->ntokens, sizeof(uint64_t), compare_tokens);
+	for (uint32_t i = 0; i < member->ntokens; i++)
+	{
+		points[i].token = sorted_tokens[i];
+		points[i].node = node;
+		points[i].label = i;
+	}
+	free(sorted_tokens);
 	return RS_OK;
 }
 
 /* Hash every label, sort, and split the points into the ring's arrays. */
 static rs_status
-place_points(rs_ring *ring, const uint32_t *counts, int options)
+place_points(rs_ring *ring, const rs_ring_member *const *sorted, const uint32_t *counts,
+			 int options)
 {
 	build_point *points = malloc((size_t) ring->npoints * sizeof(build_point));
 	char	   *label_buf = malloc(RS_RING_MAX_NAME + 32);
@@ -303,7 +479,9 @@ place_points(rs_ring *ring, const uint32_t *counts, int options)
 	}
 	for (uint32_t node = 0; node < ring->nnodes && status == RS_OK; node++)
 	{
-		if (ring->algorithm == RS_RING_MURMUR3)
+		if (ring->algorithm == RS_RING_MURMUR3 && sorted[node]->tokens != NULL)
+			status = place_token_points(points + next, node, sorted[node]);
+		else if (ring->algorithm == RS_RING_MURMUR3)
 			place_murmur3_points(points + next, node, ring->names[node],
 								 ring->name_lens[node], counts[node], label_buf);
 		else
@@ -400,7 +578,7 @@ rs_ring_build(rs_ring_algorithm algorithm, const rs_ring_member *members,
 	ring->npoints = (uint32_t) total;
 	status = copy_nodes(ring, sorted, counts);
 	if (status == RS_OK)
-		status = place_points(ring, counts, options);
+		status = place_points(ring, sorted, counts, options);
 	if (status == RS_OK)
 		status = build_buckets(ring, algorithm == RS_RING_MURMUR3 ? 64 : 32);
 
@@ -459,44 +637,134 @@ rs_ring_space(const rs_ring *ring)
 	return (rs_u128) 1 << (ring->algorithm == RS_RING_KETAMA ? 32 : 64);
 }
 
-/* Walk clockwise from a point collecting up to want distinct nodes. */
-static rs_status
-walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out, uint32_t *count)
+/*
+ * Bitmaps of taken nodes and represented zones, for sets larger than a scan
+ * of what was found is worth: on the stack (ids are below 2^16), so that a
+ * lookup never allocates.
+ */
+#define SET_SCAN_MAX 16
+#define ID_WORDS ((RS_RING_MAX_NODES + 64) / 64)
+
+typedef struct walk_marks
+{
+	uint64_t	nodes[ID_WORDS];
+	uint64_t	zones[ID_WORDS];
+} walk_marks;
+
+static inline int
+mark_test(const uint64_t *bits, uint32_t id)
+{
+	return (int) ((bits[id >> 6] >> (id & 63)) & 1);
+}
+
+static inline void
+mark_set(uint64_t *bits, uint32_t id)
+{
+	bits[id >> 6] |= UINT64_C(1) << (id & 63);
+}
+
+/* Whether a node, or (zones) a node of the zone, is among the found. */
+static inline int
+found_node(const uint16_t *out, uint32_t found, uint32_t node)
+{
+	for (uint32_t j = 0; j < found; j++)
+		if (out[j] == node)
+			return 1;
+	return 0;
+}
+
+static inline int
+found_zone(const rs_ring *ring, const uint16_t *out, uint32_t found, uint32_t zone)
+{
+	for (uint32_t j = 0; j < found; j++)
+		if (ring->zone_of[out[j]] == zone)
+			return 1;
+	return 0;
+}
+
+/*
+ * Walk clockwise from a point collecting up to want distinct nodes (§3); on
+ * a ring with zones, first nodes of zones not yet represented, until want
+ * or every zone is, then from the start again any node not taken (§7).
+ * Whether a node, or a node of a zone, is taken is answered by a scan of
+ * what was found (marks NULL) or by bitmaps; inlined for each below.
+ */
+static inline __attribute__((always_inline)) void
+walk_replicas_with(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
+				   uint32_t *count, walk_marks *marks)
 {
 	uint32_t	found = 0;
-	unsigned char *seen = NULL;
 
-	/* Small sets scan what they have; large ones keep a seen-map. */
-	if (want > 16)
+	if (ring->zoned)
 	{
-		seen = calloc(ring->nnodes, 1);
-		if (seen == NULL)
-			return RS_ERR_NOMEM;
+		uint32_t	zones_taken = 0;
+
+		for (uint32_t step = 0; step < ring->npoints && found < want &&
+			 zones_taken < ring->nzones; step++)
+		{
+			uint32_t	point = start + step;
+			uint32_t	node;
+			uint32_t	zone;
+			int			taken;
+
+			if (point >= ring->npoints)
+				point -= ring->npoints;
+			node = rs_ring_point_owner(ring, point);
+			zone = ring->zone_of[node];
+			taken = marks ? mark_test(marks->zones, zone) : found_zone(ring, out, found, zone);
+			if (!taken)
+			{
+				/* a zone not represented yet has none of its nodes taken */
+				out[found++] = (uint16_t) node;
+				zones_taken++;
+				if (marks)
+				{
+					mark_set(marks->nodes, node);
+					mark_set(marks->zones, zone);
+				}
+			}
+		}
 	}
 	for (uint32_t step = 0; step < ring->npoints && found < want; step++)
 	{
 		uint32_t	point = start + step;
-		uint16_t	node;
-		int			taken = 0;
+		uint32_t	node;
+		int			taken;
 
 		if (point >= ring->npoints)
 			point -= ring->npoints;
-		node = (uint16_t) rs_ring_point_owner(ring, point);
-		if (seen)
-			taken = seen[node];
-		else
-			for (uint32_t j = 0; j < found && !taken; j++)
-				taken = out[j] == node;
+		node = rs_ring_point_owner(ring, point);
+		taken = marks ? mark_test(marks->nodes, node) : found_node(out, found, node);
 		if (!taken)
 		{
-			out[found++] = node;
-			if (seen)
-				seen[node] = 1;
+			out[found++] = (uint16_t) node;
+			if (marks)
+				mark_set(marks->nodes, node);
 		}
 	}
-	free(seen);
 	*count = found;
-	return RS_OK;
+}
+
+/* Large sets: bitmaps on this function's stack (16 KB), never allocated. */
+static __attribute__((noinline)) void
+walk_replicas_marked(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out,
+					 uint32_t *count)
+{
+	walk_marks	marks;
+
+	memset(marks.nodes, 0, ((ring->nnodes + 63) / 64) * sizeof(uint64_t));
+	if (ring->zoned)
+		memset(marks.zones, 0, ((ring->nzones + 63) / 64) * sizeof(uint64_t));
+	walk_replicas_with(ring, start, want, out, count, &marks);
+}
+
+static void
+walk_replicas(const rs_ring *ring, uint32_t start, uint32_t want, uint16_t *out, uint32_t *count)
+{
+	if (want > SET_SCAN_MAX)
+		walk_replicas_marked(ring, start, want, out, count);
+	else
+		walk_replicas_with(ring, start, want, out, count, NULL);
 }
 
 /* The replica set of a hash, beyond rs_ring_replicas' inline case. */
@@ -514,7 +782,25 @@ rs_ring_replicas_general(const rs_ring *ring, uint64_t hash, uint32_t want,
 		*count = want;
 		return RS_OK;
 	}
-	return walk_replicas(ring, start, want, out, count);
+	walk_replicas(ring, start, want, out, count);
+	return RS_OK;
+}
+
+/* The replica set of one point's range (see rs_ring.h). */
+rs_status
+rs_ring_point_replicas(const rs_ring *ring, uint32_t point, uint32_t want,
+					   uint16_t *out, uint32_t *count)
+{
+	if (want > ring->nnodes)
+		want = ring->nnodes;
+	if (ring->replica_sets != NULL && want <= ring->replica_width)
+	{
+		memcpy(out, ring->replica_sets + (size_t) point * ring->replica_width, want * sizeof(uint16_t));
+		*count = want;
+		return RS_OK;
+	}
+	walk_replicas(ring, point, want, out, count);
+	return RS_OK;
 }
 
 /* Precompute every point's replica set (see rs_ring.h). */
@@ -537,13 +823,8 @@ rs_ring_precompute_replicas(rs_ring *ring, uint32_t width)
 	for (uint32_t p = 0; p < ring->npoints; p++)
 	{
 		uint32_t	found = 0;
-		rs_status	status = walk_replicas(ring, p, width, sets + (size_t) p * width, &found);
 
-		if (status != RS_OK)
-		{
-			free(sets);
-			return status;
-		}
+		walk_replicas(ring, p, width, sets + (size_t) p * width, &found);
 	}
 	free(ring->replica_sets);
 	ring->replica_sets = sets;
@@ -568,4 +849,76 @@ rs_ring_ownership(const rs_ring *ring, rs_u128 *owned)
 		owned[n] = 0;
 	for (uint32_t p = 0; p < ring->npoints; p++)
 		owned[rs_ring_point_owner(ring, p)] += rs_ring_point_span(ring, p);
+}
+
+/* Tokens held per node at R = replicas, and copies per zone (see rs_ring.h). */
+rs_status
+rs_ring_replicated_ownership(const rs_ring *ring, uint32_t replicas, rs_u128 *held,
+							 uint32_t *zone_min, uint32_t *zone_max)
+{
+	uint16_t	set[64];
+	uint32_t	want = replicas < 64 ? replicas : 64;
+	uint32_t	zones = ring->nzones;
+	int			per_zone = zone_min != NULL || zone_max != NULL;
+	uint32_t   *present = NULL;		/* ranges holding a copy in the zone */
+	uint32_t   *low = NULL;			/* fewest copies where it holds any */
+	uint32_t	ranges = 0;			/* ranges of a non-zero span */
+
+	if (per_zone)
+	{
+		present = calloc(zones, sizeof(uint32_t));
+		low = malloc(zones * sizeof(uint32_t));
+		if (present == NULL || low == NULL)
+		{
+			free(present);
+			free(low);
+			return RS_ERR_NOMEM;
+		}
+		for (uint32_t z = 0; z < zones; z++)
+			low[z] = UINT32_MAX;
+		if (zone_max != NULL)
+			memset(zone_max, 0, zones * sizeof(uint32_t));
+	}
+	for (uint32_t n = 0; n < ring->nnodes; n++)
+		held[n] = 0;
+	for (uint32_t p = 0; p < ring->npoints; p++)
+	{
+		uint32_t	count = 0;
+		rs_u128		span = rs_ring_point_span(ring, p);
+
+		rs_ring_point_replicas(ring, p, want, set, &count);
+		for (uint32_t i = 0; i < count; i++)
+			held[set[i]] += span;
+		if (!per_zone || span == 0)
+			continue;
+		ranges++;
+		/* each zone of the set once: its copies in this range */
+		for (uint32_t i = 0; i < count; i++)
+		{
+			uint32_t	zone = rs_ring_zone_of(ring, set[i]);
+			uint32_t	copies = 0;
+			int			first = 1;
+
+			for (uint32_t j = 0; j < count; j++)
+				if (rs_ring_zone_of(ring, set[j]) == zone)
+				{
+					if (j < i)
+						first = 0;
+					copies++;
+				}
+			if (!first)
+				continue;
+			present[zone]++;
+			if (copies < low[zone])
+				low[zone] = copies;
+			if (zone_max != NULL && copies > zone_max[zone])
+				zone_max[zone] = copies;
+		}
+	}
+	if (zone_min != NULL)
+		for (uint32_t z = 0; z < zones; z++)
+			zone_min[z] = present[z] < ranges || low[z] == UINT32_MAX ? 0 : low[z];
+	free(present);
+	free(low);
+	return RS_OK;
 }

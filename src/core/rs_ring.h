@@ -1,6 +1,7 @@
 /*
  * rs_ring.h
- *		Consistent hash rings: murmur3 (docs/routing.md §3) and ketama (§4).
+ *		Consistent hash rings: murmur3 (docs/routing.md §3) and ketama (§4),
+ *		with zones (§7) and explicit tokens (§8) on murmur3 rings.
  *
  * A ring is built once from its members and then only read, so lookups need
  * no locking and the layout is chosen for lookup speed (see struct rs_ring).
@@ -18,7 +19,8 @@
 #define RS_RING_MAX_POINTS	(1u << 22)	/* 4,194,304 points in one ring */
 #define RS_RING_MAX_NODES	65535		/* node indexes are 16 bits */
 #define RS_RING_MAX_VNODES	65536		/* vnodes per unit weight */
-#define RS_RING_MAX_NAME	1024		/* bytes in a node name */
+#define RS_RING_MAX_NAME	1024		/* bytes in a node name, or a zone name */
+#define RS_RING_MAX_TOKENS	65536		/* explicit tokens of one node */
 #define RS_KETAMA_LABELS_PER_SERVER 40	/* libketama's constant */
 
 typedef enum rs_ring_algorithm
@@ -34,12 +36,25 @@ typedef enum rs_ring_algorithm
  */
 typedef unsigned __int128 rs_u128 __attribute__((aligned(8)));
 
-/* One member as the caller describes it; the name is copied. */
+/*
+ * One member as the caller describes it; name, zone and tokens are copied.
+ * Zero the struct before filling it: the fields after weight are optional.
+ *
+ * zone (murmur3 only): the member's failure domain (§7), zone_len bytes, not
+ * empty; NULL for none (the node is then a zone of its own).
+ * tokens (murmur3 only): ntokens distinct explicit tokens, in any order
+ * (§8); the member's points are exactly these, and vnodes and weight do not
+ * place them.  NULL for labelled vnodes.
+ */
 typedef struct rs_ring_member
 {
 	const char *name;
 	size_t		name_len;
 	double		weight;
+	const char *zone;
+	size_t		zone_len;
+	const uint64_t *tokens;
+	uint32_t	ntokens;
 } rs_ring_member;
 
 /*
@@ -81,6 +96,21 @@ typedef struct rs_ring
 	uint32_t   *node_points;	/* points placed per node */
 	uint16_t   *replica_sets;	/* optional: replica_width nodes per point */
 	uint32_t	replica_width;
+
+	/*
+	 * Zones (§7).  zone_of[node] is the node's zone id: named zones first,
+	 * numbered in bytewise order of their names (zone_names[id], NUL-
+	 * terminated copies), then one id of its own for each node without a
+	 * zone.  nzones counts them all.  zoned is 0 when no member has a zone:
+	 * replica sets are then §3's, and zone_of is NULL.
+	 */
+	int			zoned;
+	uint32_t	nzones;
+	uint32_t	nnamed_zones;
+	uint32_t   *zone_of;
+	char	  **zone_names;
+	size_t	   *zone_name_lens;
+	uint8_t    *explicit_tokens;	/* per node: 1 if its points are explicit tokens */
 } rs_ring;
 
 #define RS_RING_OWNER_MASK UINT64_C(0xFFFF)
@@ -105,7 +135,9 @@ rs_ring_point_owner(const rs_ring *ring, uint32_t i)
 /*
  * Build a ring.  vnodes is per unit weight (murmur3; ignored by ketama).
  * Errors: RS_ERR_INVALID (empty name, weight not finite and > 0, vnodes out
- * of 1..RS_RING_MAX_VNODES, name too long), RS_ERR_DUPLICATE,
+ * of 1..RS_RING_MAX_VNODES, name too long, an empty or too long zone, no
+ * tokens or more than RS_RING_MAX_TOKENS, a token twice in one member, a
+ * zone or tokens on a ketama ring), RS_ERR_DUPLICATE,
  * RS_ERR_TOO_MANY_NODES, RS_ERR_TOO_MANY_POINTS, RS_ERR_EMPTY (no members),
  * RS_ERR_NOMEM, RS_ERR_CRYPTO.  On error *ring_out is NULL and nothing leaks;
  * *bad_member (if not NULL) is the index of the offending member or -1.
@@ -119,6 +151,22 @@ extern void rs_ring_free(rs_ring *ring);
 
 /* Points a member of this weight gets (murmur3 rule); 0 if invalid. */
 extern uint64_t rs_murmur3_point_count(uint32_t vnodes, double weight);
+
+/* Zone id of a node (see struct rs_ring); the node's own id when not zoned. */
+static inline uint32_t
+rs_ring_zone_of(const rs_ring *ring, uint32_t node)
+{
+	return ring->zoned ? ring->zone_of[node] : node;
+}
+
+/* Zone name of a node, or NULL when it has none. */
+static inline const char *
+rs_ring_zone_name(const rs_ring *ring, uint32_t node)
+{
+	if (!ring->zoned || ring->zone_of[node] >= ring->nnamed_zones)
+		return NULL;
+	return ring->zone_names[ring->zone_of[node]];
+}
 
 /* The hash of a key in this ring's token space. */
 static inline uint64_t
@@ -202,13 +250,16 @@ rs_ring_owner(const rs_ring *ring, uint64_t hash)
 
 /*
  * The replica set of a hash: up to want distinct node indexes, owner first,
- * walking clockwise once around the ring.  *count gets how many were found
- * (fewer than want when the ring has fewer nodes).  RS_ERR_NOMEM only.
+ * walking clockwise once around the ring (§3), and on a ring with zones in
+ * two passes, zones first (§7).  *count gets how many were found (fewer than
+ * want when the ring has fewer nodes).  Never allocates; always RS_OK (the
+ * status stays for callers written against earlier versions).
  *
  * Up to three replicas are walked inline, the found nodes in registers: on a
  * ring of many nodes the next point's owner is almost always new, so each
  * inner loop ends at its first test and the branches predict well.  Rings
- * with a table of replica sets, and larger sets, take the general path.
+ * with a table of replica sets, rings with zones, and larger sets take the
+ * general path.
  */
 extern rs_status rs_ring_replicas_general(const rs_ring *ring, uint64_t hash,
 										  uint32_t want, uint16_t *out, uint32_t *count);
@@ -223,7 +274,7 @@ rs_ring_replicas(const rs_ring *ring, uint64_t hash, uint32_t want,
 	uint32_t	second;
 	uint32_t	third;
 
-	if (want > 3 || ring->replica_sets != NULL)
+	if (want > 3 || ring->replica_sets != NULL || ring->zoned)
 		return rs_ring_replicas_general(ring, hash, want, out, count);
 	*count = 0;
 	if (want == 0)
@@ -277,5 +328,25 @@ extern rs_u128 rs_ring_point_span(const rs_ring *ring, uint32_t point);
 
 /* Tokens owned per node index, into owned[nnodes]. */
 extern void rs_ring_ownership(const rs_ring *ring, rs_u128 *owned);
+
+/*
+ * The replica set of every point's range, replicas nodes each (capped at the
+ * node count): the walk rs_ring_replicas makes, from point p, into
+ * sets[p * width .. p * width + width - 1], width = min(replicas, nnodes).
+ * For callers that need all of them (shares of copies, allocation).
+ */
+extern rs_status rs_ring_point_replicas(const rs_ring *ring, uint32_t point, uint32_t want,
+										uint16_t *out, uint32_t *count);
+
+/*
+ * Tokens of which each node holds a copy at R = replicas, into held[nnodes]
+ * (summing to min(R, nnodes) x the space), and for each zone id the fewest
+ * and most copies of one key it holds, into zone_min[nzones] and
+ * zone_max[nzones] (either may be NULL; on a ring without zones a node's id
+ * is its zone's).  RS_OK only.
+ */
+extern rs_status rs_ring_replicated_ownership(const rs_ring *ring, uint32_t replicas,
+											  rs_u128 *held, uint32_t *zone_min,
+											  uint32_t *zone_max);
 
 #endif							/* RS_RING_H */

@@ -11,9 +11,10 @@
 
 #include "rs_hash.h"
 #include "rs_ring.h"
+#include "rs_ring_alloc.h"
 
 static const char *const scheme_names[RS_SCHEME_COUNT] = {
-	"modulo", "range", "ring", "jump", "rendezvous"
+	"modulo", "range", "ring", "ring_tokens", "jump", "rendezvous"
 };
 
 /* Jump consistent hash (Lamping and Veach, 2014), as published. */
@@ -71,6 +72,42 @@ scheme_ring(uint32_t nodes, uint32_t vnodes, rs_ring **ring)
 	return status;
 }
 
+/*
+ * Rings of the first from_nodes and to_nodes of nodes "node-0" … joining one
+ * by one with allocated tokens.
+ */
+static rs_status
+scheme_token_rings(uint32_t from_nodes, uint32_t to_nodes, rs_ring **from_ring, rs_ring **to_ring)
+{
+	uint32_t	n = from_nodes > to_nodes ? from_nodes : to_nodes;
+	rs_ring_member *members = calloc(n, sizeof(rs_ring_member));
+	char	   *names = calloc(n, 16);
+	uint64_t   *tokens = malloc((size_t) n * RS_SCHEME_TOKENS * sizeof(uint64_t));
+	rs_token_allocator *allocator = NULL;
+	rs_status	status = (members && names && tokens) ? rs_token_allocator_create(1, &allocator) : RS_ERR_NOMEM;
+
+	for (uint32_t i = 0; i < n && status == RS_OK; i++)
+	{
+		snprintf(names + i * 16, 16, "node-%u", i);
+		members[i].name = names + i * 16;
+		members[i].name_len = strlen(names + i * 16);
+		members[i].weight = 1;
+		members[i].tokens = tokens + (size_t) i * RS_SCHEME_TOKENS;
+		members[i].ntokens = RS_SCHEME_TOKENS;
+		status = rs_token_allocator_add(allocator, &members[i], RS_SCHEME_TOKENS,
+										tokens + (size_t) i * RS_SCHEME_TOKENS);
+	}
+	if (status == RS_OK)
+		status = rs_ring_build(RS_RING_MURMUR3, members, from_nodes, 1, 0, from_ring, NULL);
+	if (status == RS_OK)
+		status = rs_ring_build(RS_RING_MURMUR3, members, to_nodes, 1, 0, to_ring, NULL);
+	rs_token_allocator_free(allocator);
+	free(members);
+	free(names);
+	free(tokens);
+	return status;
+}
+
 /* Node number of a ring's node index ("node-17" is 17). */
 static uint32_t
 ring_node_number(const rs_ring *ring, uint32_t index)
@@ -81,7 +118,7 @@ ring_node_number(const rs_ring *ring, uint32_t index)
 /* The node of one key under one scheme with n nodes. */
 static uint32_t
 place(rs_scheme scheme, uint64_t token, uint32_t n, const rs_ring *ring,
-	  const uint64_t *node_tokens)
+	  const rs_ring *token_ring, const uint64_t *node_tokens)
 {
 	switch (scheme)
 	{
@@ -91,6 +128,8 @@ place(rs_scheme scheme, uint64_t token, uint32_t n, const rs_ring *ring,
 			return (uint32_t) (((rs_u128) token * n) >> 64);
 		case RS_SCHEME_RING:
 			return ring_node_number(ring, rs_ring_owner(ring, token));
+		case RS_SCHEME_RING_TOKENS:
+			return ring_node_number(token_ring, rs_ring_owner(token_ring, token));
 		case RS_SCHEME_JUMP:
 			return (uint32_t) rs_jump_hash(token, (int32_t) n);
 		case RS_SCHEME_RENDEZVOUS:
@@ -124,6 +163,8 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 	uint32_t	max_nodes = from_nodes > to_nodes ? from_nodes : to_nodes;
 	rs_ring    *from_ring = NULL;
 	rs_ring    *to_ring = NULL;
+	rs_ring    *from_tokens = NULL;
+	rs_ring    *to_tokens = NULL;
 	uint64_t   *tokens = NULL;
 	uint64_t   *node_tokens = NULL;
 	uint64_t   *counts = NULL;
@@ -141,6 +182,8 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 		status = scheme_ring(from_nodes, vnodes, &from_ring);
 	if (status == RS_OK)
 		status = scheme_ring(to_nodes, vnodes, &to_ring);
+	if (status == RS_OK)
+		status = scheme_token_rings(from_nodes, to_nodes, &from_tokens, &to_tokens);
 	if (status != RS_OK)
 		goto done;
 
@@ -169,8 +212,8 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 		memset(counts, 0, (size_t) to_nodes * sizeof(uint64_t));
 		for (uint32_t k = 0; k < keys; k++)
 		{
-			uint32_t	before = place((rs_scheme) s, tokens[k], from_nodes, from_ring, node_tokens);
-			uint32_t	after = place((rs_scheme) s, tokens[k], to_nodes, to_ring, node_tokens);
+			uint32_t	before = place((rs_scheme) s, tokens[k], from_nodes, from_ring, from_tokens, node_tokens);
+			uint32_t	after = place((rs_scheme) s, tokens[k], to_nodes, to_ring, to_tokens, node_tokens);
 
 			moved += before != after;
 			counts[after]++;
@@ -194,6 +237,8 @@ rs_compare_schemes(uint32_t from_nodes, uint32_t to_nodes, uint32_t keys, uint32
 done:
 	rs_ring_free(from_ring);
 	rs_ring_free(to_ring);
+	rs_ring_free(from_tokens);
+	rs_ring_free(to_tokens);
 	free(tokens);
 	free(node_tokens);
 	free(counts);

@@ -152,8 +152,29 @@ typedef struct QueuedWrite
 	bool		is_statement;	/* else a row */
 	bool		refused;		/* the node refused it in this call */
 	char	   *payload;		/* the row as JSON, or the statement */
+	char	   *row_key;		/* md5 of a row's key (and keyspace) as its JSON gives them */
 	int			attempts;
 } QueuedWrite;
+
+/*
+ * Whether a queued write must wait behind an earlier one of the same call
+ * that the node refused: a statement (UPDATE, DELETE, TRUNCATE) may touch
+ * any row of its table, so it waits behind any refused write of the table,
+ * and every write of the table waits behind a refused statement; a row
+ * waits behind a refused row of its table with the same key, or written by
+ * the same role (whose later writes may build on the refused one).  Another
+ * role's rows of other keys go on: one role's refused write does not hold
+ * back everyone else's.
+ */
+static bool
+waits_behind(const QueuedWrite *later, const QueuedWrite *refused)
+{
+	if (!refused->refused || refused->relid != later->relid)
+		return false;
+	if (refused->is_statement || later->is_statement || refused->writer == later->writer)
+		return true;
+	return strcmp(refused->row_key, later->row_key) == 0;
+}
 
 /* Run a catalog statement about one queued write (its id is $1). */
 static void
@@ -238,22 +259,26 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 	rows = owner_catalog_query("SELECT pg_catalog.concat_ws(E'\\x1f', q.write_id, q.table_name::pg_catalog.oid, "
 							   "q.writer::pg_catalog.oid, q.attempts, "
 							   "CASE WHEN q.statement IS NULL THEN 'r' ELSE 's' END, "
+							   "pg_catalog.md5(pg_catalog.concat_ws(E'\\x1e', q.payload OPERATOR(pg_catalog.->>) d.key_column::pg_catalog.text, "
+							   "q.payload OPERATOR(pg_catalog.->>) d.keyspace_column::pg_catalog.text)), "
 							   "COALESCE(q.statement, q.payload::pg_catalog.text)) "
-							   "FROM ringshard.write_queue q WHERE q.node_name OPERATOR(pg_catalog.=) $1 "
-							   "ORDER BY q.ordinal LIMIT $2 FOR UPDATE SKIP LOCKED",
+							   "FROM ringshard.write_queue q LEFT JOIN ringshard.distributed_tables d "
+							   "ON d.table_name OPERATOR(pg_catalog.=) q.table_name "
+							   "WHERE q.node_name OPERATOR(pg_catalog.=) $1 "
+							   "ORDER BY q.ordinal LIMIT $2 FOR UPDATE OF q SKIP LOCKED",
 							   2, argtypes, values, false, &nrows);
 	writes = palloc0(sizeof(QueuedWrite) * Max(nrows, 1));
 	for (int i = 0; i < nrows; i++)
 	{
-		char	   *fields[6];
+		char	   *fields[7];
 		char	   *p = rows[i];
 
 		/* the last field, a statement, may hold the separator itself */
-		for (int f = 0; f < 6; f++)
+		for (int f = 0; f < 7; f++)
 		{
 			fields[f] = p;
-			p = f < 5 ? strchr(p, '\x1f') : NULL;
-			if (f < 5)
+			p = f < 6 ? strchr(p, '\x1f') : NULL;
+			if (f < 6)
 			{
 				if (p == NULL)
 					elog(ERROR, "ringshard: malformed write queue row");
@@ -265,7 +290,8 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		writes[i].writer = (Oid) strtoul(fields[2], NULL, 10);
 		writes[i].attempts = atoi(fields[3]);
 		writes[i].is_statement = fields[4][0] == 's';
-		writes[i].payload = fields[5];
+		writes[i].row_key = fields[5];
+		writes[i].payload = fields[6];
 	}
 
 	for (int i = 0; i < nrows; i++)
@@ -279,13 +305,13 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		char	   *error = NULL;
 
 		/*
-		 * A later write of a table whose earlier write the node refused
-		 * waits behind it: an UPDATE may depend on the row refused.  (Once
-		 * that one is set aside as a dead letter, the node stays down until
-		 * repaired, and the others go on.)
+		 * A later write that may depend on an earlier one the node refused
+		 * waits behind it (waits_behind).  Once that one is set aside as a
+		 * dead letter, the node stays down until repaired, and the others
+		 * go on.
 		 */
 		for (int j = 0; j < i && !behind_refused; j++)
-			behind_refused = writes[j].refused && writes[j].relid == w->relid;
+			behind_refused = waits_behind(w, &writes[j]);
 		if (behind_refused)
 			continue;
 		if (get_rel_name(w->relid) == NULL)

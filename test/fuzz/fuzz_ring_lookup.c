@@ -135,6 +135,7 @@ read_member(reader *r, member_set *set)
 	for (size_t k = 0; k < len; k++)
 		set->names[i][k] = alphabet[next_byte(r) % (sizeof(alphabet) - 1)];
 	set->names[i][len] = '\0';
+	memset(&set->members[i], 0, sizeof(set->members[i]));
 	set->members[i].name = set->names[i];
 	set->members[i].name_len = len;
 	set->members[i].weight = read_weight(r);

@@ -83,7 +83,9 @@ my $os_user = getpwuid($<);
 	CREATE USER MAPPING FOR radmin SERVER evil OPTIONS (user '$os_user');
 	SELECT ok, error FROM ringshard.node_execute(ARRAY['evil'], 'ALTER ROLE radmin SUPERUSER', '{}', false);
 }, extra_params => [ '-U', 'radmin' ]);
-like($err, qr/password is required to connect to node "evil"/, 'a mapping without a password is refused (peer would log in)');
+# node_execute answers per node: the refusal is that node's error (or the call's, before any node is tried)
+like("$out$err", qr/password is required to connect to node "evil"/, 'a mapping without a password is refused (peer would log in)');
+unlike($out, qr/^t\|/m, 'and the statement did not run there');
 ($rc, $out, $err) = $coordinator->psql('postgres', qq{
 	ALTER USER MAPPING FOR radmin SERVER evil OPTIONS (ADD password 'guess');
 	SELECT ok, error FROM ringshard.node_execute(ARRAY['evil'], 'ALTER ROLE radmin SUPERUSER', '{}', false);

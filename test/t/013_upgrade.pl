@@ -360,7 +360,7 @@ is(scalar(split /\n/, $all_rows{d_late}), 40, 'and the 40 of d_late');
 my $catalog_sql = q{
 	SELECT string_agg(x, E'\n' ORDER BY x) FROM (
 		SELECT 'ring ' || r::text AS x FROM ringshard.rings r
-		UNION ALL SELECT 'member ' || m::text FROM ringshard.ring_members m
+		UNION ALL SELECT format('member (%s,%s,%s)', m.ring_name, m.node_name, m.weight) FROM ringshard.ring_members m
 		UNION ALL SELECT 'map ' || p::text FROM ringshard.partition_maps p
 		UNION ALL SELECT 'assignment ' || a::text FROM ringshard.partition_assignments a
 		UNION ALL SELECT 'node ' || n.node_name || ' up=' || n.is_up FROM ringshard.nodes n
@@ -536,6 +536,8 @@ for my $i (0 .. 2)
 	is($w->safe_psql('postgres', q{SELECT to_regclass('ringshard.replayed_writes') IS NULL}), 't',
 		"w@{[$i + 1]}: replayed_writes is gone");
 	is($w->safe_psql('postgres', $catalog_sql), $worker_catalog_1_0[$i], "w@{[$i + 1]}: its topology, name and version are kept");
+	is($w->safe_psql('postgres', q{SELECT count(*) FROM ringshard.ring_members WHERE zone IS NOT NULL OR tokens IS NOT NULL}),
+		'0', "w@{[$i + 1]}: no member has a zone or explicit tokens (1.2's, absent before)");
 	is(rows_of($w, $_), $worker_rows{"w@{[$i + 1]} $_"}, "w@{[$i + 1]}: $_ holds the same rows") for @distributed;
 }
 ($rc, $out, $err) = $w1->psql('postgres',

@@ -14,7 +14,7 @@ static char names[8][32];
 static rs_ring *
 ring_of(int n, int skip, uint32_t vnodes, double last_weight)
 {
-	rs_ring_member members[8];
+	rs_ring_member members[8] = {{0}};
 	int			count = 0;
 	rs_ring    *ring = NULL;
 

@@ -22,7 +22,7 @@ static rs_ring *
 build(rs_ring_algorithm algorithm, const char **names, const double *weights,
 	  size_t n, uint32_t vnodes, int options)
 {
-	rs_ring_member members[16];
+	rs_ring_member members[16] = {{0}};
 	rs_ring    *ring = NULL;
 	rs_status	status;
 
@@ -310,7 +310,7 @@ static void
 test_lookup_matches_linear_scan(void)
 {
 	char		namebuf[64][24];
-	rs_ring_member members[64];
+	rs_ring_member members[64] = {{0}};
 	uint64_t	state = 0x9e3779b97f4a7c15ULL;
 	int			mismatches = 0;
 
@@ -393,7 +393,7 @@ static void
 test_lookup_layouts(void)
 {
 	static char namebuf[1000][24];
-	rs_ring_member members[1000];
+	static rs_ring_member members[1000];
 	uint32_t	sizes[2] = {64, 1000};
 	uint32_t	widths[2] = {4, 16};
 	uint64_t	state = 0x2545F4914F6CDD1DULL;
@@ -483,7 +483,8 @@ test_add_moves_only_to_new_node(void)
 static void
 test_build_errors(void)
 {
-	rs_ring_member m[3] = {{"a", 1, 1}, {"b", 1, 1}, {"a", 1, 2}};
+	rs_ring_member m[3] = {{.name = "a", .name_len = 1, .weight = 1}, {.name = "b", .name_len = 1, .weight = 1},
+		{.name = "a", .name_len = 1, .weight = 2}};
 	rs_ring    *ring = (rs_ring *) 1;
 	long		bad = -2;
 

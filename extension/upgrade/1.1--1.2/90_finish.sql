@@ -1,4 +1,5 @@
 -- Privileges as a fresh install gives them (REVOKE ALL first, then GRANT),
 -- and every pinned search_path ending with pg_temp.
 --@include extension/90_privileges.sql
+--@include extension/upgrade/1.1--1.2/sweep_search_path.inc
 --@include extension/95_search_path.sql
