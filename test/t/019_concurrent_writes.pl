@@ -370,4 +370,48 @@ for my $mode ('simple', 'extended', 'prepared')
 	tpcb_invariant_everywhere("after TPC-B -M $mode with a worker restart");
 }
 
+# ---------------------------------------------------------------------------
+# The same writes in the moment between a worker's loss and the watchdog's
+# next round (the watchdog idle here, so the moment lasts): c2 is stopped
+# but not marked down, and a write whose replicas include c2 comes in a
+# transaction where c2 took nothing yet.  docs/guarantees.md: "A replica that
+# is marked down, or cannot be reached before it took a write in the
+# transaction, gets the row queued".
+$coordinator->safe_psql('postgres', q{
+	ALTER SYSTEM SET ringshard.watchdog_database = '';
+	SELECT pg_reload_conf();
+});
+my ($bid_c2) = $coordinator->safe_psql('postgres',
+	q{SELECT bid FROM pgbench_branches WHERE 'c2' = ANY (replicas_for(bid)) ORDER BY bid LIMIT 1});
+my ($aid_c2) = $coordinator->safe_psql('postgres',
+	q{SELECT aid FROM pgbench_accounts WHERE 'c2' = ANY (replicas_for(aid)) ORDER BY aid LIMIT 1});
+my $invariant_before = $coordinator->safe_psql('postgres', 'SELECT sum(delta) FROM pgbench_history');
+usleep(1_500_000);	# a round that began before the reload is over
+$victim->stop('immediate');
+is($coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'c2'}), 't',
+	'c2 stopped with the watchdog idle: still marked up');
+my ($rc, $stdout_i, $stderr_i) = $coordinator->psql('postgres',
+	"INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, $bid_c2, $aid_c2, 0, now())");
+is($rc, 0, 'c2 unreachable, not marked down: an INSERT of a row with a copy on c2 commits (queued for c2)')
+  or diag $stderr_i;
+my ($rc_u, $stdout_u, $stderr_u) = $coordinator->psql('postgres',
+	"UPDATE pgbench_branches SET bbalance = bbalance + 0 WHERE bid = $bid_c2");
+is($rc_u, 0, 'c2 unreachable, not marked down: an UPDATE by key of a row with a copy on c2 commits (queued for c2)')
+  or diag $stderr_u;
+note "UPDATE with c2 unreachable and not marked down: rc $rc_u, $stderr_u";
+my ($rc_t, $stdout_t, $stderr_t) = $coordinator->psql('postgres',
+	"BEGIN; UPDATE pgbench_accounts SET abalance = abalance + 0 WHERE aid = $aid_c2; "
+	  . "UPDATE pgbench_branches SET bbalance = bbalance + 0 WHERE bid = $bid_c2; COMMIT;");
+is($rc_t, 0, 'c2 unreachable, not marked down: a TPC-B-like transaction of UPDATEs by key on c2 commits')
+  or diag $stderr_t;
+$victim->start;
+$coordinator->safe_psql('postgres', q{
+	ALTER SYSTEM SET ringshard.watchdog_database = 'postgres';
+	SELECT pg_reload_conf();
+});
+ok(wait_settled(), 'c2 started again, the watchdog back: c2 is marked up, nothing queued or prepared');
+is($coordinator->safe_psql('postgres', 'SELECT sum(delta) FROM pgbench_history'), $invariant_before,
+	'the writes of delta 0 kept the sums');
+tpcb_invariant_everywhere('after the writes with c2 unreachable and not marked down');
+
 done_testing();
