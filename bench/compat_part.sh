@@ -176,6 +176,32 @@ on() {	# on 11|12 COMMAND...: COMMAND against that version's server
 	shift
 	if [ "$v" = 11 ]; then PGHOST=$OLD_PGHOST PGPORT=$OLD_PGPORT "$@"; else PGHOST=$NEW_PGHOST PGPORT=$NEW_PGPORT "$@"; fi
 }
+# the server's CPU time (clock ticks): the postmaster's own and its reaped children's, and
+# every live child's; read around a psql session, it is what the session cost the server
+# (its backend, the coordinator's connections to the workers, WAL writing), whatever else
+# runs on the machine
+pm_of() { head -1 "$(on "$1" qa -d postgres -c 'SHOW data_directory')/postmaster.pid"; }
+PM11=$(pm_of 11)
+PM12=$(pm_of 12)
+TICK=$(getconf CLK_TCK)
+server_ticks() {	# server_ticks 11|12
+	local pm c t=0
+	if [ "$1" = 11 ]; then pm=$PM11; else pm=$PM12; fi
+	t=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat" 2>/dev/null || echo 0)
+	for c in $(ps --ppid "$pm" -o pid= 2>/dev/null); do
+		t=$(( t + $(awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null || echo 0) ))
+	done
+	echo "$t"
+}
+cpu_of() {	# cpu_of 11|12 TICKS_BEFORE: CPU seconds of the server since, once the session's backends are gone
+	local n
+	for n in 1 2 3 4 5 6 7 8 9 10; do	# its backend and its connections to the workers exit (bounded wait)
+		[ "$(on "$1" qa -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")" = 0 ] && break
+		sleep 0.2
+	done
+	sleep 0.2
+	awk -v a="$2" -v b="$(server_ticks "$1")" -v hz="$TICK" 'BEGIN { printf "%.2f", (b - a) / hz }'
+}
 timed() {	# timed SQL: psql's \timing of SQL on bench_coordinator, in a session that ran a point lookup first
 	local out ms
 	out=$(printf '%s\n' '\o /dev/null' "SELECT count(*) FROM faces WHERE nik = '0';" '\timing on' "$1" | psql -X -q -v ON_ERROR_STOP=1 -d "$C") || {
@@ -194,20 +220,29 @@ EOF
 chmod 644 "$D/ins_faces.sql"
 copy_run() {	# copy_run VERSION ROUND FILE
 	local v=$1 r=$2 f=$3 ms
+	local t0 cpu
 	on "$v" q -d "$C" -c "TRUNCATE faces" -c "CHECKPOINT" >/dev/null
+	sleep 0.5
+	t0=$(server_ticks "$v")
 	ms=$(on "$v" timed "COPY faces FROM '$f';")
+	cpu=$(cpu_of "$v" "$t0")
 	[ "$r" = 0 ] || echo "$r v$v copy $ms" >>"$T"
-	log "  copy round $r: $v $ms ms"
+	[ "$r" = 0 ] || echo "$r v$v copy_cpu $(awk -v c="$cpu" 'BEGIN { print c * 1000 }')" >>"$T"
+	log "  copy round $r: $v $ms ms, server CPU $cpu s"
 }
 ins_run() {	# ins_run VERSION ROUND N: new keys 33..., a prefix per round and version
 	local v=$1 r=$2 n=$3 out ms base
 	base=$(( 3300000000000000 + r * 10000000000000 + v * 100000000000 ))
+	local t0 cpu
+	t0=$(server_ticks "$v")
 	out=$(on "$v" pgbench -n -M prepared -t "$n" -f "$D/ins_faces.sql" -D n=0 -D base=$base "$C" 2>&1) || { log "pgbench failed ($v): $out"; return 1; }
 	if grep -q 'number of failed transactions: [1-9]\|aborted' <<<"$out"; then log "pgbench failed ($v): $out"; return 1; fi
 	ms=$(sed -n 's/^latency average = \([0-9.]*\) ms.*/\1/p' <<<"$out")
 	[ -n "$ms" ] || { log "no latency from pgbench ($v): $out"; return 1; }
+	cpu=$(cpu_of "$v" "$t0")
 	[ "$r" = 0 ] || echo "$r v$v insert $ms" >>"$T"
-	log "  insert round $r: $v $ms ms"
+	[ "$r" = 0 ] || echo "$r v$v insert_cpu $(awk -v c="$cpu" -v n="$n" 'BEGIN { print c * 1000 / n }')" >>"$T"
+	log "  insert round $r: $v $ms ms, server CPU $cpu s"
 }
 order() { if [ $(( $1 % 2 )) = 1 ]; then echo 11 12; else echo 12 11; fi; }
 log "part 9: COPY of $NROWS rows, 1 warm-up + $CROUNDS rounds; single-row INSERTs, 1 warm-up + $WROUNDS rounds of $NINS"

@@ -37,6 +37,12 @@ function round_ratio(w,    r, c, a, i, j, t) {	# median over rounds of v12 / v11
 		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 	return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
 }
+function cpu_ratio(w,    a) {
+	if (!((w "_cpu", "v11") in seen) || !((w "_cpu", "v12") in seen))
+		return "-"
+	a = med(w "_cpu", "v11")
+	return a > 0 ? sprintf("%.4f", med(w "_cpu", "v12") / a) : "-"
+}
 function target(desc, x, bound, detail) {
 	if (x == "") {
 		printf "  %-4s  %-62s  %s\n", "N/A", desc, "(not measured)"
@@ -51,8 +57,9 @@ END {
 	if (results) {
 		for (i = 1; i <= 2; i++)
 			if ((ws[i], "v11") in seen && (ws[i], "v12") in seen)
-				printf "RESULT compat workload=%s v11_ms=%s v12_ms=%s ratio=%.4f round_ratio=%.4f\n", ws[i],
-					med(ws[i], "v11"), med(ws[i], "v12"), med(ws[i], "v12") / med(ws[i], "v11"), round_ratio(ws[i])
+				printf "RESULT compat workload=%s v11_ms=%s v12_ms=%s ratio=%.4f round_ratio=%.4f cpu_ratio=%s\n", ws[i],
+					med(ws[i], "v11"), med(ws[i], "v12"), med(ws[i], "v12") / med(ws[i], "v11"), round_ratio(ws[i]),
+					cpu_ratio(ws[i])
 		exit
 	}
 	name["copy"] = sprintf("COPY faces FROM file, %d rows (R = 2; TRUNCATE + CHECKPOINT before, untimed)", nrows)
@@ -71,6 +78,20 @@ END {
 			if ((ws[i], "v11", r) in v && (ws[i], "v12", r) in v && v[ws[i], "v11", r] > 0)
 				printf " %.2f", v[ws[i], "v12", r] / v[ws[i], "v11", r]
 		print ")"
+	}
+	# the server's CPU time around each run: what it cost, whatever else the machine ran
+	if (("copy_cpu", "v11") in seen) {
+		print ""
+		print "  Diagnostic: the server's CPU time for the same runs (its processes' utime + stime, /proc, read before"
+		print "  and after the session; the COPY's backend, the coordinator's connections to the workers, WAL writing,"
+		print "  background processes), medians; less sensitive than the times to what else runs on the machine"
+		split("copy_cpu insert_cpu", cs, " ")
+		for (i = 1; i <= 2; i++) {
+			a = med(cs[i], "v11"); b = med(cs[i], "v12"); rr = round_ratio(cs[i])
+			printf "    %-44s 1.1 %10.3f ms  this build %10.3f ms  ratio %.3f  (per-round ratios, median %s)\n",
+				cs[i] == "copy_cpu" ? "COPY, server CPU per COPY" : "single-row INSERT, server CPU per INSERT",
+				a, b, (a > 0 ? b / a : 0), rr == "" ? "-" : sprintf("%.3f", rr)
+		}
 	}
 	print ""
 	print "  Targets of part 9 (issue 18; ratios of medians measured in this run)"

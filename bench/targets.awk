@@ -55,7 +55,7 @@ $1 == "RESULT" && $2 == "pgbench" {
 	pgb_aborted[a["variant"], a["workload"]] = a["aborted"]
 }
 # part 9 (bench/compat_part.sh): this build against 1.1
-$1 == "RESULT" && $2 == "compat" { kv($0, a); compat[a["workload"]] = a["ratio"]; compat_rr[a["workload"]] = a["round_ratio"]; compat_11[a["workload"]] = a["v11_ms"]; compat_12[a["workload"]] = a["v12_ms"] }
+$1 == "RESULT" && $2 == "compat" { kv($0, a); compat[a["workload"]] = a["ratio"]; compat_rr[a["workload"]] = a["round_ratio"]; compat_11[a["workload"]] = a["v11_ms"]; compat_12[a["workload"]] = a["v12_ms"]; compat_cpu[a["workload"]] = a["cpu_ratio"] }
 $1 == "RESULT" && $2 == "pgbench_invariant" { kv($0, a); pgb_inv_runs = a["runs"]; pgb_inv_broken = a["broken"] }
 $1 == "RESULT" && $2 == "pgbench_raw" { kv($0, a); pgb_raw[a["variant"], a["workload"], a["round"]] = a["tps"]; pgb_rounds[a["round"]] = 1 }
 
@@ -224,9 +224,9 @@ END {
 	pgbench_targets()
 	if ("copy" in compat || "insert" in compat) {
 		target("COPY of the distributed table: this build / 1.1, time",
-		       compat["copy"], "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f)", compat_12["copy"], compat_11["copy"], compat_rr["copy"]))
+		       compat["copy"] == "" ? "" : compat["copy"] + 0, "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f; server CPU: %s)", compat_12["copy"], compat_11["copy"], compat_rr["copy"], compat_cpu["copy"]))
 		target("single-row INSERT, R = 2, 2PC: this build / 1.1, time",
-		       compat["insert"], "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f)", compat_12["insert"], compat_11["insert"], compat_rr["insert"]))
+		       compat["insert"] == "" ? "" : compat["insert"] + 0, "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f; server CPU: %s)", compat_12["insert"], compat_11["insert"], compat_rr["insert"], compat_cpu["insert"]))
 	}
 	printf "  %d PASS, %d MISS%s\n", pass, miss, missing ? sprintf(", %d not measured", missing) : ""
 }
