@@ -20,18 +20,18 @@ CORE_OBJS = \
 GLUE_OBJS = \
 	src/ringshard.o \
 	src/guc.o \
-	src/version.o \
-	src/admin_errors.o \
-	src/ringtoken.o \
-	src/key_bytes.o \
-	src/topology_cache.o \
-	src/routing.o \
-	src/ring_info.o \
-	src/ring_tokens.o \
-	src/partitions.o \
-	src/annotated_tables.o \
-	src/previews.o \
-	src/placement.o \
+	src/admin/version.o \
+	src/admin/admin_errors.o \
+	src/types/ringtoken.o \
+	src/types/key_bytes.o \
+	src/routing/topology_cache.o \
+	src/routing/routing.o \
+	src/routing/ring_info.o \
+	src/routing/ring_tokens.o \
+	src/routing/partitions.o \
+	src/routing/annotated_tables.o \
+	src/routing/previews.o \
+	src/routing/placement.o \
 	src/remote/catalog.o \
 	src/remote/connection.o \
 	src/remote/transaction.o \
@@ -47,16 +47,17 @@ GLUE_OBJS = \
 	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
 	src/fdw/write_locks.o \
-	src/fdw/ddl.o \
-	src/fdw/ddl_hook.o \
+	src/commands/ddl.o \
+	src/commands/ddl_hook.o \
 	src/worker/guard.o \
 	src/worker/ranges.o \
 	src/admin/node_commands.o \
 	src/admin/addresses.o \
+	src/admin/checks.o \
 	src/admin/verify.o \
-	src/plproxy_bridge.o \
-	src/watchdog.o \
-	src/legacy_1_0.o
+	src/compat/plproxy_bridge.o \
+	src/bgworker/watchdog.o \
+	src/compat/legacy_1_0.o
 
 OBJS = $(CORE_OBJS) $(GLUE_OBJS)
 
@@ -112,7 +113,7 @@ $(shlib): src/exports.map
 # PGXS tracks no header dependencies for extensions: rebuild on any change.
 $(OBJS): $(wildcard src/*.h src/*/*.h)
 # The library's version comes from the control file.
-src/version.o: ringshard.control
+src/admin/version.o: ringshard.control
 # The commit protocol is compiled again when FAULT_INJECTION changes: a stamp
 # file holds the setting of the last build and is rewritten only when it
 # changes.

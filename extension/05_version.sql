@@ -1,6 +1,6 @@
 -- Versions: the extension's SQL objects in this database, and the shared
 -- library.  The library refuses to work with SQL objects of another version
--- (src/version.c); this function still answers, to show the mismatch.
+-- (src/admin/version.c); this function still answers, to show the mismatch.
 
 CREATE FUNCTION ringshard.version(OUT sql_version text, OUT library_version text,
 								  OUT postgresql text, OUT build_options text)

@@ -10,7 +10,7 @@ COMMENT ON FUNCTION ringshard.validate_ring(text) IS
 -- Names of rings, maps and nodes: non-empty, at most 1024 bytes.  In C: every
 -- administration function calls it before it can raise, which loads the
 -- library and with it the hook that reports administration errors without
--- CONTEXT lines from these helpers (src/admin_errors.c).
+-- CONTEXT lines from these helpers (src/admin/admin_errors.c).
 CREATE FUNCTION ringshard_internal.check_name(kind text, name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'ringshard_check_name' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard_internal.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';

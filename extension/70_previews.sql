@@ -142,13 +142,20 @@ CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, n
 											 token_count integer DEFAULT NULL)
 	RETURNS TABLE (from_node text, to_node text, rows bigint)
 	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-	SELECT m.from_node, m.to_node, count(*)
-	  FROM ringshard.plan_table_moves(table_name, change, node, weight, zone, tokens, token_count) m
-	 WHERE m.from_node IS DISTINCT FROM m.to_node
-	 GROUP BY m.from_node, m.to_node ORDER BY m.from_node COLLATE "C", m.to_node COLLATE "C";
+	-- The copies rebalance() would make, counted as its plan counts them: a
+	-- row goes to every node that gains it, from the first node of its old
+	-- replica set that keeps it (else its old owner).
+	SELECT c.source, c.target, count(*)
+	  FROM (SELECT coalesce((SELECT o FROM unnest(m.from_replicas) WITH ORDINALITY u(o, i)
+	                          WHERE o = ANY (m.to_replicas) ORDER BY i LIMIT 1), m.from_replicas[1]) AS source,
+	               gained.target
+	          FROM ringshard.plan_table_moves(table_name, change, node, weight, zone, tokens, token_count) m,
+	               LATERAL unnest(m.to_replicas) gained(target)
+	         WHERE gained.target <> ALL (m.from_replicas)) c
+	 GROUP BY c.source, c.target ORDER BY c.source COLLATE "C", c.target COLLATE "C";
 $$;
 COMMENT ON FUNCTION ringshard.plan_table_summary(regclass, text, text, float8, text, ringtoken[], integer) IS
-	'rows whose owner a change would move, counted per (from, to) pair: a migration plan per table (a zone change moves no owner: its rows are in plan_table_moves)';
+	'the copies of rows a change would make, per (source, target) pair, counted as rebalance() counts them: a migration plan per table (rows whose replica set only changes order are in plan_table_moves)';
 
 CREATE FUNCTION ringshard.compare_schemes(from_nodes integer, to_nodes integer, keys integer DEFAULT 100000,
 										  vnodes integer DEFAULT 256)

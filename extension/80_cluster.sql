@@ -127,6 +127,8 @@ DECLARE
 	targets text[] := ringshard.addressed_nodes();
 	new_version bigint;
 	failed record;
+	missing record;
+	skipped text[] := '{}';
 BEGIN
 	-- every node must be able to take part in two-phase commit: say so now, not at the first write
 	SELECT * INTO failed FROM ringshard.node_execute(targets,
@@ -169,10 +171,32 @@ BEGIN
 		version := new_version;
 		RETURN NEXT;
 	END LOOP;
+	-- A node that joined a ring or map gets its distributed tables now, with
+	-- this transaction: a write routed to it before the rebalance finds the
+	-- table instead of failing.  A node's table belongs to the role that
+	-- distributes it, so only the caller's own tables are pushed; the others
+	-- are named, with the command their owner runs.
+	FOR missing IN
+		SELECT d.table_name, pg_catalog.pg_has_role(c.relowner, 'MEMBER') AS own
+		  FROM ringshard.distributed_tables d JOIN pg_catalog.pg_class c ON c.oid = d.table_name::pg_catalog.oid
+		 WHERE c.relkind = 'f'
+		 ORDER BY d.table_name::pg_catalog.oid
+	LOOP
+		IF missing.own THEN
+			PERFORM ringshard.push_table_definition(missing.table_name);
+		ELSE
+			skipped := skipped || ringshard.qualified_name(missing.table_name);
+		END IF;
+	END LOOP;
+	IF cardinality(skipped) > 0 THEN
+		RAISE NOTICE 'the definitions of % distributed table(s) of other roles were not pushed: %',
+			cardinality(skipped), array_to_string(skipped, ', ')
+			USING HINT = 'A node that lacks one gets it from SELECT ringshard.push_table_definition(''<table>''); run by its owner, or from CALL ringshard.rebalance(''<table>'').';
+	END IF;
 END
 $$;
 COMMENT ON FUNCTION ringshard.sync_topology() IS
-	'pushes the topology, with a new version number, to every node with an address: all or nothing (two-phase commit)';
+	'pushes the topology, with a new version number, to every node with an address, and creates the distributed tables on nodes that lack them: all or nothing (two-phase commit)';
 
 -- On a worker: whether this node is the chosen reader of a row: the first
 -- of its replicas not excluded by the coordinator.

@@ -181,14 +181,14 @@ BEGIN
 		copied := copied + ringshard_internal.node_value(target, format(
 			'WITH added AS (
 			   INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
-			    WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I IS NOT DISTINCT FROM r.%3$I
+			    WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I OPERATOR(pg_catalog.=) r.%3$I
 			                         AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))
 			   RETURNING 1)
 			 SELECT pg_catalog.count(*) FROM added', qualified, columns, key_column),
 			ARRAY[rows_for_target], shape => 'bigint')::bigint;
 		missing := ringshard_internal.node_value(target, format(
 			'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
-			  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I IS NOT DISTINCT FROM r.%2$I
+			  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) r.%2$I
 			                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))', qualified, key_column),
 			ARRAY[rows_for_target], shape => 'bigint')::bigint;
 		IF missing <> 0 THEN

@@ -73,6 +73,9 @@ INSERT INTO citizens SELECT 3201012345670000 + g, 'c' || g FROM generate_series(
 SELECT ringshard.distribute_table('citizens', 'nik');
 SELECT * FROM ringshard.plan_table_summary('citizens', 'remove', 'shard-bandung-04');
 SELECT count(*) AS rows_with_new_replicas FROM ringshard.plan_table_moves('citizens', 'remove', 'shard-bandung-04');
+-- one node leaves: each of those rows gains one node, so one copy each
+SELECT sum(rows) = (SELECT count(*) FROM ringshard.plan_table_moves('citizens', 'remove', 'shard-bandung-04')) AS one_copy_per_row
+  FROM ringshard.plan_table_summary('citizens', 'remove', 'shard-bandung-04');
 -- the plan equals what happens when the node is removed
 CREATE TEMP TABLE plan AS SELECT * FROM ringshard.plan_table_moves('citizens', 'remove', 'shard-bandung-04');
 CREATE TEMP TABLE placed AS SELECT nik, replicas_of(c) AS before FROM citizens c;

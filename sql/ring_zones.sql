@@ -103,7 +103,11 @@ SELECT count(*) AS planned,
        count(*) = (SELECT count(*) FROM zone_keys WHERE before IS DISTINCT FROM proposed) AS as_the_preview,
        count(*) FILTER (WHERE from_node <> to_node) AS owner_changes
   FROM ringshard.plan_table_moves('citizens_dc', 'set_zone', 'spare-1', zone => 'jakarta');
-SELECT count(*) AS summary_rows FROM ringshard.plan_table_summary('citizens_dc', 'set_zone', 'spare-1', zone => 'jakarta');
+-- the summary counts copies: every node a row gains, as rebalance() copies it
+SELECT sum(rows) AS summary_copies,
+       sum(rows) = (SELECT sum(cardinality(ARRAY(SELECT unnest(m.to_replicas) EXCEPT SELECT unnest(m.from_replicas))))
+                      FROM ringshard.plan_table_moves('citizens_dc', 'set_zone', 'spare-1', zone => 'jakarta') m) AS every_gain
+  FROM ringshard.plan_table_summary('citizens_dc', 'set_zone', 'spare-1', zone => 'jakarta');
 SELECT table_name, node, zone FROM ringshard.table_nodes WHERE table_name = 'citizens_dc'::regclass ORDER BY node COLLATE "C";
 
 -- Refusals: each names what is wrong, and changes nothing.

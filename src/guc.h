@@ -19,7 +19,7 @@ extern int	ringshard_fetch_size;			/* ringshard.fetch_size */
 extern int	ringshard_write_batch_size;		/* ringshard.write_batch_size */
 extern bool ringshard_allow_partial_reads;	/* ringshard.allow_partial_reads */
 
-/* The watchdog (src/watchdog.c). */
+/* The watchdog (src/bgworker/watchdog.c). */
 extern int	ringshard_watchdog_interval_ms; /* ringshard.watchdog_interval */
 extern char *ringshard_watchdog_database;	/* ringshard.watchdog_database */
 extern char *ringshard_watchdog_role;		/* ringshard.watchdog_role */

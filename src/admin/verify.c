@@ -40,10 +40,10 @@
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
-#include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/values.h"
+#include "routing/placement.h"
 
 /* One group of rows on one node: how many, and their digest. */
 typedef struct NodeGroup

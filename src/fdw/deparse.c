@@ -28,8 +28,8 @@
 #include "utils/syscache.h"
 
 #include "fdw/deparse.h"
-#include "placement.h"
 #include "remote/values.h"
+#include "routing/placement.h"
 
 /* Built in: part of every PostgreSQL, so the node has the same object. */
 static bool
@@ -241,8 +241,8 @@ function_description(Oid funcid)
 	char	   *name = get_func_name(funcid);
 
 	if (!is_builtin(funcid))
-		return psprintf("function %s() is not built in", name ? name : "?");
-	return psprintf("function %s() is not immutable", name ? name : "?");
+		return psprintf("function %s() (not built in)", name ? name : "?");
+	return psprintf("function %s() (not immutable)", name ? name : "?");
 }
 
 static bool
@@ -294,9 +294,9 @@ ship_walker(Node *node, ShipContext *ctx)
 
 				set_opfuncid(op);
 				if (!is_builtin(op->opno))
-					return refuse_part(ctx, psprintf("operator %s is not built in", get_opname(op->opno)));
+					return refuse_part(ctx, psprintf("operator %s (not built in)", get_opname(op->opno)));
 				if (!function_is_shippable(op->opfuncid))
-					return refuse_part(ctx, psprintf("operator %s is not immutable", get_opname(op->opno)));
+					return refuse_part(ctx, psprintf("operator %s (not immutable: its result depends on the session's settings)", get_opname(op->opno)));
 				break;
 			}
 		case T_ScalarArrayOpExpr:
@@ -305,7 +305,7 @@ ship_walker(Node *node, ShipContext *ctx)
 
 				set_sa_opfuncid(op);
 				if (!is_builtin(op->opno) || !function_is_shippable(op->opfuncid))
-					return refuse_part(ctx, psprintf("operator %s is not built in and immutable", get_opname(op->opno)));
+					return refuse_part(ctx, psprintf("operator %s (not built in and immutable)", get_opname(op->opno)));
 				break;
 			}
 		case T_FuncExpr:

@@ -33,16 +33,16 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "fdw/ddl.h"
+#include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "fdw/write_locks.h"
-#include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
 #include "remote/values.h"
+#include "routing/placement.h"
 
 /* A few rows go as one INSERT (one round trip); more as a COPY (two). */
 #define SMALL_BATCH_ROWS 16

@@ -30,11 +30,11 @@
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "fdw/upper.h"
-#include "key_bytes.h"
-#include "placement.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/values.h"
+#include "routing/placement.h"
+#include "types/key_bytes.h"
 
 /* One key of a router scan and the replicas it may be read from. */
 typedef struct KeyRoute

@@ -16,7 +16,7 @@
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 
-#include "fdw/ddl.h"
+#include "commands/ddl.h"
 #include "fdw/fdw.h"
 
 static planner_hook_type previous_planner_hook = NULL;

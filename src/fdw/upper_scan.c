@@ -42,9 +42,9 @@
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "fdw/upper.h"
-#include "placement.h"
 #include "remote/connection.h"
 #include "remote/values.h"
+#include "routing/placement.h"
 
 /* One pushed-down aggregate, as the coordinator combines it. */
 typedef struct UpperAggregate

@@ -18,7 +18,7 @@
 #include "utils/syscache.h"
 
 #include "remote/catalog.h"
-#include "topology_cache.h"
+#include "routing/topology_cache.h"
 
 /* The owner of the ringshard catalog. */
 static Oid

@@ -42,7 +42,7 @@
 
 #include "remote/connection.h"
 #include "remote/values.h"
-#include "topology_cache.h"
+#include "routing/topology_cache.h"
 
 /* The connections of this session, by (server, role). */
 static HTAB *connections = NULL;

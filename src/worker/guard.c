@@ -19,8 +19,8 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
-#include "annotated_tables.h"
-#include "placement.h"
+#include "routing/annotated_tables.h"
+#include "routing/placement.h"
 
 /* Whether a node name (a text datum) equals a C string. */
 static bool

@@ -16,7 +16,7 @@
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 
-#include "ringtoken.h"
+#include "types/ringtoken.h"
 
 /* What a call site keeps: the ranges of the last array it was given. */
 typedef struct TokenRanges

@@ -42,11 +42,22 @@ my $preview_rows = $coordinator->safe_psql('postgres', q{
 	 WHERE ringshard.proposed_replicas(g::bigint, 'default', 'add', 'r4') <> replicas_for(g::bigint)});
 my $preview_owner_fraction = $coordinator->safe_psql('postgres',
 	q{SELECT round(sum(fraction)::numeric, 3) FROM ringshard.preview_add_node('r4')});
+my $summary_copies = $coordinator->safe_psql('postgres',
+	q{SELECT coalesce(sum(rows), 0) FROM ringshard.plan_table_summary('items', 'add', 'r4')});
 
 # Each worker's rows and their row versions before the move.
 my @before = map { $_->safe_psql('postgres', q{SELECT string_agg(id || ':' || xmin, ',' ORDER BY id) FROM items}) } @workers[0 .. 2];
 
 $coordinator->safe_psql('postgres', "SELECT ringshard.add_node('r4', '$address{r4}')");
+# Before the rebalance, a write of a key that now belongs to r4 finds the
+# table there: sync_topology created it.
+$coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.sync_topology()');
+my $r4_key = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(90001, 99999) g WHERE 'r4' = ANY (replicas_for(g::bigint)) LIMIT 1});
+my ($ins_rc, $ins_out, $ins_err) = $coordinator->psql('postgres', "INSERT INTO items VALUES ($r4_key, 'early')");
+is($ins_rc, 0, 'a write for the new node before the rebalance succeeds: the table is there') or diag($ins_err);
+is($workers[3]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $r4_key"), '1', 'and r4 holds the row');
+$coordinator->safe_psql('postgres', "DELETE FROM items WHERE id = $r4_key");
 my ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', dry_run => true)});
 # The dry run is a summary: a title with the plan's steps and rows, then one
 # line per (source, target) pair, not a line per step.
@@ -64,6 +75,7 @@ for (values %pairs) { $pair_rows += $_->{rows}; $pair_steps += $_->{steps}; $pai
 # nothing else, so the rows to copy are exactly the rows the preview named.
 is($plan_rows, $preview_rows, "the plan's rows, counted on the sources, are the rows whose replica set changes ($preview_rows)");
 is($pair_rows, $plan_rows, 'the pairs add up to the total');
+is($summary_copies, $plan_rows, 'plan_table_summary, before the change, counted the copies the plan makes');
 is($pair_steps, $plan_steps, 'each step copies to one node here: the pairs\' steps add up to the plan\'s');
 cmp_ok(abs($pair_share - 1), '<', 0.001, 'the shares add up to 1');
 cmp_ok(scalar(split /\n/, $err), '<=', 8, "the dry run prints a few lines, not one per step ($plan_steps steps)");

@@ -12,8 +12,8 @@
 #include "access/htup.h"
 #include "access/tupdesc.h"
 
-#include "key_bytes.h"
-#include "topology_cache.h"
+#include "routing/topology_cache.h"
+#include "types/key_bytes.h"
 
 typedef struct TablePlacement
 {

@@ -16,8 +16,8 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "topology_cache.h"
-#include "version.h"
+#include "admin/version.h"
+#include "routing/topology_cache.h"
 
 uint64		topology_cache_generation = 1;
 

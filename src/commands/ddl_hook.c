@@ -30,10 +30,10 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 
-#include "fdw/ddl.h"
-#include "remote/catalog.h"
+#include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "remote/catalog.h"
 #include "remote/queue.h"
 
 static ProcessUtility_hook_type previous_utility_hook = NULL;

@@ -24,8 +24,8 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
+#include "bgworker/watchdog.h"
 #include "guc.h"
-#include "watchdog.h"
 
 
 PGDLLEXPORT void ringshard_watchdog_main(Datum arg);

@@ -18,12 +18,12 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "key_bytes.h"
-#include "ring_tokens.h"
-#include "ringtoken.h"
+#include "routing/ring_tokens.h"
+#include "routing/topology_cache.h"
 #include "rs_ring_diff.h"
 #include "rs_schemes.h"
-#include "topology_cache.h"
+#include "types/key_bytes.h"
+#include "types/ringtoken.h"
 
 /* The kinds of change a preview can describe. */
 typedef enum ProposedChangeKind

@@ -15,8 +15,8 @@
 #include "utils/builtins.h"
 #include "utils/numeric.h"
 
-#include "ringtoken.h"
-#include "topology_cache.h"
+#include "routing/topology_cache.h"
+#include "types/ringtoken.h"
 
 /* An exact unsigned 128-bit count as numeric. */
 static Datum

@@ -30,7 +30,7 @@
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
 
-#include "version.h"
+#include "admin/version.h"
 
 /* Set once the check has passed in this session. */
 static bool version_checked = false;

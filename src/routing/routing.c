@@ -16,10 +16,10 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "key_bytes.h"
-#include "ringtoken.h"
+#include "routing/topology_cache.h"
 #include "rs_hash.h"
-#include "topology_cache.h"
+#include "types/key_bytes.h"
+#include "types/ringtoken.h"
 
 /*
  * Replica arrays a call site keeps, by replica set: a ring of a few nodes

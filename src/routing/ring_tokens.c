@@ -12,9 +12,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "ring_tokens.h"
-#include "ringtoken.h"
+#include "routing/ring_tokens.h"
 #include "rs_ring_alloc.h"
+#include "types/ringtoken.h"
 
 /* Allocate count tokens for node on the ring a spec describes (see ring_tokens.h). */
 uint64 *

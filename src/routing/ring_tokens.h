@@ -10,7 +10,7 @@
 
 #include "utils/array.h"
 
-#include "topology_cache.h"
+#include "routing/topology_cache.h"
 
 /*
  * count tokens for node (its zone, or NULL, and its weight) on the ring the

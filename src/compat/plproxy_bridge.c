@@ -16,7 +16,7 @@
 #include "utils/memutils.h"
 
 #include "remote/connection.h"
-#include "topology_cache.h"
+#include "routing/topology_cache.h"
 
 PG_FUNCTION_INFO_V1(ringshard_plproxy_partitions);
 

@@ -12,7 +12,7 @@
 
 #include "executor/tuptable.h"
 
-#include "annotated_tables.h"
+#include "routing/annotated_tables.h"
 
 /* At most this many replicas per key (rings allow up to 64). */
 #define PLACEMENT_MAX_REPLICAS 64

@@ -22,7 +22,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "key_bytes.h"
+#include "types/key_bytes.h"
 
 /* Refuse a key type without canonical bytes, naming it. */
 static void

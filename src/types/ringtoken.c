@@ -16,8 +16,8 @@
 #include "utils/numeric.h"
 #include "utils/sortsupport.h"
 
-#include "ringtoken.h"
 #include "rs_token_text.h"
+#include "types/ringtoken.h"
 
 #define RINGTOKEN_RANGE_HINT "Values of type ringtoken range from 0 to 18446744073709551615."
 

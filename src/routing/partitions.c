@@ -9,8 +9,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "routing/topology_cache.h"
 #include "rs_config.h"
-#include "topology_cache.h"
 
 PG_FUNCTION_INFO_V1(ringshard_check_partition_map);
 

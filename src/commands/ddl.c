@@ -40,7 +40,7 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
-#include "fdw/ddl.h"
+#include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "remote/catalog.h"

@@ -7,7 +7,7 @@
 #include "utils/builtins.h"
 
 #include "fdw/write_locks.h"
-#include "placement.h"
+#include "routing/placement.h"
 #include "rs_hash.h"
 
 int

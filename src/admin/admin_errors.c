@@ -38,7 +38,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
-#include "admin_errors.h"
+#include "admin/admin_errors.h"
 
 static fmgr_hook_type previous_fmgr_hook = NULL;
 

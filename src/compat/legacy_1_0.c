@@ -23,8 +23,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "fdw/ddl.h"
-#include "version.h"
+#include "admin/version.h"
+#include "commands/ddl.h"
 
 static void refuse_1_0_function(FunctionCallInfo fcinfo) pg_attribute_noreturn();
 

@@ -15,7 +15,7 @@
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
-#include "annotated_tables.h"
+#include "routing/annotated_tables.h"
 #include "rs_hash.h"
 
 /* The attribute number of a live column of this row type, or ERROR. */
