@@ -284,19 +284,19 @@ sub settled_within
 }
 
 # After a worker was stopped under TPC-B: the watchdog should bring it back
-# on its own.  TODO, a bug (reported, not fixed here): when the worker dies
-# right after a PREPARE TRANSACTION was flushed there but before the
-# coordinator got the answer, the coordinator rolls the transaction back
-# everywhere else and the part stays prepared on the worker, holding its
-# rows' locks (a branch's, in TPC-B).  On the worker's return the watchdog's
-# round first delivers the queue: a queued UPDATE of that row waits on the
-# orphaned prepared transaction's lock without a bound (queue.c runs a queued
-# statement with no node_timeout), and only the recovery that follows a
-# finished round (ringshard.recover_prepared_transactions(), watchdog.c)
-# would roll it back.  The worker stays down, its queue undelivered, until
-# the round's 10-minute bound, and the next round blocks the same way.  By
-# hand, recover_prepared_transactions() rolls the part back and the blocked
-# delivery goes on.
+# on its own.  TODO, a bug (reported, not fixed here), seen in 2 of 4 runs:
+# c2 is stopped just after a PREPARE TRANSACTION was flushed there, the
+# transaction is not committed (recovery later rolls its part back: no
+# commit record), and the part stays prepared on c2, holding its rows' locks
+# (a branch's, in TPC-B).  On c2's return the watchdog's round first delivers
+# the queue: a queued UPDATE of that row waits on the orphaned part's lock
+# (pg_stat_activity on c2: Lock:transactionid, 6 minutes and on; src/remote/
+# queue.c runs a queued statement without node_timeout), and the recovery
+# that would roll the part back (ringshard.recover_prepared_transactions())
+# runs only after a round that finished (src/bgworker/watchdog.c).  c2 stays
+# marked down, its queue undelivered, at least until the round's 10-minute
+# bound (not waited for here).  By hand, recover_prepared_transactions()
+# rolls the part back, the blocked delivery goes on and c2 is marked up.
 sub settle_after_restart
 {
 	my ($label) = @_;
