@@ -284,7 +284,7 @@ sub settled_within
 }
 
 # After a worker was stopped under TPC-B: the watchdog should bring it back
-# on its own.  TODO, a bug (reported, not fixed here), seen in 2 of 4 runs:
+# on its own.  TODO, a bug (reported, not fixed here), seen in 3 of 6 runs:
 # c2 is stopped just after a PREPARE TRANSACTION was flushed there, the
 # transaction is not committed (recovery later rolls its part back: no
 # commit record), and the part stays prepared on c2, holding its rows' locks
