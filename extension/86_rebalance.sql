@@ -29,6 +29,7 @@ CREATE TABLE ringshard.rebalance_progress (
 	rows_copied bigint NOT NULL DEFAULT 0,
 	rows_deleted bigint NOT NULL DEFAULT 0,
 	updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	started_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	PRIMARY KEY (table_name, step)
 );
 COMMENT ON TABLE ringshard.rebalance_progress IS 'the steps of an unfinished rebalance and how far each got';
@@ -49,11 +50,25 @@ SELECT p.table_name,
                         THEN 100.0 * sum(p.rows_copied) / sum(p.rows_total)
                         ELSE 100.0 * count(*) FILTER (WHERE p.state = 'done') / count(*) END, 1),
              CASE WHEN count(*) FILTER (WHERE p.state <> 'done') > 0 THEN 99.9 END) AS percent,
-       max(p.updated_at) AS updated_at
+       max(p.updated_at) AS updated_at,
+       -- copying while a step has rows left to copy, then deleting the
+       -- moved rows from the nodes that left their replica sets
+       CASE WHEN count(*) FILTER (WHERE p.state = 'pending') > 0 THEN 'copying'
+            WHEN count(*) FILTER (WHERE p.state = 'copied') > 0 THEN 'deleting'
+            ELSE 'done' END AS phase,
+       min(p.started_at) AS started_at,
+       -- the rate since the move started (an interrupted move's pause included)
+       round(sum(p.rows_copied) / nullif(extract(epoch FROM max(p.updated_at) - min(p.started_at)), 0))::bigint
+         AS rows_per_second,
+       -- the rows left at that rate, to the second
+       CASE WHEN sum(p.rows_copied) > 0 AND max(p.updated_at) > min(p.started_at)
+            THEN make_interval(secs => round(greatest(coalesce(sum(p.rows_total), 0) - sum(p.rows_copied), 0)
+                                             * extract(epoch FROM max(p.updated_at) - min(p.started_at))
+                                             / sum(p.rows_copied))) END AS time_left
   FROM ringshard.rebalance_progress p
  GROUP BY p.table_name;
 COMMENT ON VIEW ringshard.rebalance_status IS
-	'per table with a running (or interrupted) rebalance: steps, steps done, rows of the whole plan, rows copied so far, percent done';
+	'per table with a running (or interrupted) rebalance: steps, steps done, rows of the whole plan, rows copied so far, percent done, phase (copying, deleting), rows copied per second since the start, and the time left at that rate';
 
 CREATE FUNCTION ringshard_internal.ring_move_plan(old_members json, old_vnodes integer,
 										 old_replicas integer, ring text)
@@ -629,7 +644,10 @@ BEGIN
 	END IF;
 	line := format('step %s of %s, rows %s of %s (%s %%)', step, status.steps, status.rows_done, status.rows_total,
 	               status.percent);
-	RAISE NOTICE 'rebalance of %: %', ringshard.qualified_name(table_name), line;
+	-- the rate and the time left are said, not compared: a line says something new only with new rows
+	RAISE NOTICE 'rebalance of %: %', ringshard.qualified_name(table_name), line ||
+		CASE WHEN status.rows_per_second IS NOT NULL
+		     THEN format(', %s rows/s, about %s left', status.rows_per_second, status.time_left) ELSE '' END;
 	printed_at := clock_timestamp();
 END
 $$;

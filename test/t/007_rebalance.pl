@@ -103,6 +103,14 @@ is($st_steps, $plan_steps, 'rebalance_status counts every step of the plan');
 cmp_ok($st_total, '>=', $plan_rows, 'rows_total is the whole plan from the first step on, not the steps started so far');
 cmp_ok($st_rows_done, '<', $st_total, 'rows_done is below rows_total in the middle of the move');
 is($st_percent, $st_exact, "percent is rows_done against rows_total ($st_percent)");
+my ($st_phase, $st_rate, $st_left, $st_left_exact) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT phase, rows_per_second, extract(epoch FROM time_left)::bigint,
+	         round((rows_total - rows_done) * extract(epoch FROM updated_at - started_at) / rows_done)::bigint
+	    FROM ringshard.rebalance_status WHERE table_name = 'items'::regclass});
+note("rate when the coordinator was about to be killed: $st_rate rows/s, $st_left s left");
+is($st_phase, 'copying', 'the phase is copying while steps have rows to copy');
+cmp_ok($st_rate, '>', 0, 'rows_per_second is the rate since the move started');
+is($st_left, $st_left_exact, 'time_left is the rows left at that rate, to the second');
 cmp_ok($st_done, '<', $st_steps, 'steps_done is below steps in the middle of the move');
 # Writes that arrive during the move go to the new replica sets and survive it.
 $coordinator->safe_psql('postgres', q{INSERT INTO items SELECT g, 'during-' || g FROM generate_series(1201, 1300) g});
