@@ -46,6 +46,18 @@ $1 == "RESULT" && $2 == "balance" {
 		bal_n[a["r"]] = bal_n[a["r"]] " " a["n"]
 	}
 }
+# part 8 (bench/pgbench_part.sh): medians of tps per variant and workload, and each round's
+$1 == "RESULT" && $2 == "pgbench" {
+	kv($0, a)
+	pgb_tps[a["variant"], a["workload"]] = a["tps"]
+	pgb_failed[a["variant"], a["workload"]] = a["failed_pct"]
+	pgb_retried[a["variant"], a["workload"]] = a["retried_pct"]
+	pgb_aborted[a["variant"], a["workload"]] = a["aborted"]
+}
+# part 9 (bench/compat_part.sh): this build against 1.1
+$1 == "RESULT" && $2 == "compat" { kv($0, a); compat[a["workload"]] = a["ratio"]; compat_rr[a["workload"]] = a["round_ratio"]; compat_11[a["workload"]] = a["v11_ms"]; compat_12[a["workload"]] = a["v12_ms"]; compat_cpu[a["workload"]] = a["cpu_ratio"] }
+$1 == "RESULT" && $2 == "pgbench_invariant" { kv($0, a); pgb_inv_runs = a["runs"]; pgb_inv_broken = a["broken"] }
+$1 == "RESULT" && $2 == "pgbench_raw" { kv($0, a); pgb_raw[a["variant"], a["workload"], a["round"]] = a["tps"]; pgb_rounds[a["round"]] = 1 }
 
 # Median over rounds of the ratio of two queries timed in the same round.
 function round_ratio(g1, n1, k1, g2, n2, k2,    r, c, v, i, j, t) {
@@ -61,12 +73,77 @@ function round_ratio(g1, n1, k1, g2, n2, k2,    r, c, v, i, j, t) {
 }
 function rr_note(x) { return x == "" ? "" : sprintf("(per-round ratios, median: %.2f)", x) }
 
+# Median over rounds of the ratio of two pgbench runs of the same round.
+function pgb_round_ratio(v1, w1, v2, w2,    r, c, v, i, j, t) {
+	c = 0
+	for (r in pgb_rounds)
+		if ((v1, w1, r) in pgb_raw && (v2, w2, r) in pgb_raw && pgb_raw[v2, w2, r] > 0)
+			v[++c] = pgb_raw[v1, w1, r] / pgb_raw[v2, w2, r]
+	if (c == 0)
+		return ""
+	for (i = 2; i <= c; i++)
+		for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+	return c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2
+}
+
+# The targets of part 8: TPC-B -c 4 at R = 2 against local tables and the peer,
+# and no transaction of ringshard's TPC-B meeting an error at READ COMMITTED
+# (failed, or retried by --max-tries: on one server, TPC-B at READ COMMITTED gets
+# neither a serialization failure nor a deadlock), and no client aborted.
+function pgbench_targets(    v, w, k, e, worst, ab, n) {
+	target("pgbench TPC-B -c 4: ringshard R = 2 / local tables, tps",
+	       ratio(pgb_tps["rs2", "tpcb4"], pgb_tps["local", "tpcb4"]), "ge", 0.3,
+	       rr_note(pgb_round_ratio("rs2", "tpcb4", "local", "tpcb4")))
+	target("pgbench TPC-B -c 4: ringshard R = 2 / postgres_fdw peer, tps",
+	       ratio(pgb_tps["rs2", "tpcb4"], pgb_tps["peer", "tpcb4"]), "ge", 1.5,
+	       rr_note(pgb_round_ratio("rs2", "tpcb4", "peer", "tpcb4")))
+	# no target, printed beside them: -c 1 and select-only, R = 1 and 2
+	split("rs2 tpcb1 rs1 tpcb4 rs1 tpcb1 rs2 sel4 rs1 sel4", pr, " ")
+	for (v = 1; v < 10; v += 2)
+		if ((pr[v], pr[v + 1]) in pgb_tps && ("local", pr[v + 1]) in pgb_tps && ("peer", pr[v + 1]) in pgb_tps)
+			printf "  info  %-62s %8.2f  x peer %.2f  (per-round ratios, median: %.2f, %.2f)\n",
+			       sprintf("pgbench %s: ringshard R = %s / local tables, tps",
+			               pr[v + 1] == "tpcb4" ? "TPC-B -c 4" : pr[v + 1] == "tpcb1" ? "TPC-B -c 1" : "select-only -c 4",
+			               substr(pr[v], 3)),
+			       ratio(pgb_tps[pr[v], pr[v + 1]], pgb_tps["local", pr[v + 1]]),
+			       ratio(pgb_tps[pr[v], pr[v + 1]], pgb_tps["peer", pr[v + 1]]),
+			       pgb_round_ratio(pr[v], pr[v + 1], "local", pr[v + 1]), pgb_round_ratio(pr[v], pr[v + 1], "peer", pr[v + 1])
+	worst = ""
+	ab = n = 0
+	for (v = 1; v <= 2; v++)
+		for (w = 1; w <= 2; w++) {
+			k = (v == 1 ? "rs1" : "rs2") SUBSEP (w == 1 ? "tpcb4" : "tpcb1")
+			if (!(k in pgb_failed))
+				continue
+			n++
+			e = pgb_failed[k] + pgb_retried[k]
+			if (worst == "" || e > worst)
+				worst = e
+		}
+	for (k in pgb_aborted)
+		ab += pgb_aborted[k]
+	target("pgbench TPC-B, READ COMMITTED, ringshard: % failed or retried",
+	       n == 4 ? worst : "", "le", 0, "(the worst of R = 1, 2 at -c 4, -c 1)")
+	target("pgbench, every run: clients aborted by an error",
+	       n == 4 ? ab : "", "le", 0, "")
+	target("pgbench TPC-B: runs after which the invariant was broken",
+	       pgb_inv_runs != "" ? pgb_inv_broken : "", "le", 0,
+	       pgb_inv_runs != "" ? sprintf("(checked after each of %d TPC-B runs, every variant)", pgb_inv_runs) : "")
+}
+
 function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "" : x / y }
 
 function d(x, y) { return (x == "" || y == "") ? "" : x - y }
 function cell(x) { return x == "" ? sprintf("%9s", "-") : sprintf("%9.1f", x) }
 
 END {
+	if (only == "pgbench") {	# bench/pgbench_part.sh run on its own
+		pass = miss = missing = 0
+		print "Targets of part 8 (ratios of medians measured in this run)"
+		pgbench_targets()
+		printf "  %d PASS, %d MISS%s\n", pass, miss, missing ? sprintf(", %d not measured", missing) : ""
+		exit
+	}
 	# Where the per-row time goes: differences of medians of this run.
 	split("3 64 1000", ns, " ")
 	pts[3] = 768; pts[64] = 16384; pts[1000] = 256000
@@ -143,6 +220,13 @@ END {
 		       bal_owned[r], "le", 1.05, "(N =" bal_n[r] ")")
 		target(sprintf("share of the copies, most loaded / mean, 16 allocated tokens, R = %d, worst N", r),
 		       bal_copies[r], "le", 1.10, "(N =" bal_n[r] ")")
+	}
+	pgbench_targets()
+	if ("copy" in compat || "insert" in compat) {
+		target("COPY of the distributed table: this build / 1.1, time",
+		       compat["copy"] == "" ? "" : compat["copy"] + 0, "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f; server CPU: %s)", compat_12["copy"], compat_11["copy"], compat_rr["copy"], compat_cpu["copy"]))
+		target("single-row INSERT, R = 2, 2PC: this build / 1.1, time",
+		       compat["insert"] == "" ? "" : compat["insert"] + 0, "le", 1.05, sprintf("(%s vs %s ms; per-round ratios, median: %.2f; server CPU: %s)", compat_12["insert"], compat_11["insert"], compat_rr["insert"], compat_cpu["insert"]))
 	}
 	printf "  %d PASS, %d MISS%s\n", pass, miss, missing ? sprintf(", %d not measured", missing) : ""
 }
