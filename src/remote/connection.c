@@ -746,12 +746,271 @@ wait_sockets(PGconn **conns, uint32 *events, int n, long timeout_ms)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/*
+ * The hosts of a multi-host address, as libpq read them (PQconninfo: the
+ * address's options, or the environment's where it says nothing), and how
+ * far a connection to them got.
+ *
+ * libpq moves on to the next host of an address when one refuses or fails,
+ * not when it does not answer: in non-blocking mode it applies no
+ * connect_timeout, and the coordinator's deadline is its own.  So that a host
+ * that accepts the TCP connection and stays silent (its machine frozen)
+ * cannot hide the hosts after it, each host gets its own time limit: when
+ * the host being tried runs out of it, a new attempt starts with the hosts
+ * not tried yet, in order, with their ports (and hostaddrs) as they were.
+ *
+ * The limit for each host is ringshard.node_timeout itself, not a share of
+ * it: a host is judged as it would be alone in an address, so listing a
+ * standby after a primary does not shorten the time a loaded but working
+ * primary has to answer (a share of it, floored, would fail such a primary
+ * for having a standby), and node_timeout keeps its one meaning, how long
+ * a node's server may take to answer.  A silent first host then costs one
+ * node_timeout; an address whose every host is silent costs one per host,
+ * and addresses list few hosts.
+ */
+typedef struct HostList
+{
+	int			n;				/* hosts of the address (libpq's count) */
+	char	  **host;			/* host names, "" where none (nhost of them) */
+	int			nhost;
+	char	  **hostaddr;		/* numeric addresses, "" where none (n, or none) */
+	int			nhostaddr;
+	char	  **port;			/* ports: one for every host, or one each, or none */
+	int			nport;
+} HostList;
+
+typedef struct ConnectAttempt
+{
+	HostList	hosts;
+	int			first;			/* the first host of the current attempt */
+	int			current;		/* the host libpq is trying */
+	instr_time	since;			/* ... since then */
+	char	   *seen_host;		/* PQhost() and PQport() when last looked at */
+	char	   *seen_port;
+	StringInfoData given_up;	/* what happened on the hosts of earlier attempts */
+} ConnectAttempt;
+
+/* Split a list on its commas, as libpq does (no quoting): nothing for NULL or "". */
+static char **
+split_host_list(const char *list, int *count)
+{
+	char	  **items;
+	int			n = 1;
+	int			k = 0;
+	const char *start;
+
+	*count = 0;
+	if (list == NULL || list[0] == '\0')
+		return NULL;
+	for (const char *s = list; *s; s++)
+		n += *s == ',';
+	items = palloc(sizeof(char *) * n);
+	start = list;
+	for (const char *s = list;; s++)
+		if (*s == ',' || *s == '\0')
+		{
+			items[k++] = pnstrdup(start, s - start);
+			if (*s == '\0')
+				break;
+			start = s + 1;
+		}
+	*count = n;
+	return items;
+}
+
+/* Elements from..count-1 of a list, joined again with commas. */
+static char *
+join_host_list(char **items, int count, int from)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = from; i < count; i++)
+		appendStringInfo(&buf, "%s%s", i > from ? "," : "", items[i]);
+	return buf.data;
+}
+
+/* The hosts a connection's address lists; n is 1 for a single-host address. */
+static void
+read_host_list(PGconn *conn, HostList *hosts)
+{
+	PQconninfoOption *options = PQconninfo(conn);
+	const char *host = NULL;
+	const char *hostaddr = NULL;
+	const char *port = NULL;
+
+	memset(hosts, 0, sizeof(*hosts));
+	hosts->n = 1;
+	if (options == NULL)
+		return;
+	for (PQconninfoOption *o = options; o->keyword; o++)
+	{
+		if (strcmp(o->keyword, "host") == 0)
+			host = o->val;
+		else if (strcmp(o->keyword, "hostaddr") == 0)
+			hostaddr = o->val;
+		else if (strcmp(o->keyword, "port") == 0)
+			port = o->val;
+	}
+	hosts->host = split_host_list(host, &hosts->nhost);
+	hosts->hostaddr = split_host_list(hostaddr, &hosts->nhostaddr);
+	hosts->port = split_host_list(port, &hosts->nport);
+	/* libpq's count: the hostaddrs if any, else the host names */
+	hosts->n = hosts->nhostaddr > 0 ? hosts->nhostaddr : Max(hosts->nhost, 1);
+	/* a list libpq would not take (it refused the address already): one host, no splitting */
+	if (hosts->nhost > hosts->n || (hosts->nport > 1 && hosts->nport != hosts->n))
+		hosts->n = 1;
+	PQconninfoFree(options);
+}
+
+/* What PQhost() and PQport() say while libpq tries host i ("" when not known). */
+static const char *
+listed_host(HostList *hosts, int i)
+{
+	if (i < hosts->nhost && hosts->host[i][0] != '\0')
+		return hosts->host[i];
+	if (i < hosts->nhostaddr)
+		return hosts->hostaddr[i];
+	return "";
+}
+
+static const char *
+listed_port(HostList *hosts, int i)
+{
+	if (hosts->nport == 1)
+		return hosts->port[0];
+	return i < hosts->nport ? hosts->port[i] : "";
+}
+
+/*
+ * Which host libpq is on: the one PQhost()/PQport() name, the first such
+ * from where it was (it goes through them in order).  When it moved on, the
+ * new host's time starts.
+ */
+static void
+follow_host(ConnectAttempt *a, PGconn *conn)
+{
+	const char *host = PQhost(conn) ? PQhost(conn) : "";
+	const char *port = PQport(conn) ? PQport(conn) : "";
+	bool		moved = a->seen_host != NULL;
+	int			from;
+	int			found = -1;
+
+	if (moved && strcmp(host, a->seen_host) == 0 && strcmp(port, a->seen_port) == 0)
+		return;
+	from = moved ? a->current + 1 : a->first;
+	for (int i = from; i < a->hosts.n && found < 0; i++)
+	{
+		const char *p = listed_port(&a->hosts, i);
+
+		if (strcmp(listed_host(&a->hosts, i), host) == 0 && (p[0] == '\0' || port[0] == '\0' || strcmp(p, port) == 0))
+			found = i;
+	}
+	/* a host libpq names otherwise (the default socket directory): the next one */
+	if (found < 0)
+		found = moved ? Min(from, a->hosts.n - 1) : a->first;
+	a->current = found;
+	INSTR_TIME_SET_CURRENT(a->since);
+	if (a->seen_host)
+	{
+		pfree(a->seen_host);
+		pfree(a->seen_port);
+	}
+	a->seen_host = pstrdup(host);
+	a->seen_port = pstrdup(port);
+}
+
+/* Give a keyword a value in a copy of the parameters (every occurrence), or add it; false when full. */
+static bool
+set_param(ConnParams *p, const char *keyword, const char *value)
+{
+	bool		found = false;
+
+	for (int i = 0; i < p->n; i++)
+		if (strcmp(p->keywords[i], keyword) == 0)
+		{
+			p->values[i] = value;
+			found = true;
+		}
+	if (found)
+		return true;
+	if (p->n >= 62)
+		return false;
+	p->keywords[p->n] = keyword;
+	p->values[p->n] = value;
+	p->n++;
+	p->keywords[p->n] = NULL;
+	p->values[p->n] = NULL;
+	return true;
+}
+
+/*
+ * The parameters of an attempt at hosts from..n-1 of an address: the same
+ * but for host, hostaddr and port, cut to those hosts (a single port stays
+ * as it is: libpq uses it for every host).  False if libpq could not read
+ * the remaining lists as it read the whole ones: an empty value counts for
+ * libpq as none, and it would fill it from the environment.
+ */
+static bool
+params_from_host(const ConnParams *all, HostList *hosts, int from, ConnParams *out)
+{
+	const char *lists[3][2] = {{"host", NULL}, {"hostaddr", NULL}, {"port", NULL}};
+
+	memcpy(out, all, sizeof(*out));
+	if (hosts->nhost > 0)
+		lists[0][1] = join_host_list(hosts->host, hosts->nhost, from);
+	if (hosts->nhostaddr > 0)
+		lists[1][1] = join_host_list(hosts->hostaddr, hosts->nhostaddr, from);
+	if (hosts->nport > 1)
+		lists[2][1] = join_host_list(hosts->port, hosts->nport, from);
+	for (int i = 0; i < lengthof(lists); i++)
+	{
+		if (lists[i][1] == NULL)
+			continue;
+		if (lists[i][1][0] == '\0' || !set_param(out, lists[i][0], lists[i][1]))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * What happened on the hosts of an attempt given up on, the one being tried
+ * last: libpq's lines for those that failed, then this one's timeout.
+ * libpq writes the start of a host's line ("connection to server at ...,
+ * port ... failed: ") when it begins on the host, and clears it when the
+ * connection is made: a message that does not end with a newline ends with
+ * that start.
+ */
+static void
+note_host_timeout(ConnectAttempt *a, PGconn *conn)
+{
+	const char *said = PQerrorMessage(conn);
+	int			len = strlen(said);
+
+	appendStringInfoString(&a->given_up, said);
+	if (len == 0 || said[len - 1] == '\n')
+		appendStringInfo(&a->given_up, "connection to server at \"%s\", port %s failed: ",
+						 listed_host(&a->hosts, a->current), listed_port(&a->hosts, a->current));
+	appendStringInfo(&a->given_up, "timeout while connecting (ringshard.node_timeout = %d ms for each host)\n",
+					 ringshard_node_timeout_ms);
+}
+
+/* What an attempt's libpq said, after what happened on the hosts of earlier attempts. */
+static char *
+attempt_error(ConnectAttempt *a, PGconn *conn)
+{
+	if (a == NULL || a->given_up.len == 0)
+		return PQerrorMessage(conn);
+	return psprintf("%s%s", a->given_up.data, PQerrorMessage(conn));
+}
+
 void
 remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 {
 	instr_time	start;
 	ConnParams *params = palloc0(sizeof(ConnParams) * Max(n, 1));
 	bool	   *pending = palloc0(sizeof(bool) * Max(n, 1));
+	ConnectAttempt **attempts = palloc0(sizeof(ConnectAttempt *) * Max(n, 1));
 	PGconn	  **sockets = palloc0(sizeof(PGconn *) * Max(n, 1));
 	uint32	   *events = palloc0(sizeof(uint32) * Max(n, 1));
 	int			npending = 0;
@@ -760,6 +1019,7 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 	for (int i = 0; i < n; i++)
 	{
 		RemoteConnection *c = conns[i];
+		HostList	hosts;
 
 		/*
 		 * A cached link outside any remote transaction may have died while
@@ -796,19 +1056,36 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 			remote_mark_broken(c, c->conn ? PQerrorMessage(c->conn) : "out of memory");
 			continue;
 		}
+		/* several hosts: each gets its own time (see HostList) */
+		read_host_list(c->conn, &hosts);
+		if (hosts.n > 1)
+		{
+			ConnectAttempt *a = palloc0(sizeof(ConnectAttempt));
+
+			a->hosts = hosts;
+			initStringInfo(&a->given_up);
+			follow_host(a, c->conn);
+			attempts[i] = a;
+		}
 		pending[i] = true;
 		npending++;
 	}
 
-	/* Drive the handshakes together, within the node timeout. */
+	/*
+	 * Drive the handshakes together, within the node timeout: of the whole
+	 * address for a single host, of the host being tried for several.
+	 */
 	while (npending > 0)
 	{
-		double		left = ringshard_node_timeout_ms - elapsed_ms(start);
+		double		left_all = ringshard_node_timeout_ms - elapsed_ms(start);
+		double		wait = 1000;
 
 		for (int i = 0; i < n; i++)
 		{
 			RemoteConnection *c = conns[i];
+			ConnectAttempt *a = attempts[i];
 			PostgresPollingStatusType status;
+			double		left;
 
 			events[i] = 0;
 			sockets[i] = NULL;
@@ -828,21 +1105,65 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 				c->link = LINK_IDLE;
 				continue;
 			}
+			if (a && status != PGRES_POLLING_FAILED)
+				follow_host(a, c->conn);
+			left = a ? ringshard_node_timeout_ms - elapsed_ms(a->since) : left_all;
+			if (a && status != PGRES_POLLING_FAILED && left <= 0 && a->current + 1 < a->hosts.n)
+			{
+				/* the host being tried is silent: a new attempt with the hosts after it */
+				ConnParams	rest;
+
+				if (params_from_host(&params[i], &a->hosts, a->current + 1, &rest))
+				{
+					note_host_timeout(a, c->conn);
+					PQfinish(c->conn);
+					c->conn = NULL;
+					params[i] = rest;
+					c->conn = connect_start(&params[i]);
+					if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
+					{
+						remote_mark_broken(c, c->conn ? attempt_error(a, c->conn) : "out of memory");
+						pending[i] = false;
+						npending--;
+						continue;
+					}
+					a->first = a->current + 1;
+					pfree(a->seen_host);
+					pfree(a->seen_port);
+					a->seen_host = a->seen_port = NULL;
+					follow_host(a, c->conn);
+					/* just started: libpq's next step waits until the socket is writable */
+					sockets[i] = c->conn;
+					events[i] = WL_SOCKET_WRITEABLE;
+					continue;
+				}
+			}
 			if (status == PGRES_POLLING_FAILED || left <= 0)
 			{
-				remote_mark_broken(c, status == PGRES_POLLING_FAILED
-								   ? PQerrorMessage(c->conn)
-								   : psprintf("timeout while connecting (ringshard.node_timeout = %d ms)",
-											  ringshard_node_timeout_ms));
+				if (status == PGRES_POLLING_FAILED)
+					remote_mark_broken(c, attempt_error(a, c->conn));
+				else if (a)
+				{
+					note_host_timeout(a, c->conn);
+					if (a->current + 1 < a->hosts.n)
+						appendStringInfo(&a->given_up, "the %d host(s) after it were not tried: the address's host, "
+										 "hostaddr or port list cannot be cut after it (it would end in an "
+										 "empty element)\n", a->hosts.n - a->current - 1);
+					remote_mark_broken(c, a->given_up.data);
+				}
+				else
+					remote_mark_broken(c, psprintf("timeout while connecting (ringshard.node_timeout = %d ms)",
+												   ringshard_node_timeout_ms));
 				pending[i] = false;
 				npending--;
 				continue;
 			}
 			sockets[i] = c->conn;
 			events[i] = status == PGRES_POLLING_WRITING ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
+			wait = Min(wait, left);
 		}
 		if (npending > 0)
-			wait_sockets(sockets, events, n, (long) Max(1, Min(left, 1000)));
+			wait_sockets(sockets, events, n, (long) Max(1, wait));
 	}
 
 	if (!missing_ok)

@@ -96,7 +96,8 @@ extern RemoteConnection *remote_connection(const char *node, Oid userid);
 
 /*
  * Connect every entry that is not connected, all at once, bounded by
- * ringshard.node_timeout.  A node that cannot be reached ends up
+ * ringshard.node_timeout (for each host of a multi-host address: a silent
+ * host is given up for the hosts after it).  A node that cannot be reached ends up
  * LINK_BROKEN with last_error set; with missing_ok false that is an ERROR.
  * Credential rules (a role below superuser must authenticate with a
  * password from its user mapping) are always an ERROR.

@@ -2,8 +2,8 @@
 # the TAP tests that check what the coordinator does when a node is not what
 # it claims (test/t/015_hostile_node.pl, test/t/016_no_borrowed_credentials.pl).
 #
-# Two of them, each a forked process listening on 127.0.0.1 only, on a port
-# of 20000-20999 found free by trying to bind it:
+# Three of them, each a forked process listening on 127.0.0.1 only, on a
+# port of 20000-20999 found free by trying to bind it:
 #
 #  - RingshardFakeNode->start_recorder(...): a credential recorder.  It
 #    answers like a PostgreSQL server that wants a password in clear text,
@@ -14,6 +14,11 @@
 #    v3 protocol between the coordinator and a real worker, and answers the
 #    queries that match a rule of its control file itself, in a chosen bad
 #    way.  The test rewrites the control file between statements.
+#
+#  - RingshardFakeNode->start_silent(...): a silent host.  It accepts every
+#    connection and never answers, until the client closes it: a server
+#    whose machine froze after the TCP handshake
+#    (test/t/023_silent_host.pl).
 #
 # Pure Perl (IO::Socket::INET, IO::Select, fork; IO::Socket::SSL for the
 # recorder's TLS).  Every wait is bounded: sockets are read with select()
@@ -526,6 +531,22 @@ sub start_proxy
 				sub { proxy_one_client($_[0], $_[1], $_[2], \%config); });
 		});
 	return bless { pid => $pid, port => $port, owner => $$, %config }, $class;
+}
+
+# A server that accepts connections and never answers (see black_hole).
+sub start_silent
+{
+	my ($class, %args) = @_;
+	my $lifetime = $args{lifetime} // 900;
+	my ($listener, $port) = listen_on_free_port();
+	my $parent = $$;
+	my $pid = fork_server(
+		$listener,
+		sub {
+			my ($l, $children, $stopping) = @_;
+			accept_loop($l, $children, $stopping, $lifetime, $parent, sub { black_hole($_[0], $_[1]); });
+		});
+	return bless { pid => $pid, port => $port, owner => $$ }, $class;
 }
 
 # Write the rules [[regex, action], ...] atomically (a connection reading the
