@@ -514,7 +514,7 @@ for my $action (@row_answers, 'wrong_count', 'null_count')
 {
 	hostile_case(
 		label => "sync_topology, apply_topology answered $action",
-		rules => [ [ 'ringshard\.apply_topology\(', $action ] ],
+		rules => [ [ 'ringshard_worker\.apply_topology\(', $action ] ],
 		sql => $topology_sql,
 		error => qr/ERROR:.*(h2|statement timeout)/s,
 		after => sub {
