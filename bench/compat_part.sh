@@ -31,16 +31,16 @@
 # throwaway_server's private servers and pg_virtualenv), the coordinators
 # their workers over the Unix socket.
 #
-# Environment: OUT, BENCH_STARTED, DIST_ROWS (1000000), DIST_INSERTS (1000),
-# COMPAT_ROUNDS (3 COPY rounds; the INSERT rounds: COMPAT_WRITE_ROUNDS, 5),
+# Environment: OUT, BENCH_STARTED, DIST_ROWS (1000000), COMPAT_INSERTS (else DIST_INSERTS, 500),
+# COMPAT_ROUNDS (3 COPY rounds; the INSERT rounds: COMPAT_WRITE_ROUNDS, 9, of COMPAT_INSERTS, 500),
 # RS11_COMMIT (0529c64).  Writes OUT/compat/report.txt and OUT/compat/results.txt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 NROWS=${DIST_ROWS:-1000000}
-NINS=${DIST_INSERTS:-1000}
+NINS=${COMPAT_INSERTS:-${DIST_INSERTS:-500}}
 CROUNDS=${COMPAT_ROUNDS:-3}
-WROUNDS=${COMPAT_WRITE_ROUNDS:-5}
+WROUNDS=${COMPAT_WRITE_ROUNDS:-9}
 COMMIT11=${RS11_COMMIT:-0529c64}
 D="$OUT/compat"
 REPORT="$D/report.txt"
