@@ -35,6 +35,17 @@ CREATE TABLE ringshard.rebalance_progress (
 COMMENT ON TABLE ringshard.rebalance_progress IS 'the steps of an unfinished rebalance and how far each got';
 SELECT pg_catalog.pg_extension_config_dump('ringshard.rebalance_progress', '');
 
+-- What a table's rows may be read from and written to depends on its
+-- placement and on which of its moves are copied (moving_ranges below):
+-- their changes reach every backend as a topology change does.
+CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON ringshard.placements FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache AFTER DELETE OR TRUNCATE
+	ON ringshard.rebalance_progress FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
+CREATE TRIGGER invalidate_topology_cache_on_state AFTER UPDATE OF state
+	ON ringshard.rebalance_progress FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
+	EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
+
 -- One row per table with an unfinished rebalance.  Every step's rows are
 -- counted on its source when the rebalance starts, so rows_total is the
 -- whole plan from the first step on, and percent is rows_done against it
@@ -184,6 +195,59 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.checked_step_predicate(regclass, text) IS
 	'rebalance: a recorded step''s condition, if it is exactly what ringshard builds for the table; else an error';
+
+-- The moves a table still owes: the token ranges (of a ring) or partitions
+-- (of a map) whose replica set under the table's recorded placement differs
+-- from the current topology's, and whose rebalance step has not copied
+-- them yet (no step recorded, or one still pending).  Until a range is
+-- copied, its rows are complete only on its old replicas: the coordinator
+-- reads its keys there and refuses writes to them (a write to the new
+-- replicas would be lost, or undone, by the copy), docs/design.md "Moving
+-- rows".  Empty for a table laid out under the current topology.
+CREATE FUNCTION ringshard_internal.moving_ranges(table_name regclass)
+	RETURNS TABLE (range_start ringtoken, range_end ringtoken, first_partition integer, last_partition integer,
+				   old_nodes text[], new_nodes text[])
+	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	annotation ringshard.distributed_tables;
+	placed json;
+BEGIN
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = moving_ranges.table_name;
+	SELECT p.snapshot INTO placed FROM ringshard.placements p WHERE p.table_name = moving_ranges.table_name;
+	IF NOT FOUND OR placed IS NULL OR annotation.table_name IS NULL
+	   OR placed::text = ringshard_internal.placement_snapshot(table_name)::text THEN
+		RETURN;
+	END IF;
+	IF annotation.ring_name IS NOT NULL THEN
+		IF (SELECT r.algorithm FROM ringshard.rings r WHERE r.ring_name = annotation.ring_name) <> 'murmur3'
+		   OR placed->'members' IS NULL THEN
+			RETURN;
+		END IF;
+		RETURN QUERY
+		SELECT m.range_start, m.range_end, NULL::integer, NULL::integer, m.old_nodes, m.new_nodes
+		  FROM ringshard_internal.ring_move_plan(placed->'members', (placed->>'vnodes')::integer,
+		                                         (placed->>'replication_factor')::integer, annotation.ring_name) m
+		 WHERE cardinality(m.old_nodes) > 0
+		   AND NOT EXISTS (SELECT FROM ringshard.rebalance_progress q
+		                    WHERE q.table_name = moving_ranges.table_name AND q.state <> 'pending'
+		                      AND q.predicate = ringshard_internal.ring_step_predicate(annotation.key_column,
+		                                                                               m.range_start, m.range_end))
+		 ORDER BY m.range_start;
+	ELSIF placed->'assignments' IS NOT NULL THEN
+		RETURN QUERY
+		SELECT NULL::ringtoken, NULL::ringtoken, h.partition, h.partition, h.old_nodes, h.new_nodes
+		  FROM ringshard_internal.partition_holders_of(placed, annotation.map_name) h
+		 WHERE h.old_nodes IS DISTINCT FROM h.new_nodes AND cardinality(h.old_nodes) > 0
+		   AND NOT EXISTS (SELECT FROM ringshard.rebalance_progress q,
+		                          LATERAL regexp_match(q.predicate, ' BETWEEN ([0-9]{1,3}) AND ([0-9]{1,3})\)$') b
+		                    WHERE q.table_name = moving_ranges.table_name AND q.state <> 'pending'
+		                      AND h.partition BETWEEN b[1]::integer AND b[2]::integer)
+		 ORDER BY h.partition;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.moving_ranges(regclass) IS
+	'the token ranges or partitions of a table whose replica set changed since it was placed and whose rows are not copied yet, with their old and new replicas';
 
 -- The plan: one row per step, with the SQL predicate that selects its rows.
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)

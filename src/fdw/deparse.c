@@ -1059,6 +1059,83 @@ rsfdw_fanout_filter(TablePlacement *placement, const bool *excluded, int64 topol
 												   psprintf("%lld::pg_catalog.int8", (long long) topology_version)));
 }
 
+/* The moves (all, or those node serves) as the argument a node tests its rows' positions with. */
+static char *
+moves_sql(TablePlacement *placement, const int *serves, int node)
+{
+	const MovingRanges *m = &placement->moving;
+	StringInfoData list;
+
+	initStringInfo(&list);
+	for (int i = 0; i < m->count; i++)
+	{
+		if (serves && serves[i] != node)
+			continue;
+		if (placement->ring)
+		{
+			/* (start, end] as inclusive bounds; a range past the top in two */
+			if (m->start[i] < m->end[i])
+				appendStringInfo(&list, "%s" UINT64_FORMAT "," UINT64_FORMAT, list.len ? "," : "",
+								 m->start[i] + 1, m->end[i]);
+			else
+			{
+				if (m->start[i] < PG_UINT64_MAX)
+					appendStringInfo(&list, "%s" UINT64_FORMAT "," UINT64_FORMAT, list.len ? "," : "",
+									 m->start[i] + 1, PG_UINT64_MAX);
+				appendStringInfo(&list, "%s0," UINT64_FORMAT, list.len ? "," : "", m->end[i]);
+			}
+		}
+		else
+			for (int p = m->first_partition[i]; p <= m->last_partition[i]; p++)
+				appendStringInfo(&list, "%s%d", list.len ? "," : "", p);
+	}
+	if (list.len == 0)
+		return NULL;
+	if (placement->ring)
+	{
+		/* token_in_ranges wants its pairs sorted: the wrapped halves go in order */
+		uint64	   *bounds;
+		int			n = 0;
+		char	   *tok;
+		char	   *save;
+		StringInfoData sorted;
+
+		bounds = palloc(sizeof(uint64) * (m->count * 4 + 2));
+		for (tok = strtok_r(list.data, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			bounds[n++] = strtoull(tok, NULL, 10);
+		/* pairs: insertion sort by low bound (few pairs are out of order) */
+		for (int a = 2; a < n; a += 2)
+			for (int b = a; b >= 2 && bounds[b - 2] > bounds[b]; b -= 2)
+			{
+				uint64		lo = bounds[b];
+				uint64		hi = bounds[b + 1];
+
+				bounds[b] = bounds[b - 2];
+				bounds[b + 1] = bounds[b - 1];
+				bounds[b - 2] = lo;
+				bounds[b - 1] = hi;
+			}
+		initStringInfo(&sorted);
+		for (int a = 0; a < n; a++)
+			appendStringInfo(&sorted, "%s" UINT64_FORMAT, a ? "," : "", bounds[a]);
+		return psprintf("ringshard_worker.token_in_ranges(%s, '{%s}'::pg_catalog.ringtoken[])",
+						m->position_sql, sorted.data);
+	}
+	return psprintf("%s OPERATOR(pg_catalog.=) ANY ('{%s}'::pg_catalog.int4[])", m->position_sql, list.data);
+}
+
+char *
+rsfdw_moving_fanout_filter(TablePlacement *placement, const char *base, const int *serves, int node)
+{
+	char	   *all = moves_sql(placement, NULL, -1);
+	char	   *mine = moves_sql(placement, serves, node);
+	const char *first = base[0] ? base + strlen(" AND ") : "true";
+
+	if (mine == NULL)
+		return psprintf(" AND (%s) AND NOT %s", first, all);
+	return psprintf(" AND (((%s) AND NOT %s) OR %s)", first, all, mine);
+}
+
 char *
 rsfdw_upper_sql(const RsScanPlan *plan, const RsScanSQL *sql, const char *filter, const char *limit_clause,
 				bool late)

@@ -135,6 +135,15 @@ extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *
 extern char *rsfdw_excluded_nodes_sql(struct TablePlacement *placement, const bool *excluded);
 /* " AND reads_here(...)": each row read once, on its first replica not excluded. */
 extern char *rsfdw_fanout_filter(struct TablePlacement *placement, const bool *excluded, int64 topology_version);
+/*
+ * The same while the table owes moves (docs/design.md, "Moving rows"): for
+ * node `node`, the rows it is the first replica of outside the moves, and
+ * the rows of the moves it serves (the first old replica of each not
+ * excluded); serves[m] is that node's index per move.  base is the filter
+ * above, or "" when every row is read.
+ */
+extern char *rsfdw_moving_fanout_filter(struct TablePlacement *placement, const char *base, const int *serves,
+										int node);
 
 /* The nodes' query of an upper scan (aggregates or top rows), plain or with the late check. */
 extern char *rsfdw_upper_sql(const RsScanPlan *plan, const RsScanSQL *sql, const char *filter,

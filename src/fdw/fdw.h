@@ -85,8 +85,12 @@ extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *
 extern char *rsfdw_constant_key_replicas(struct TablePlacement *placement, ForeignScan *plan, int nparams,
 										 bool with_keyspace);
 
+/*
+ * Connect to the nodes of a fan-out read: filters[i] is what node i adds to
+ * its WHERE clause so that every row is read once.
+ */
 extern struct RemoteConnection **rsfdw_fanout_connect(struct TablePlacement *placement, Oid userid,
-													  const char *table, char **filter);
+													  const char *table, char ***filters);
 
 /* The parameters, key value and keyspace value of a scan's fdw_exprs, prepared for execution (scan.c). */
 extern void rsfdw_init_fdw_exprs(List *fdw_exprs, int nparams, PlanState *parent, List **param_exprs,

@@ -352,6 +352,15 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	if (placement_is_moving(&state->placement))
+	{
+		int			move = placement_key_move(&state->placement, slot->tts_values[state->placement.key_attnum - 1],
+											  state->placement.keyspace_attnum > 0
+											  ? slot->tts_values[state->placement.keyspace_attnum - 1] : (Datum) 0);
+
+		if (move >= 0)
+			placement_refuse_moving_write(&state->placement, move, "a write");
+	}
 	/* writers of one key queue here, before any replica (write_locks.c) */
 	rsfdw_lock_key_for_write(RelationGetRelid(state->rel),
 							 placement_key_lock_slot(&state->placement,
@@ -794,7 +803,7 @@ rsBeginDirectModify(ForeignScanState *node, int eflags)
 
 /* The nodes a statement sent whole must reach: every replica of its keys, or every node. */
 static bool *
-direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
+direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, const char *command)
 {
 	int			nnodes = placement_node_count(&state->placement);
 	bool	   *targets = palloc0(sizeof(bool) * Max(nnodes, 1));
@@ -802,6 +811,8 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 	StringInfoData filter;
 
 	*key_filter = "";
+	if (state->kind == RS_SCAN_FANOUT && placement_is_moving(&state->placement))
+		placement_refuse_while_moving(&state->placement, command);
 	if (state->kind == RS_SCAN_FANOUT)
 	{
 		/* any row may change: the table is locked against other writers (write_locks.c) */
@@ -847,6 +858,13 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter)
 
 			if (nulls[k])
 				continue;
+			if (placement_is_moving(&state->placement))
+			{
+				int			move = placement_key_move(&state->placement, elems[k], keyspace);
+
+				if (move >= 0)
+					placement_refuse_moving_write(&state->placement, move, command);
+			}
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
 			for (int r = 0; r < n; r++)
 				targets[replicas[r]] = true;
@@ -931,7 +949,9 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	ExprContext *econtext = node->ss.ps.ps_ExprContext;
 	int			nnodes = placement_node_count(&state->placement);
 	char	   *key_filter;
-	bool	   *targets = direct_targets(node, state, &key_filter);
+	const char *command = node->ss.ps.plan && ((ForeignScan *) node->ss.ps.plan)->operation == CMD_UPDATE
+		? "UPDATE" : "DELETE";
+	bool	   *targets = direct_targets(node, state, &key_filter, command);
 	RsParamValues *params = rsfdw_eval_params(state->param_states, state->param_exprs, econtext);
 	char	   *statement = rsfdw_template_text(state->plan->statement_tmpl, params);
 	char	   *where = rsfdw_template_text(state->plan->where_tmpl, params);
@@ -943,8 +963,6 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	   *what;
 	int			nqueued;
 	bool	   *queued = queued_targets(&state->placement, targets, &nqueued);
-	const char *command = node->ss.ps.plan && ((ForeignScan *) node->ss.ps.plan)->operation == CMD_UPDATE
-		? "UPDATE" : "DELETE";
 
 	if (nqueued > 0)
 	{
@@ -1114,6 +1132,9 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 
 		memset(&placement, 0, sizeof(placement));
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+		/* a node that left the ring keeps rows a later copy would bring back */
+		if (placement_is_moving(&placement))
+			placement_refuse_while_moving(&placement, "TRUNCATE");
 		nnodes = placement_node_count(&placement);
 		conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
 		all = palloc(sizeof(bool) * Max(nnodes, 1));

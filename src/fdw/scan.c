@@ -215,6 +215,28 @@ route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
 	uint16		replicas[PLACEMENT_MAX_REPLICAS];
 	int			n = placement_key_replicas(&state->placement, route->key, keyspace, replicas);
 
+	/*
+	 * A key whose replicas changed and whose rows are not copied yet is read
+	 * where the rows are: on its old replicas, which writes to it (refused
+	 * meanwhile) cannot have left behind (docs/design.md, "Moving rows").
+	 */
+	if (placement_is_moving(&state->placement))
+	{
+		int			move = placement_key_move(&state->placement, route->key, keyspace);
+
+		if (move >= 0)
+		{
+			n = placement_move_old_replicas(&state->placement, move, replicas);
+			if (n == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("rows of table \"%s\" with this key are on nodes that left its ring and are not copied yet",
+								state->placement.table_name),
+						 errdetail("They are on %s and move to %s.", state->placement.moving.old_nodes_text[move],
+								   state->placement.moving.new_nodes_text[move]),
+						 errhint("Move them with CALL ringshard.rebalance('%s').", state->placement.table_name)));
+		}
+	}
 	route->nreplicas = 0;
 	route->tried = 0;
 	for (int i = 0; i < n; i++)
@@ -401,8 +423,9 @@ route_keys(RsScanState *state, List *routes)
  * only the rows it is the first remaining replica of.
  */
 RemoteConnection **
-rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, char **filter)
+rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, char ***filters)
 {
+	char	   *filter;
 	int			nnodes = placement_node_count(placement);
 	bool	   *excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
 	RemoteConnection **all = palloc0(sizeof(RemoteConnection *) * Max(nnodes, 1));
@@ -451,9 +474,42 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 				 : errhint("Set ringshard.allow_partial_reads to read the other rows.")));
 	}
 	/* Each row once: on its first replica not left out (no filter with one copy and nobody left out) */
-	*filter = "";
+	filter = "";
 	if (any_excluded || !placement_single_copy(placement))
-		*filter = rsfdw_fanout_filter(placement, excluded, coordinator_topology_version());
+		filter = rsfdw_fanout_filter(placement, excluded, coordinator_topology_version());
+	*filters = palloc(sizeof(char *) * Max(nnodes, 1));
+	for (int i = 0; i < nnodes; i++)
+		(*filters)[i] = filter;
+	if (placement_is_moving(placement))
+	{
+		/*
+		 * The rows of a move not copied yet are read on its first old replica
+		 * that is up (docs/design.md, "Moving rows"); nobody else returns
+		 * them, not even a new replica a copy has reached in part.
+		 */
+		int		   *serves = palloc(sizeof(int) * placement->moving.count);
+
+		for (int m = 0; m < placement->moving.count; m++)
+		{
+			uint16		old[PLACEMENT_MAX_REPLICAS];
+			int			n = placement_move_old_replicas(placement, m, old);
+
+			serves[m] = -1;
+			for (int r = 0; r < n && serves[m] < 0; r++)
+				if (!excluded[old[r]])
+					serves[m] = old[r];
+			if (serves[m] < 0 && !ringshard_allow_partial_reads)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 errmsg("some rows of table %s are on no reachable node", table),
+						 errdetail("Their replicas changed and they are not copied yet; they are on %s.",
+								   placement->moving.old_nodes_text[m]),
+						 errhint("Bring those nodes back, or move the rows with CALL ringshard.rebalance('%s').",
+								 table)));
+		}
+		for (int i = 0; i < nnodes; i++)
+			(*filters)[i] = rsfdw_moving_fanout_filter(placement, filter, serves, i);
+	}
 	return all;
 }
 
@@ -505,11 +561,11 @@ start_scan(ForeignScanState *node)
 	if (state->kind == RS_SCAN_FANOUT)
 	{
 		RemoteConnection **conns;
-		char	   *filter;
+		char	  **filters;
 		bool	   *excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
 
 		conns = rsfdw_fanout_connect(&state->placement, state->userid, RelationGetRelationName(state->rel),
-									 &filter);
+									 &filters);
 		for (int i = 0; i < nnodes; i++)
 		{
 			(void) stream_for(state, i);	/* stream i reads node i */
@@ -525,7 +581,7 @@ start_scan(ForeignScanState *node)
 				continue;
 			}
 			snprintf(stream->cursor, sizeof(stream->cursor), "ringshard_c%u", ++cursor_number);
-			remote_send(stream->conn, rsfdw_fanout_sql(stream->cursor, state->binary_fanout, state->sql, filter,
+			remote_send(stream->conn, rsfdw_fanout_sql(stream->cursor, state->binary_fanout, state->sql, filters[i],
 													   state->fetch_size), true, stream);
 			stream->in_flight = stream->conn->link == LINK_BUSY;
 			if (!stream->in_flight)

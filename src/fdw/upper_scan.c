@@ -479,7 +479,7 @@ start_run(ForeignScanState *node)
 	MemoryContext old = MemoryContextSwitchTo(state->run_cxt);
 	RsScanSQL  *sql;
 	char	   *limit_clause = "";
-	char	   *filter;
+	char	  **filters;
 	char	   *statement;
 	RemoteConnection **conns;
 	RemoteConnection **sent;
@@ -519,10 +519,11 @@ start_run(ForeignScanState *node)
 	}
 	sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
 
-	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filter);
-	state->late = state->plan->late != NULL && filter[0] != '\0' && limit_clause[0] != '\0';
+	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filters);
+	state->late = false;
+	for (int i = 0; i < nnodes; i++)
+		state->late |= state->plan->late != NULL && filters[i][0] != '\0' && limit_clause[0] != '\0';
 	state->nmerge = state->nsort + (state->late ? state->ntiebreak : 0);
-	statement = rsfdw_upper_sql(state->plan, sql, filter, limit_clause, state->late);
 	state->answers = palloc0(sizeof(NodeAnswer) * Max(nnodes, 1));
 	state->nanswers = nnodes;
 	sent = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
@@ -536,6 +537,7 @@ start_run(ForeignScanState *node)
 		if (conns[i] == NULL)
 			continue;
 		answer->conn = conns[i];
+		statement = rsfdw_upper_sql(state->plan, sql, filters[i], limit_clause, state->late);
 		remote_send(answer->conn, statement, true, answer);
 		if (answer->conn->link != LINK_BUSY)
 			ereport(ERROR,

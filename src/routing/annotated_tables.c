@@ -10,11 +10,13 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
 
+#include "remote/catalog.h"
 #include "routing/annotated_tables.h"
 #include "rs_hash.h"
 
@@ -54,6 +56,8 @@ typedef struct Annotation
 	char	   *map_name;
 	char	   *keyspace;
 	char	   *keyspace_column;
+	MovingRanges moving;		/* in moving_cxt */
+	MemoryContext moving_cxt;
 } Annotation;
 
 static HTAB *annotations = NULL;
@@ -62,6 +66,111 @@ static char *
 keep_string(const char *value)
 {
 	return value ? MemoryContextStrdup(TopMemoryContext, value) : NULL;
+}
+
+/*
+ * The moves the table still owes, from moving_ranges(), read with the
+ * catalog owner's rights (placements and rebalance progress are the
+ * administrators'; any role's statement routes by them).  One text[] per
+ * move: start, end, first and last partition, the old and new replicas as
+ * text, where a node's row lies in SQL, then the old replicas.
+ */
+static void
+load_moving_ranges(Annotation *entry, Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	MemoryContext old;
+	MovingRanges *m = &entry->moving;
+	int			n;
+	char	  **rows;
+
+	rows = owner_catalog_query("SELECT ARRAY[m.range_start::pg_catalog.text, m.range_end::pg_catalog.text, "
+							   "m.first_partition::pg_catalog.text, m.last_partition::pg_catalog.text, "
+							   "pg_catalog.array_to_string(m.old_nodes, ', '), pg_catalog.array_to_string(m.new_nodes, ', '), "
+							   "CASE WHEN d.ring_name IS NOT NULL "
+							   "THEN pg_catalog.format('pg_catalog.ring_token(t.%I)', d.key_column) "
+							   "ELSE pg_catalog.regexp_replace(ringshard_internal.partition_step_predicate(d.table_name, 0, 0), "
+							   "'^\\((.*) BETWEEN 0 AND 0\\)$', '\\1') END] OPERATOR(pg_catalog.||) m.old_nodes "
+							   "FROM ringshard.distributed_tables d, "
+							   "ringshard_internal.moving_ranges(d.table_name) m "
+							   "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							   1, argtypes, values, true, &n);
+	if (n == 0)
+		return;
+	entry->moving_cxt = AllocSetContextCreate(TopMemoryContext, "ringshard moving ranges", ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(entry->moving_cxt);
+	m->start = palloc0(sizeof(uint64) * n);
+	m->end = palloc0(sizeof(uint64) * n);
+	m->first_partition = palloc0(sizeof(int) * n);
+	m->last_partition = palloc0(sizeof(int) * n);
+	m->old_nodes = palloc0(sizeof(char **) * n);
+	m->old_count = palloc0(sizeof(int) * n);
+	m->old_nodes_text = palloc0(sizeof(char *) * n);
+	m->new_nodes_text = palloc0(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		/* array_in keeps its state in flinfo: called through an FmgrInfo */
+		Datum		array = OidInputFunctionCall(F_ARRAY_IN, rows[i], TEXTOID, -1);
+		Datum	   *elems;
+		bool	   *nulls;
+		int			nelems;
+
+		deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
+		if (nelems < 7)
+			elog(ERROR, "ringshard: malformed move of table %u", relid);
+		m->start[i] = nulls[0] ? 0 : strtoull(TextDatumGetCString(elems[0]), NULL, 10);
+		m->end[i] = nulls[1] ? 0 : strtoull(TextDatumGetCString(elems[1]), NULL, 10);
+		m->first_partition[i] = nulls[2] ? -1 : atoi(TextDatumGetCString(elems[2]));
+		m->last_partition[i] = nulls[3] ? -1 : atoi(TextDatumGetCString(elems[3]));
+		m->old_nodes_text[i] = nulls[4] ? "" : TextDatumGetCString(elems[4]);
+		m->new_nodes_text[i] = nulls[5] ? "" : TextDatumGetCString(elems[5]);
+		if (i == 0)
+			m->position_sql = TextDatumGetCString(elems[6]);
+		m->old_nodes[i] = palloc(sizeof(char *) * Max(nelems - 7, 1));
+		for (int j = 7; j < nelems; j++)
+			if (!nulls[j])
+				m->old_nodes[i][m->old_count[i]++] = TextDatumGetCString(elems[j]);
+	}
+	m->count = n;
+	MemoryContextSwitchTo(old);
+}
+
+/* A copy of the moves in mcxt, for a placement that outlives the cache entry's generation. */
+static void
+copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcxt)
+{
+	int			n = from->count;
+	MemoryContext old;
+
+	memset(to, 0, sizeof(*to));
+	if (n == 0)
+		return;
+	old = MemoryContextSwitchTo(mcxt);
+	to->start = palloc(sizeof(uint64) * n);
+	to->end = palloc(sizeof(uint64) * n);
+	to->first_partition = palloc(sizeof(int) * n);
+	to->last_partition = palloc(sizeof(int) * n);
+	to->old_nodes = palloc(sizeof(char **) * n);
+	to->old_count = palloc(sizeof(int) * n);
+	to->old_nodes_text = palloc(sizeof(char *) * n);
+	to->new_nodes_text = palloc(sizeof(char *) * n);
+	memcpy(to->start, from->start, sizeof(uint64) * n);
+	memcpy(to->end, from->end, sizeof(uint64) * n);
+	memcpy(to->first_partition, from->first_partition, sizeof(int) * n);
+	memcpy(to->last_partition, from->last_partition, sizeof(int) * n);
+	memcpy(to->old_count, from->old_count, sizeof(int) * n);
+	for (int i = 0; i < n; i++)
+	{
+		to->old_nodes[i] = palloc(sizeof(char *) * Max(from->old_count[i], 1));
+		for (int j = 0; j < from->old_count[i]; j++)
+			to->old_nodes[i][j] = pstrdup(from->old_nodes[i][j]);
+		to->old_nodes_text[i] = pstrdup(from->old_nodes_text[i]);
+		to->new_nodes_text[i] = pstrdup(from->new_nodes_text[i]);
+	}
+	to->position_sql = pstrdup(from->position_sql);
+	to->count = n;
+	MemoryContextSwitchTo(old);
 }
 
 static Annotation *
@@ -92,6 +201,8 @@ cached_annotation(Oid relid)
 		for (int i = 0; i < 5; i++)
 			if (strings[i])
 				pfree(strings[i]);
+		if (entry->moving_cxt)
+			MemoryContextDelete(entry->moving_cxt);
 	}
 	memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
 
@@ -114,6 +225,8 @@ cached_annotation(Oid relid)
 		entry->keyspace_column = keep_string(SPI_getvalue(tuple, desc, 5));
 	}
 	SPI_finish();
+	if (entry->found)
+		load_moving_ranges(entry, relid);
 	entry->generation = topology_cache_generation;
 	return entry->found ? entry : NULL;
 }
@@ -173,6 +286,8 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 	}
 	state->ring = ring_name ? topology_cache_ring(ring_name) : NULL;
 	state->map = map_name ? topology_cache_map(map_name) : NULL;
+	/* the cache entry may be reloaded (and freed) before this placement is done with */
+	copy_moving_ranges(&state->moving, &annotation->moving, mcxt);
 	state->relid = relid;
 	state->generation = topology_cache_generation;
 }

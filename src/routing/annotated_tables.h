@@ -15,6 +15,28 @@
 #include "routing/topology_cache.h"
 #include "types/key_bytes.h"
 
+/*
+ * The moves a table still owes (ringshard_internal.moving_ranges): token
+ * ranges (start, end] of its ring, sorted by start (the last may wrap past
+ * the top), or runs of partitions of its map, each with the replicas it had
+ * when the table was placed and has now.  Their rows are complete only on
+ * the old replicas until a rebalance copies them (docs/design.md, "Moving
+ * rows").
+ */
+typedef struct MovingRanges
+{
+	int			count;
+	uint64	   *start;			/* rings */
+	uint64	   *end;
+	int		   *first_partition;	/* maps */
+	int		   *last_partition;
+	char	 ***old_nodes;		/* per range, old_count[i] names */
+	int		   *old_count;
+	char	  **new_nodes_text; /* per range, the new replicas as "a, b" */
+	char	  **old_nodes_text;
+	char	   *position_sql;	/* a row t's token or partition, in SQL for a node */
+} MovingRanges;
+
 typedef struct TablePlacement
 {
 	uint64		generation;
@@ -32,6 +54,7 @@ typedef struct TablePlacement
 	char	   *table_name;
 	char	   *key_column;
 	char	   *keyspace_column;
+	MovingRanges moving;		/* copied into the statement's context */
 } TablePlacement;
 
 /* Load (or reload, after a topology change) the annotation of a table. */

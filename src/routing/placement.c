@@ -175,6 +175,118 @@ placement_covered_by(const TablePlacement *p, const bool *excluded, int copies)
 	return true;
 }
 
+/* The move whose token range holds a token: (start, end], sorted by start, the last may wrap. */
+static int
+token_move(const MovingRanges *m, uint64 token)
+{
+	int			lo = 0;
+	int			hi = m->count - 1;
+	int			found = -1;
+
+	/* the last range starting below the token */
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (m->start[mid] < token)
+		{
+			found = mid;
+			lo = mid + 1;
+		}
+		else
+			hi = mid - 1;
+	}
+	if (found >= 0)
+	{
+		if (m->start[found] >= m->end[found] || token <= m->end[found])
+			return found;
+		return -1;
+	}
+	/* below every start: only a range wrapping past the top holds it */
+	found = m->count - 1;
+	if (m->start[found] >= m->end[found] && token <= m->end[found])
+		return found;
+	return -1;
+}
+
+int
+placement_key_move(TablePlacement *p, Datum key, Datum keyspace)
+{
+	char		buf[KEY_BYTES_BUFSIZE];
+	char		keyspace_buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	const char *bytes;
+
+	if (p->moving.count == 0)
+		return -1;
+	bytes = key_encoder_bytes(&p->key, key, buf, &len);
+	if (p->ring)
+	{
+		if (p->ring->ring == NULL)
+			return -1;
+		return token_move(&p->moving, rs_ring_key_hash(p->ring->ring, bytes, len));
+	}
+	else
+	{
+		const char *ks = p->keyspace_bytes;
+		size_t		ks_len = p->keyspace_bytes_len;
+		int			partition = 0;
+		rs_status	status;
+
+		if (p->keyspace_attnum > 0)
+			ks = key_encoder_bytes(&p->keyspace_key, keyspace, keyspace_buf, &ks_len);
+		status = rs_partition(ks, ks_len, bytes, len, &partition);
+		if (status != RS_OK)
+			ringshard_report_core_error(status, "cannot compute partition");
+		for (int i = 0; i < p->moving.count; i++)
+			if (partition >= p->moving.first_partition[i] && partition <= p->moving.last_partition[i])
+				return i;
+		return -1;
+	}
+}
+
+void
+placement_refuse_moving_write(const TablePlacement *p, int move, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s of table \"%s\" would change rows whose replicas are moving", what, p->table_name),
+			 errdetail("The topology changed since the table was placed: this key's rows are on %s and move to %s, "
+					   "and are not copied yet; a write now could be lost or undone by the copy.",
+					   p->moving.old_nodes_text[move], p->moving.new_nodes_text[move]),
+			 errhint("Move them with CALL ringshard.rebalance('%s'), then retry; keys whose replicas "
+					 "do not change can be written meanwhile.", p->table_name)));
+}
+
+void
+placement_refuse_while_moving(const TablePlacement *p, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s of table \"%s\" cannot run while some of its rows are moving", what, p->table_name),
+			 errdetail("The topology changed since the table was placed: %d token ranges or partitions of it "
+					   "have new replicas and are not copied yet, and the statement may change rows in any of them.",
+					   p->moving.count),
+			 errhint("Move them with CALL ringshard.rebalance('%s'), then retry; a statement by key "
+					 "(WHERE %s = ...) runs meanwhile where its key does not move.", p->table_name, p->key_column)));
+}
+
+int
+placement_move_old_replicas(const TablePlacement *p, int move, uint16 *out)
+{
+	int			nnodes = placement_node_count(p);
+	int			found = 0;
+
+	for (int j = 0; j < p->moving.old_count[move] && found < PLACEMENT_MAX_REPLICAS; j++)
+		for (int i = 0; i < nnodes; i++)
+			if (strcmp(placement_node_name(p, i), p->moving.old_nodes[move][j]) == 0)
+			{
+				out[found++] = (uint16) i;
+				break;
+			}
+	return found;
+}
+
 bool
 placement_single_copy(const TablePlacement *p)
 {

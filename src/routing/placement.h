@@ -45,4 +45,26 @@ extern bool placement_covered_by(const TablePlacement *p, const bool *excluded, 
 /* Whether each row has one copy only (R = 1, or one holder per partition). */
 extern bool placement_single_copy(const TablePlacement *p);
 
+/*
+ * Moves not copied yet (docs/design.md, "Moving rows").  Whether the table
+ * owes any; the move that holds a key's rows (an index into
+ * p->moving), or -1 when its replicas have not changed or its rows are
+ * copied; and ERROR for a write to such a key, what naming the statement.
+ */
+static inline bool
+placement_is_moving(const TablePlacement *p)
+{
+	return p->moving.count > 0;
+}
+extern int	placement_key_move(TablePlacement *p, Datum key, Datum keyspace);
+extern void placement_refuse_moving_write(const TablePlacement *p, int move, const char *what);
+extern void placement_refuse_while_moving(const TablePlacement *p, const char *what);
+
+/*
+ * The replicas a key had where its rows are not copied yet: the old replicas
+ * of the move that are nodes of the placement, as node indexes (in the old
+ * order); 0 when none is (the rows are on nodes that left the ring).
+ */
+extern int	placement_move_old_replicas(const TablePlacement *p, int move, uint16 *out);
+
 #endif							/* RINGSHARD_PLACEMENT_H */

@@ -49,15 +49,34 @@ my $summary_copies = $coordinator->safe_psql('postgres',
 my @before = map { $_->safe_psql('postgres', q{SELECT string_agg(id || ':' || xmin, ',' ORDER BY id) FROM items}) } @workers[0 .. 2];
 
 $coordinator->safe_psql('postgres', "SELECT ringshard.add_node('r4', '$address{r4}')");
-# Before the rebalance, a write of a key that now belongs to r4 finds the
-# table there: sync_topology created it.
+# Before the rebalance, sync_topology has created the table on r4; a write
+# of a key whose replicas now include r4 is refused, with the command to run:
+# its rows are complete only on its old replicas until they are copied
+# (docs/design.md, "Moving rows"), and a write to the new ones would be lost
+# or undone by the copy.  Keys that do not move are written as usual.
 $coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.sync_topology()');
+is($workers[3]->safe_psql('postgres', 'SELECT count(*) FROM items'), '0', 'sync_topology created the table on r4');
 my $r4_key = $coordinator->safe_psql('postgres',
 	q{SELECT g FROM generate_series(90001, 99999) g WHERE 'r4' = ANY (replicas_for(g::bigint)) LIMIT 1});
 my ($ins_rc, $ins_out, $ins_err) = $coordinator->psql('postgres', "INSERT INTO items VALUES ($r4_key, 'early')");
-is($ins_rc, 0, 'a write for the new node before the rebalance succeeds: the table is there') or diag($ins_err);
-is($workers[3]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $r4_key"), '1', 'and r4 holds the row');
-$coordinator->safe_psql('postgres', "DELETE FROM items WHERE id = $r4_key");
+isnt($ins_rc, 0, 'a write of a key that moves to the new node fails before the rebalance');
+like($ins_err, qr/ERROR:  a write of table "items" would change rows whose replicas are moving.*HINT:  Move them with CALL ringshard\.rebalance\('items'\)/s,
+	'with an error that says why and names the command') or diag($ins_err);
+is($workers[3]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $r4_key"), '0', 'r4 did not get the row');
+my $moving_old = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(1, 1200) g WHERE 'r4' = ANY (replicas_for(g::bigint)) ORDER BY g LIMIT 1});
+($ins_rc, $ins_out, $ins_err) = $coordinator->psql('postgres', "DELETE FROM items WHERE id = ${moving_old}::bigint");
+like($ins_err, qr/DELETE of table "items" would change rows whose replicas are moving/, 'so is a DELETE of a stored key that moves');
+($ins_rc, $ins_out, $ins_err) = $coordinator->psql('postgres', "UPDATE items SET payload = payload");
+like($ins_err, qr/UPDATE of table "items" cannot run while some of its rows are moving/, 'and an UPDATE of any row');
+is($coordinator->safe_psql('postgres', "SELECT payload FROM items WHERE id = ${moving_old}::bigint"), "payload-$moving_old",
+	'a moving key reads its row, from its old replicas');
+is($coordinator->safe_psql('postgres', 'SELECT count(*) || \'/\' || count(DISTINCT id) FROM items'), '1200/1200',
+	'a fan-out reads every row once');
+my $staying = $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(90001, 99999) g WHERE NOT 'r4' = ANY (replicas_for(g::bigint)) LIMIT 1});
+($ins_rc, $ins_out, $ins_err) = $coordinator->psql('postgres', "INSERT INTO items VALUES ($staying, 'early'); DELETE FROM items WHERE id = ${staying}::bigint");
+is($ins_rc, 0, 'a key that does not move is written as usual') or diag($ins_err);
 my ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', dry_run => true)});
 # The dry run is a summary: a title with the plan's steps and rows, then one
 # line per (source, target) pair, not a line per step.
@@ -112,8 +131,28 @@ is($st_phase, 'copying', 'the phase is copying while steps have rows to copy');
 cmp_ok($st_rate, '>', 0, 'rows_per_second is the rate since the move started');
 is($st_left, $st_left_exact, 'time_left is the rows left at that rate, to the second');
 cmp_ok($st_done, '<', $st_steps, 'steps_done is below steps in the middle of the move');
-# Writes that arrive during the move go to the new replica sets and survive it.
-$coordinator->safe_psql('postgres', q{INSERT INTO items SELECT g, 'during-' || g FROM generate_series(1201, 1300) g});
+# Reads in the middle of the move, some steps copied and some not, find
+# every row once; writes of keys that do not move, or whose rows are copied,
+# go to the new replica sets and survive the move; the others are refused
+# and written once it is done.
+is($coordinator->safe_psql('postgres', 'SELECT count(*) || \'/\' || count(DISTINCT id) FROM items'), '1200/1200',
+	'in the middle of the move a fan-out reads every row once');
+is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM items WHERE id = ANY (ARRAY(SELECT generate_series(1, 1200)::bigint))'),
+	'1200', 'and reads by key find every row');
+$coordinator->safe_psql('postgres',
+	q{INSERT INTO items SELECT g, 'during-' || g FROM generate_series(1201, 1300) g WHERE NOT 'r4' = ANY (replicas_for(g::bigint))});
+my @refused;
+my $refusals_clear = 1;
+for my $g (split /\n/, $coordinator->safe_psql('postgres',
+	q{SELECT g FROM generate_series(1201, 1300) g WHERE 'r4' = ANY (replicas_for(g::bigint))}))
+{
+	my ($one_rc, $one_out, $one_err) = $coordinator->psql('postgres', "INSERT INTO items VALUES ($g, 'during-$g')");
+	next if $one_rc == 0;
+	push @refused, $g;
+	$refusals_clear &&= $one_err =~ /would change rows whose replicas are moving/;
+}
+ok($refusals_clear, 'a write during the move is refused only because its key moves');
+note(scalar(@refused) . ' writes of moving keys refused during the move');
 my $progress = $coordinator->safe_psql('postgres',
 	q{SELECT sum(steps_done) || '/' || sum(steps) || ' steps, ' || sum(rows_done) || ' rows' FROM ringshard.rebalance_status});
 note("progress when the coordinator was killed: $progress");
@@ -138,6 +177,7 @@ my $started = time;
 	q{SET ringshard.rebalance_notice_interval = '1s'; CALL ringshard.rebalance('items', pause_ms => 10)});
 my $elapsed = time - $started;
 is($rc, 0, 'calling rebalance again resumes and finishes the move');
+$coordinator->safe_psql('postgres', "INSERT INTO items VALUES ($_, 'during-$_')") for @refused;
 like($err, qr/rebalance of public\.items: resuming at step \d+ of $plan_steps, rows \d+ of \d+ copied/,
 	'it says where it resumes, as step k of N and rows x of y');
 my @steps_reported = $err =~ /rebalance of public\.items: step (\d+) of $plan_steps, rows \d+ of \d+ \([\d.]+ %\)/g;

@@ -1,3 +1,9 @@
 -- rebalance_status shows the rate and the time left: each step records when
 -- its move started (a move recorded by 1.1 counts from the update).
 ALTER TABLE ringshard.rebalance_progress ADD COLUMN started_at timestamptz NOT NULL DEFAULT pg_catalog.now();
+
+-- Moves in progress fence their keys (moving_ranges): the placement and the
+-- steps' states invalidate the backends' routing.
+--@copy CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ringshard.placements
+--@copy CREATE TRIGGER invalidate_topology_cache AFTER DELETE OR TRUNCATE ON ringshard.rebalance_progress
+--@copy CREATE TRIGGER invalidate_topology_cache_on_state
