@@ -55,6 +55,7 @@ GLUE_OBJS = \
 	src/admin/addresses.o \
 	src/admin/checks.o \
 	src/admin/verify.o \
+	src/operations/move_rows.o \
 	src/compat/plproxy_bridge.o \
 	src/bgworker/watchdog.o \
 	src/compat/legacy_1_0.o

@@ -4,7 +4,8 @@
 -- a token range or a run of partitions with one old and one new replica
 -- set): copy from a node that holds them to the nodes that gain them,
 -- verify every copied row is there, and only then delete them from the
--- nodes that lose them.  Progress is committed batch by batch, so a crash
+-- nodes that lose them.  Progress is committed batch by batch (a batch: steps
+-- with the same nodes, moved by one COPY per target), so a crash
 -- of the coordinator or of a worker is resumed by calling rebalance() again.
 
 CREATE TABLE ringshard.placements (
@@ -580,116 +581,187 @@ CREATE FUNCTION ringshard_internal.rebalance_unfinished_steps(table_name regclas
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_unfinished_steps(regclass) IS 'rebalance(): the steps not done yet, in order';
 
--- Where a step's copy starts: at the beginning for a step not yet copied
--- (a copy interrupted half way starts again: identical rows already on a
--- target are skipped), NULL for a step whose rows are all copied.
-CREATE FUNCTION ringshard_internal.rebalance_copy_start(table_name regclass, step integer) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+-- The data path: rows node to node by COPY (src/operations/move_rows.c).
+CREATE FUNCTION ringshard_internal.copy_step_rows(table_name regclass, source text, targets text[], condition text)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'ringshard_copy_step_rows' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.copy_step_rows(regclass, text, text[], text) IS
+	'rebalance(): the rows of a table matching a condition, copied from source onto every target by COPY, node to node, in this transaction (the targets'' rows of the condition deleted first); the rows each target got';
+
+-- The rows of several recorded steps of a table as one condition on a
+-- node's row t, evaluated once per row: for a ring, their token ranges as
+-- the inclusive pairs of ringshard_worker.token_in_ranges (one hash per
+-- row, a binary search); for a map, the partition in a list.  Every step's
+-- recorded predicate is checked first (checked_step_predicate).
+CREATE FUNCTION ringshard_internal.steps_condition(table_name regclass, steps integer[]) RETURNS text
+	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	annotation ringshard.distributed_tables;
+	predicates text[];
+	bounds text;
+	partitions text;
 BEGIN
-	UPDATE ringshard.rebalance_progress p SET rows_copied = 0, updated_at = now()
-	 WHERE p.table_name = rebalance_copy_start.table_name AND p.step = rebalance_copy_start.step AND p.state = 'pending';
-	RETURN CASE WHEN FOUND THEN '(0,0)' END;
+	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = steps_condition.table_name;
+	SELECT array_agg(ringshard_internal.checked_step_predicate(steps_condition.table_name, p.predicate) ORDER BY p.step) INTO predicates
+	  FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = steps_condition.table_name AND p.step = ANY (steps);
+	IF predicates IS NULL OR cardinality(predicates) <> cardinality(steps) THEN
+		RAISE EXCEPTION 'rebalance of % has no steps %', table_name, steps USING ERRCODE = 'undefined_object';
+	END IF;
+	IF annotation.ring_name IS NOT NULL THEN
+		-- (start, end] as [start + 1, end]; a range past the top as two
+		WITH r AS (
+			SELECT (m[1])::numeric AS s, (m[3])::numeric AS e
+			  FROM unnest(predicates) p,
+			       LATERAL regexp_match(p, '> ''([0-9]{1,20})''::pg_catalog\.ringtoken (AND|OR) .* <= ''([0-9]{1,20})''::pg_catalog\.ringtoken\)$') m),
+		     pairs AS (
+			SELECT r.s + 1 AS lo, r.e AS hi FROM r WHERE r.s < r.e
+			UNION ALL SELECT r.s + 1, 18446744073709551615 FROM r WHERE r.s >= r.e AND r.s < 18446744073709551615
+			UNION ALL SELECT 0, r.e FROM r WHERE r.s >= r.e)
+		SELECT string_agg(pairs.lo::text || ',' || pairs.hi::text, ',' ORDER BY pairs.lo) INTO bounds FROM pairs;
+		RETURN format('ringshard_worker.token_in_ranges(pg_catalog.ring_token(t.%I), %L::pg_catalog.ringtoken[])',
+		              annotation.key_column, '{' || bounds || '}');
+	END IF;
+	SELECT string_agg(g::text, ',' ORDER BY g) INTO partitions
+	  FROM unnest(predicates) p,
+	       LATERAL regexp_match(p, ' BETWEEN ([0-9]{1,3}) AND ([0-9]{1,3})\)$') m,
+	       LATERAL generate_series(m[1]::integer, m[2]::integer) g;
+	RETURN format('%s OPERATOR(pg_catalog.=) ANY (%L::pg_catalog.int4[])',
+	              regexp_replace(predicates[1], '^\((.*) BETWEEN [0-9]{1,3} AND [0-9]{1,3}\)$', '\1'),
+	              '{' || partitions || '}');
 END
 $$;
-COMMENT ON FUNCTION ringshard_internal.rebalance_copy_start(regclass, integer) IS 'rebalance(): the ctid a step''s copy starts after, or NULL if the step is copied';
+COMMENT ON FUNCTION ringshard_internal.steps_condition(regclass, integer[]) IS
+	'rebalance(): the rows of several recorded steps of a table as one condition on a node''s row t (token ranges for a ring, a partition list for a map), each step''s predicate checked';
 
--- Copy one page of a step: up to batch rows of the step from its source
--- (by ctid, after the given one), inserted on every target where missing,
--- then checked there.  Returns the ctid to continue after, or NULL once the
--- step is copied (and marks it so).
-CREATE FUNCTION ringshard_internal.rebalance_copy_page(table_name regclass, step integer, after_ctid text, batch integer)
-	RETURNS text
+-- The unfinished steps in batches moved together: steps that share a
+-- source, targets and nodes to delete from, in order, up to about batch
+-- rows each (as counted on the sources when the move began), at least one
+-- step each.
+CREATE FUNCTION ringshard_internal.rebalance_batches(table_name regclass, batch integer) RETURNS SETOF integer[]
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	item record;
+	current integer[] := '{}';
+	current_rows bigint := 0;
+	current_group text;
+BEGIN
+	FOR item IN
+		SELECT p.step, p.source || '>' || p.targets::text || '-' || p.deletes::text AS grp, coalesce(p.rows_total, 0) AS rows
+		  FROM ringshard.rebalance_progress p
+		 WHERE p.table_name = rebalance_batches.table_name AND p.state <> 'done'
+		 ORDER BY p.source, p.targets::text, p.deletes::text, p.step
+	LOOP
+		IF cardinality(current) > 0 AND (item.grp IS DISTINCT FROM current_group OR current_rows + item.rows > batch) THEN
+			RETURN NEXT current;
+			current := '{}';
+			current_rows := 0;
+		END IF;
+		current := current || item.step;
+		current_rows := current_rows + item.rows;
+		current_group := item.grp;
+	END LOOP;
+	IF cardinality(current) > 0 THEN
+		RETURN NEXT current;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.rebalance_batches(regclass, integer) IS
+	'rebalance(): the unfinished steps in batches moved together: the same source, targets and deletes, up to about batch rows each';
+
+-- Copy the pending steps of a batch in one transaction: their rows from
+-- the source onto the targets (those rows on a target deleted first: what
+-- an interrupted copy left), one scan of each node for all of them, checked
+-- by the counts of both ends; the steps marked copied in the same
+-- transaction, from which on their keys route to their new replicas
+-- (moving_ranges).  The copy holds the table against writers (not readers)
+-- until the targets commit.
+CREATE FUNCTION ringshard_internal.rebalance_copy_steps(table_name regclass, steps integer[]) RETURNS bigint
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	item ringshard.rebalance_progress;
-	key_column name;
-	qualified text := ringshard.qualified_name(table_name);
-	columns text;
-	page json;
-	page_rows integer;
-	target text;
-	missing text;
+	pending integer[];
+	source text;
+	targets text[];
+	counted bigint;
+	copied bigint := 0;
 BEGIN
-	SELECT * INTO item FROM ringshard.rebalance_progress p
-	 WHERE p.table_name = rebalance_copy_page.table_name AND p.step = rebalance_copy_page.step;
-	SELECT d.key_column INTO key_column FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_copy_page.table_name;
-	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
-	  FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
-	page := ringshard_internal.node_value(item.source, format(
-		'SELECT pg_catalog.json_build_object(''rows'', coalesce(pg_catalog.json_agg(pg_catalog.row_to_json(s) ORDER BY s.row_ctid), ''[]''::pg_catalog.json),
-		                                     ''last'', pg_catalog.max(s.row_ctid)::pg_catalog.text)
-		   FROM (SELECT t.ctid AS row_ctid, %s FROM %s t
-		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $1::pg_catalog.tid ORDER BY t.ctid LIMIT %s) s',
-		(SELECT string_agg('t.' || quote_ident(a.attname), ', ' ORDER BY a.attnum)
-		   FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped),
-		qualified, ringshard_internal.checked_step_predicate(table_name, item.predicate), batch), ARRAY[after_ctid], false,
-		'json')::json;
-	IF json_typeof(page) IS DISTINCT FROM 'object' OR json_typeof(page->'rows') IS DISTINCT FROM 'array' THEN
-		RAISE EXCEPTION 'node "%" answered a page of rows with a malformed value', item.source
-			USING ERRCODE = 'protocol_violation', DETAIL = format('%s where an object with the rows was expected.', left(page::text, 40));
+	SELECT array_agg(p.step ORDER BY p.step), min(p.source), min(p.targets::text)::text[], coalesce(sum(p.rows_total), 0)
+	  INTO pending, source, targets, counted
+	  FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = rebalance_copy_steps.table_name AND p.step = ANY (steps) AND p.state = 'pending';
+	IF pending IS NULL THEN
+		RETURN 0;
 	END IF;
-	page_rows := json_array_length(page->'rows');
-	IF page_rows > 0 THEN
-		FOREACH target IN ARRAY item.targets LOOP
-			PERFORM ringshard_internal.node_value(target, format(
-				'INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
-				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I OPERATOR(pg_catalog.=) r.%3$I
-				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
-				qualified, columns, key_column), ARRAY[(page->'rows')::text]);
-			missing := ringshard_internal.node_value(target, format(
-				'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
-				  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) r.%2$I
-				                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))',
-				qualified, key_column), ARRAY[(page->'rows')::text], shape => 'bigint');
-			IF missing <> '0' THEN
-				RAISE EXCEPTION 'verification failed: % rows of step % are missing on node "%"', missing, step, target
-					USING ERRCODE = 'data_corrupted';
-			END IF;
-		END LOOP;
+	IF (SELECT count(DISTINCT (p.source, p.targets)) FROM ringshard.rebalance_progress p
+	     WHERE p.table_name = rebalance_copy_steps.table_name AND p.step = ANY (pending)) > 1 THEN
+		RAISE EXCEPTION 'steps copied together must share their source and targets' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	-- A page shorter than batch is the step's last.  A row written to the
-	-- source after the count is copied too: the total grows with it.
+	-- a write queued for one of them would be replayed after the copy read or replaced its rows
+	IF EXISTS (SELECT FROM ringshard.write_queue q
+	            WHERE q.table_name = rebalance_copy_steps.table_name AND q.node_name = ANY (source || targets)) THEN
+		RAISE EXCEPTION 'writes of % are queued for node "%"', table_name,
+			(SELECT min(q.node_name) FROM ringshard.write_queue q
+			  WHERE q.table_name = rebalance_copy_steps.table_name AND q.node_name = ANY (source || targets))
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'The node was down; its queue is replayed before rows are copied from or to it.',
+			      HINT = 'Call rebalance again once ringshard.write_queue_status shows the queue delivered.';
+	END IF;
+	IF cardinality(targets) > 0 THEN
+		copied := ringshard_internal.copy_step_rows(table_name, source, targets,
+		                                            ringshard_internal.steps_condition(table_name, pending));
+	END IF;
+	-- each step counts the rows counted on its source when the move began;
+	-- the first also what the copy found beyond them (rows written since)
 	UPDATE ringshard.rebalance_progress p
-	   SET rows_copied = p.rows_copied + page_rows,
-	       rows_total = CASE WHEN page_rows < batch THEN p.rows_copied + page_rows
-	                         ELSE greatest(p.rows_total, p.rows_copied + page_rows) END,
-	       state = CASE WHEN page_rows < batch THEN 'copied' ELSE p.state END,
-	       updated_at = now()
-	 WHERE p.table_name = rebalance_copy_page.table_name AND p.step = rebalance_copy_page.step;
-	RETURN CASE WHEN page_rows < batch THEN NULL ELSE page->>'last' END;
+	   SET rows_copied = coalesce(p.rows_total, 0) + CASE WHEN p.step = pending[1] THEN copied - counted ELSE 0 END,
+	       rows_total = coalesce(p.rows_total, 0) + CASE WHEN p.step = pending[1] THEN copied - counted ELSE 0 END,
+	       state = 'copied', updated_at = now()
+	 WHERE p.table_name = rebalance_copy_steps.table_name AND p.step = ANY (pending);
+	RETURN copied;
 END
 $$;
-COMMENT ON FUNCTION ringshard_internal.rebalance_copy_page(regclass, integer, text, integer) IS
-	'rebalance(): copies one page of a step''s rows from its source to its targets where missing and checks them; the ctid to continue after, or NULL when the step is copied';
+COMMENT ON FUNCTION ringshard_internal.rebalance_copy_steps(regclass, integer[]) IS
+	'rebalance(): copies a batch''s pending steps (one source and targets) by one COPY per target, checks them there and marks them copied; the rows copied';
 
--- Delete a copied step's rows from the nodes that left its replica set:
--- every row of the step is on every target now.
-CREATE FUNCTION ringshard_internal.rebalance_finish_step(table_name regclass, step integer) RETURNS void
+-- Delete a batch's copied steps' rows from the nodes that left their
+-- replica sets, one statement per node for all of them: every row of the
+-- steps is on every target now.
+CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, steps integer[]) RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	item ringshard.rebalance_progress;
+	copied integer[];
+	deletes text[];
 	target text;
 	removed bigint := 0;
 BEGIN
-	SELECT * INTO item FROM ringshard.rebalance_progress p
-	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;
-	FOREACH target IN ARRAY item.deletes LOOP
+	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, deletes
+	  FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (steps) AND p.state = 'copied';
+	IF copied IS NULL THEN
+		RETURN;
+	END IF;
+	IF (SELECT count(DISTINCT p.deletes) FROM ringshard.rebalance_progress p
+	     WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied)) > 1 THEN
+		RAISE EXCEPTION 'steps finished together must share the nodes they leave' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	FOREACH target IN ARRAY deletes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-			       ringshard.qualified_name(table_name), ringshard_internal.checked_step_predicate(table_name, item.predicate)),
+			       ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, copied)),
 			shape => 'bigint')::bigint;
 	END LOOP;
-	UPDATE ringshard.rebalance_progress p SET state = 'done', rows_deleted = removed, updated_at = now()
-	 WHERE p.table_name = rebalance_finish_step.table_name AND p.step = rebalance_finish_step.step;
+	UPDATE ringshard.rebalance_progress p
+	   SET state = 'done', rows_deleted = CASE WHEN p.step = copied[1] THEN removed ELSE 0 END, updated_at = now()
+	 WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied);
 END
 $$;
-COMMENT ON FUNCTION ringshard_internal.rebalance_finish_step(regclass, integer) IS
-	'rebalance(): deletes a copied step''s rows from the nodes that left its replica set and marks it done';
+COMMENT ON FUNCTION ringshard_internal.rebalance_finish_steps(regclass, integer[]) IS
+	'rebalance(): deletes a batch''s copied steps'' rows from the nodes that left their replica sets (one statement per node) and marks them done';
 
--- A progress line, at most every ringshard.rebalance_notice_interval: a
--- move of hundreds of steps says how far it is without a line per step, and
--- never says the same thing twice (a step's last page and its end report
--- the same rows).  Returns when the last line was printed, and that line.
+-- A progress line, at most every ringshard.rebalance_notice_interval, after
+-- a batch: a move of hundreds of steps says how far it is (steps done, rows
+-- copied) without a line per step, and never says the same thing twice.
+-- Returns when the last line was printed, and that line.
 CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz,
 															 last_line text, OUT printed_at timestamptz, OUT line text)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -702,11 +774,11 @@ BEGIN
 		RETURN;
 	END IF;
 	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
-	IF format('step %s of %s, rows %s of %s (%s %%)', step, status.steps, status.rows_done, status.rows_total,
+	IF format('step %s of %s, rows %s of %s (%s %%)', status.steps_done, status.steps, status.rows_done, status.rows_total,
 	          status.percent) IS NOT DISTINCT FROM last_line THEN
 		RETURN;
 	END IF;
-	line := format('step %s of %s, rows %s of %s (%s %%)', step, status.steps, status.rows_done, status.rows_total,
+	line := format('step %s of %s, rows %s of %s (%s %%)', status.steps_done, status.steps, status.rows_done, status.rows_total,
 	               status.percent);
 	-- the rate and the time left are said, not compared: a line says something new only with new rows
 	RAISE NOTICE 'rebalance of %: %', ringshard.qualified_name(table_name), line ||
@@ -751,11 +823,10 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_finish(regclass) IS
 -- the two comparisons name pg_catalog's operators, and all the work (and
 -- every relation) is in the helper functions above, which pin search_path.
 CREATE PROCEDURE ringshard.rebalance(table_name regclass, dry_run boolean DEFAULT false,
-									 batch integer DEFAULT 1000, pause_ms integer DEFAULT 0)
+									 batch integer DEFAULT 20000, pause_ms integer DEFAULT 0)
 	LANGUAGE plpgsql AS $$
 DECLARE
-	step pg_catalog.int4;
-	after_ctid pg_catalog.text;
+	steps pg_catalog.int4[];
 	last_notice pg_catalog.timestamptz;
 	last_line pg_catalog.text;
 BEGIN
@@ -764,26 +835,24 @@ BEGIN
 	END IF;
 	COMMIT;
 	last_notice := pg_catalog.clock_timestamp();
-	FOREACH step IN ARRAY ringshard_internal.rebalance_unfinished_steps(table_name) LOOP
-		-- Copy in committed pages; then delete where the rows left.
-		after_ctid := ringshard_internal.rebalance_copy_start(table_name, step);
-		WHILE after_ctid IS NOT NULL LOOP
-			after_ctid := ringshard_internal.rebalance_copy_page(table_name, step, after_ctid, batch);
-			COMMIT;
-			SELECT * INTO last_notice, last_line
-			  FROM ringshard_internal.rebalance_report_progress(table_name, step, last_notice, last_line);
-			IF pause_ms OPERATOR(pg_catalog.>) 0 THEN
-				PERFORM pg_catalog.pg_sleep(pause_ms OPERATOR(pg_catalog./) 1000.0);
-			END IF;
-		END LOOP;
-		PERFORM ringshard_internal.rebalance_finish_step(table_name, step);
+	-- Batches of steps that share a source, targets and the nodes they
+	-- leave: copied in one transaction (one COPY per target for all of
+	-- them), then deleted where they left in another.  (A FOR loop over a
+	-- query may commit: its rows are read first.)
+	FOR steps IN SELECT b FROM ringshard_internal.rebalance_batches(table_name, batch) b LOOP
+		PERFORM ringshard_internal.rebalance_copy_steps(table_name, steps);
+		COMMIT;
+		PERFORM ringshard_internal.rebalance_finish_steps(table_name, steps);
 		COMMIT;
 		SELECT * INTO last_notice, last_line
-		  FROM ringshard_internal.rebalance_report_progress(table_name, step, last_notice, last_line);
+		  FROM ringshard_internal.rebalance_report_progress(table_name, steps[1], last_notice, last_line);
+		IF pause_ms OPERATOR(pg_catalog.>) 0 THEN
+			PERFORM pg_catalog.pg_sleep(pause_ms OPERATOR(pg_catalog./) 1000.0);
+		END IF;
 	END LOOP;
 	PERFORM ringshard_internal.rebalance_finish(table_name);
 	COMMIT;
 END
 $$;
 COMMENT ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) IS
-	'moves the rows whose replica set changed since the table was placed: copy, verify, delete, in committed batches; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';
+	'moves the rows whose replica set changed since the table was placed: batches of steps with the same nodes, each copied by one COPY per target node to node, verified, then deleted where they left, each committed; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';

@@ -17,6 +17,7 @@ int			ringshard_write_quorum = 1;
 int			ringshard_fetch_size = 2000;
 int			ringshard_write_batch_size = 1000;
 bool		ringshard_allow_partial_reads = false;
+bool		ringshard_accept_moving_rows = false;
 int			ringshard_watchdog_interval_ms = 5000;
 char	   *ringshard_watchdog_database = NULL;
 char	   *ringshard_watchdog_role = NULL;
@@ -66,6 +67,11 @@ ringshard_define_settings(void)
 							 "A read of a distributed table that cannot reach every range warns instead of failing.",
 							 "The rows of the ranges whose nodes are all down are then missing from the answer.",
 							 &ringshard_allow_partial_reads, false, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.accept_moving_rows",
+							 "On a worker: take rows this node held before the topology changed and still holds until a rebalance moves them.",
+							 "The coordinator sets it, for its transaction, where it writes keys whose rows are not copied yet "
+							 "to their old replicas (docs/design.md, \"Moving rows\").",
+							 &ringshard_accept_moving_rows, false, PGC_USERSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomIntVariable("ringshard.watchdog_interval",
 							"Time between two rounds of the health watchdog.",
 							NULL, &ringshard_watchdog_interval_ms, 5000, 100, 3600 * 1000,

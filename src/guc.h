@@ -18,6 +18,7 @@ extern int	ringshard_write_quorum;			/* ringshard.write_quorum */
 extern int	ringshard_fetch_size;			/* ringshard.fetch_size */
 extern int	ringshard_write_batch_size;		/* ringshard.write_batch_size */
 extern bool ringshard_allow_partial_reads;	/* ringshard.allow_partial_reads */
+extern bool ringshard_accept_moving_rows;	/* ringshard.accept_moving_rows */
 
 /* The watchdog (src/bgworker/watchdog.c). */
 extern int	ringshard_watchdog_interval_ms; /* ringshard.watchdog_interval */

@@ -1162,6 +1162,46 @@ rsfdw_copy_from_sql(const char *table, const char *columns, bool binary)
 }
 
 char *
+rsfdw_column_list(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData columns;
+
+	initStringInfo(&columns);
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			appendStringInfo(&columns, "%s%s", columns.len ? ", " : "",
+							 quote_identifier(NameStr(TupleDescAttr(desc, i)->attname)));
+	return columns.data;
+}
+
+char *
+rsfdw_step_delete_sql(Oid relid, const char *condition)
+{
+	return psprintf("DELETE FROM %s t WHERE %s", rsfdw_relation_name(relid), condition);
+}
+
+char *
+rsfdw_step_count_sql(Oid relid, const char *condition)
+{
+	return psprintf("SELECT pg_catalog.count(*) FROM %s t WHERE %s", rsfdw_relation_name(relid), condition);
+}
+
+char *
+rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary)
+{
+	return psprintf("COPY (SELECT %s FROM %s t WHERE %s) TO STDOUT%s", columns, rsfdw_relation_name(relid),
+					condition, binary ? " (FORMAT binary)" : "");
+}
+
+char *
+rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary)
+{
+	return psprintf("COPY %s (%s) FROM STDIN%s", rsfdw_relation_name(relid), columns,
+					binary ? " (FORMAT binary)" : "");
+}
+
+char *
 rsfdw_truncate_sql(Oid relid, bool cascade)
 {
 	return psprintf("TRUNCATE %s%s", rsfdw_relation_name(relid), cascade ? " CASCADE" : "");

@@ -17,6 +17,7 @@
 
 #include "lib/stringinfo.h"
 #include "nodes/pathnodes.h"
+#include "utils/relcache.h"
 
 /*
  * A piece of remote SQL with holes for parameter values: a List of String
@@ -128,6 +129,18 @@ extern char *rsfdw_fanout_sql(const char *cursor, bool binary, const RsScanSQL *
 							  int fetch_size);
 extern char *rsfdw_fetch_sql(const char *cursor, int fetch_size);
 extern char *rsfdw_close_sql(const char *cursor);
+
+/*
+ * Moving a step's rows node to node (operations/move_rows.c): the live
+ * columns of a table, quoted, in order; a DELETE and a count of the rows
+ * (alias t) that match a condition; and the two ends of a COPY of them,
+ * binary or text.
+ */
+extern char *rsfdw_column_list(Relation rel);
+extern char *rsfdw_step_delete_sql(Oid relid, const char *condition);
+extern char *rsfdw_step_count_sql(Oid relid, const char *condition);
+extern char *rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary);
+extern char *rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary);
 
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
 extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);

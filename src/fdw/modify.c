@@ -60,6 +60,7 @@ typedef struct NodeBuffer
 	bool		result_pending; /* a COPY or INSERT sent, its result not read yet */
 	bool		pending_copy;	/* ... a COPY (else an INSERT) */
 	int			pending_rows;	/* ... of this many rows, which the answer must count */
+	bool		moving;			/* it takes rows of keys not copied yet, as their old replica */
 } NodeBuffer;
 
 typedef struct RsModifyState
@@ -192,6 +193,8 @@ flush_buffers(RsModifyState *state, bool only_full)
 	{
 		NodeBuffer *b = &state->buffers[which[j]];
 
+		if (b->moving)
+			remote_take_moving_rows(b->conn);
 		remote_note_write(b->conn);
 		b->pending_rows = b->nrows;
 		b->pending_copy = !(b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0);
@@ -352,6 +355,12 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	/*
+	 * A key whose rows are not copied yet is written where it is read: on
+	 * its old replicas, which the copy then takes it from (docs/design.md,
+	 * "Moving rows").  Each must take it now: one that left the ring, or is
+	 * down, would miss it.
+	 */
 	if (placement_is_moving(&state->placement))
 	{
 		int			move = placement_key_move(&state->placement, slot->tts_values[state->placement.key_attnum - 1],
@@ -359,7 +368,18 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 											  ? slot->tts_values[state->placement.keyspace_attnum - 1] : (Datum) 0);
 
 		if (move >= 0)
-			placement_refuse_moving_write(&state->placement, move, "a write");
+		{
+			nreplicas = placement_move_old_replicas(&state->placement, move, replicas);
+			if (!placement_move_writable(&state->placement, move))
+				placement_refuse_moving_write(&state->placement, move, "a write");
+			for (int r = 0; r < nreplicas; r++)
+			{
+				prepare_node(state, replicas[r]);
+				if (state->buffers[replicas[r]].queued)
+					placement_refuse_moving_write(&state->placement, move, "a write");
+				state->buffers[replicas[r]].moving = true;
+			}
+		}
 	}
 	/* writers of one key queue here, before any replica (write_locks.c) */
 	rsfdw_lock_key_for_write(RelationGetRelid(state->rel),
@@ -769,6 +789,7 @@ typedef struct RsDirectState
 	uint16	   *key_sets;
 	int		   *key_set_size;
 	int			nkey_sets;
+	bool	   *moving_nodes;	/* by node: takes rows of keys not copied yet (their old replica) */
 } RsDirectState;
 
 void
@@ -811,10 +832,21 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 	StringInfoData filter;
 
 	*key_filter = "";
-	if (state->kind == RS_SCAN_FANOUT && placement_is_moving(&state->placement))
-		placement_refuse_while_moving(&state->placement, command);
+	state->moving_nodes = palloc0(sizeof(bool) * Max(nnodes, 1));
 	if (state->kind == RS_SCAN_FANOUT)
 	{
+		/*
+		 * While the table moves, every node changes its rows, the moving
+		 * ones on their old replicas (and any copy a new one has): all of
+		 * them must be nodes of the ring still.
+		 */
+		if (placement_is_moving(&state->placement))
+		{
+			if (!placement_moves_in_placement(&state->placement))
+				placement_refuse_while_moving(&state->placement, command);
+			for (int i = 0; i < nnodes; i++)
+				state->moving_nodes[i] = true;
+		}
 		/* any row may change: the table is locked against other writers (write_locks.c) */
 		rsfdw_lock_table_for_write(RelationGetRelid(state->rel));
 		for (int i = 0; i < nnodes; i++)
@@ -858,14 +890,26 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 
 			if (nulls[k])
 				continue;
+			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
+			/* a key not copied yet is changed where it is read: on its old replicas, all of them up */
 			if (placement_is_moving(&state->placement))
 			{
 				int			move = placement_key_move(&state->placement, elems[k], keyspace);
 
 				if (move >= 0)
-					placement_refuse_moving_write(&state->placement, move, command);
+				{
+					n = placement_move_old_replicas(&state->placement, move, replicas);
+					if (!placement_move_writable(&state->placement, move))
+						placement_refuse_moving_write(&state->placement, move, command);
+					for (int r = 0; r < n; r++)
+					{
+						if (!placement_node_up(&state->placement, replicas[r]) &&
+							!queue_node_up_now(placement_node_name(&state->placement, replicas[r])))
+							placement_refuse_moving_write(&state->placement, move, command);
+						state->moving_nodes[replicas[r]] = true;
+					}
+				}
 			}
-			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
 			for (int r = 0; r < n; r++)
 				targets[replicas[r]] = true;
 			memcpy(&state->key_sets[PLACEMENT_MAX_REPLICAS * state->nkey_sets], replicas, sizeof(uint16) * n);
@@ -956,9 +1000,12 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	   *statement = rsfdw_template_text(state->plan->statement_tmpl, params);
 	char	   *where = rsfdw_template_text(state->plan->where_tmpl, params);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	int		   *conn_node = palloc(sizeof(int) * Max(nnodes, 1));
 	RemoteResult *out = palloc(sizeof(RemoteResult) * Max(nnodes, 1));
 	int			n = 0;
 	char	   *sql;
+	char	  **node_sql = NULL;
+	char	   *counted;
 	bool		single_copy = placement_single_copy(&state->placement);
 	char	   *what;
 	int			nqueued;
@@ -967,6 +1014,18 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	if (nqueued > 0)
 	{
 		char	   *replay = psprintf("%s%s%s", statement, where, key_filter);
+
+		/* a replay later could not take rows of keys not copied yet */
+		for (int i = 0; i < nnodes; i++)
+			if (queued[i] && state->moving_nodes[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("%s of table \"%s\" cannot run while some of its rows are moving and node \"%s\" is down",
+								command, RelationGetRelationName(state->rel), placement_node_name(&state->placement, i)),
+						 errdetail("Rows not copied yet take their writes on their old replicas, and a write queued for "
+								   "one would miss them."),
+						 errhint("Retry once the node is back, or after CALL ringshard.rebalance('%s').",
+								 RelationGetRelationName(state->rel))));
 
 		check_copies_reached(&state->placement, queued, state->kind == RS_SCAN_FANOUT ? NULL : state->key_sets,
 							 state->key_set_size, state->nkey_sets, command, state->rel);
@@ -978,18 +1037,39 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	}
 	for (int i = 0; i < nnodes; i++)
 		if (targets[i] && !queued[i])
+		{
+			conn_node[n] = i;
 			conns[n++] = remote_connection(placement_node_name(&state->placement, i), state->userid);
+		}
 	remote_connect_all(conns, n, false);
 
 	/* Each row counts once: on its first replica (ringshard_worker.reads_here with nobody left out). */
-	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
-								  single_copy ? "true"
-								  : rsfdw_reads_here_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
-														 "NULL::pg_catalog.int8"));
+	counted = single_copy ? "true"
+		: rsfdw_reads_here_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
+							   "NULL::pg_catalog.int8");
+	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter, counted);
+	if (placement_is_moving(&state->placement))
+	{
+		/* ... and a row not copied yet on the first of its old replicas that takes the statement */
+		int		   *serves = palloc(sizeof(int) * state->placement.moving.count);
+
+		(void) placement_move_servers(&state->placement, queued, serves);
+		node_sql = palloc(sizeof(char *) * Max(n, 1));
+		for (int j = 0; j < n; j++)
+		{
+			char	   *filter = rsfdw_moving_fanout_filter(&state->placement, psprintf(" AND %s", counted), serves,
+															conn_node[j]);
+
+			node_sql[j] = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
+												  filter + strlen(" AND "));
+		}
+	}
 	for (int j = 0; j < n; j++)
 	{
+		if (state->moving_nodes[conn_node[j]])
+			remote_take_moving_rows(conns[j]);
 		remote_note_write(conns[j]);
-		remote_send(conns[j], sql, true, state);
+		remote_send(conns[j], node_sql ? node_sql[j] : sql, true, state);
 	}
 	remote_receive(conns, n, out, 0, 0);
 	what = psprintf("a change of table %s", RelationGetRelationName(state->rel));
@@ -1133,7 +1213,7 @@ rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 		memset(&placement, 0, sizeof(placement));
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
 		/* a node that left the ring keeps rows a later copy would bring back */
-		if (placement_is_moving(&placement))
+		if (placement_is_moving(&placement) && !placement_moves_in_placement(&placement))
 			placement_refuse_while_moving(&placement, "TRUNCATE");
 		nnodes = placement_node_count(&placement);
 		conns = palloc(sizeof(RemoteConnection *) * Max(nnodes, 1));

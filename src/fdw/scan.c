@@ -488,17 +488,9 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 		 * them, not even a new replica a copy has reached in part.
 		 */
 		int		   *serves = palloc(sizeof(int) * placement->moving.count);
+		int			m = placement_move_servers(placement, excluded, serves);
 
-		for (int m = 0; m < placement->moving.count; m++)
-		{
-			uint16		old[PLACEMENT_MAX_REPLICAS];
-			int			n = placement_move_old_replicas(placement, m, old);
-
-			serves[m] = -1;
-			for (int r = 0; r < n && serves[m] < 0; r++)
-				if (!excluded[old[r]])
-					serves[m] = old[r];
-			if (serves[m] < 0 && !ringshard_allow_partial_reads)
+		if (m >= 0 && !ringshard_allow_partial_reads)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("some rows of table %s are on no reachable node", table),
@@ -506,7 +498,6 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 								   placement->moving.old_nodes_text[m]),
 						 errhint("Bring those nodes back, or move the rows with CALL ringshard.rebalance('%s').",
 								 table)));
-		}
 		for (int i = 0; i < nnodes; i++)
 			(*filters)[i] = rsfdw_moving_fanout_filter(placement, filter, serves, i);
 	}

@@ -1872,6 +1872,19 @@ remote_copy_end_all(RemoteConnection **conns, int n)
 	}
 }
 
+void
+remote_take_moving_rows(RemoteConnection *c)
+{
+	PGresult   *res;
+
+	if (c->takes_moving_rows)
+		return;
+	res = remote_exec(c, "SET LOCAL ringshard.accept_moving_rows = on", true);
+	remote_expect_command(c, res, "SET", -1, "a write of rows that move");
+	remote_result_free(res);
+	c->takes_moving_rows = true;
+}
+
 int64
 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql, const char *in_sql)
 {

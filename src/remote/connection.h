@@ -65,6 +65,7 @@ typedef struct RemoteConnection
 	bool		unreachable;	/* failed before taking a write: its writes are queued */
 	bool		invalidated;	/* its server or mapping changed: reconnect when idle */
 	bool		copy_out_expected;	/* the query in flight is a COPY ... TO STDOUT of ours */
+	bool		takes_moving_rows;	/* ringshard.accept_moving_rows is on in its transaction */
 	uint32		server_hash;
 	uint32		mapping_hash;
 	const void *owner;			/* who sent the query in flight */
@@ -235,6 +236,13 @@ extern void remote_copy_end_all(RemoteConnection **conns, int n);
  */
 extern int64 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql,
 								 const char *in_sql);
+
+/*
+ * Let the node's part of this transaction take rows of keys whose rows are
+ * not copied yet, as one of their old replicas (docs/design.md, "Moving
+ * rows"): SET LOCAL ringshard.accept_moving_rows, once per transaction.
+ */
+extern void remote_take_moving_rows(RemoteConnection *c);
 
 /* Record a failure: the link is unusable until the transaction ends. */
 extern void remote_mark_broken(RemoteConnection *c, const char *why);

@@ -606,6 +606,7 @@ reset_visitor(RemoteConnection *c, void *arg)
 	c->xact = RXACT_NONE;
 	c->xact_depth = 0;
 	c->wrote = false;
+	c->takes_moving_rows = false;
 	c->unreachable = false;
 	c->gid[0] = '\0';
 	remote_clear_parked(c);

@@ -91,7 +91,11 @@ load_moving_ranges(Annotation *entry, Oid relid)
 							   "CASE WHEN d.ring_name IS NOT NULL "
 							   "THEN pg_catalog.format('pg_catalog.ring_token(t.%I)', d.key_column) "
 							   "ELSE pg_catalog.regexp_replace(ringshard_internal.partition_step_predicate(d.table_name, 0, 0), "
-							   "'^\\((.*) BETWEEN 0 AND 0\\)$', '\\1') END] OPERATOR(pg_catalog.||) m.old_nodes "
+							   "'^\\((.*) BETWEEN 0 AND 0\\)$', '\\1') END, "
+							   /* the source rebalance_plan picks: the first old replica kept, else the first */
+							   "coalesce((SELECT o FROM pg_catalog.unnest(m.old_nodes) WITH ORDINALITY u(o, i) "
+							   "WHERE o OPERATOR(pg_catalog.=) ANY (m.new_nodes) ORDER BY i LIMIT 1), m.old_nodes[1])] "
+							   "OPERATOR(pg_catalog.||) m.old_nodes "
 							   "FROM ringshard.distributed_tables d, "
 							   "ringshard_internal.moving_ranges(d.table_name) m "
 							   "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
@@ -108,6 +112,7 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	m->old_count = palloc0(sizeof(int) * n);
 	m->old_nodes_text = palloc0(sizeof(char *) * n);
 	m->new_nodes_text = palloc0(sizeof(char *) * n);
+	m->source = palloc0(sizeof(char *) * n);
 	for (int i = 0; i < n; i++)
 	{
 		/* array_in keeps its state in flinfo: called through an FmgrInfo */
@@ -117,7 +122,7 @@ load_moving_ranges(Annotation *entry, Oid relid)
 		int			nelems;
 
 		deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
-		if (nelems < 7)
+		if (nelems < 8)
 			elog(ERROR, "ringshard: malformed move of table %u", relid);
 		m->start[i] = nulls[0] ? 0 : strtoull(TextDatumGetCString(elems[0]), NULL, 10);
 		m->end[i] = nulls[1] ? 0 : strtoull(TextDatumGetCString(elems[1]), NULL, 10);
@@ -127,8 +132,9 @@ load_moving_ranges(Annotation *entry, Oid relid)
 		m->new_nodes_text[i] = nulls[5] ? "" : TextDatumGetCString(elems[5]);
 		if (i == 0)
 			m->position_sql = TextDatumGetCString(elems[6]);
-		m->old_nodes[i] = palloc(sizeof(char *) * Max(nelems - 7, 1));
-		for (int j = 7; j < nelems; j++)
+		m->source[i] = nulls[7] ? "" : TextDatumGetCString(elems[7]);
+		m->old_nodes[i] = palloc(sizeof(char *) * Max(nelems - 8, 1));
+		for (int j = 8; j < nelems; j++)
 			if (!nulls[j])
 				m->old_nodes[i][m->old_count[i]++] = TextDatumGetCString(elems[j]);
 	}
@@ -155,6 +161,7 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 	to->old_count = palloc(sizeof(int) * n);
 	to->old_nodes_text = palloc(sizeof(char *) * n);
 	to->new_nodes_text = palloc(sizeof(char *) * n);
+	to->source = palloc(sizeof(char *) * n);
 	memcpy(to->start, from->start, sizeof(uint64) * n);
 	memcpy(to->end, from->end, sizeof(uint64) * n);
 	memcpy(to->first_partition, from->first_partition, sizeof(int) * n);
@@ -167,6 +174,7 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 			to->old_nodes[i][j] = pstrdup(from->old_nodes[i][j]);
 		to->old_nodes_text[i] = pstrdup(from->old_nodes_text[i]);
 		to->new_nodes_text[i] = pstrdup(from->new_nodes_text[i]);
+		to->source[i] = pstrdup(from->source[i]);
 	}
 	to->position_sql = pstrdup(from->position_sql);
 	to->count = n;

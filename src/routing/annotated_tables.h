@@ -34,6 +34,7 @@ typedef struct MovingRanges
 	int		   *old_count;
 	char	  **new_nodes_text; /* per range, the new replicas as "a, b" */
 	char	  **old_nodes_text;
+	char	  **source;			/* per range, the node a rebalance copies it from */
 	char	   *position_sql;	/* a row t's token or partition, in SQL for a node */
 } MovingRanges;
 

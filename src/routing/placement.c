@@ -251,11 +251,12 @@ placement_refuse_moving_write(const TablePlacement *p, int move, const char *wha
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s of table \"%s\" would change rows whose replicas are moving", what, p->table_name),
-			 errdetail("The topology changed since the table was placed: this key's rows are on %s and move to %s, "
-					   "and are not copied yet; a write now could be lost or undone by the copy.",
+			 errdetail("The topology changed since the table was placed: this key's rows are on %s until a "
+					   "rebalance copies them to %s, and they take its writes until then, but not all of them "
+					   "can now (a node left the ring, or is down); a write could be lost.",
 					   p->moving.old_nodes_text[move], p->moving.new_nodes_text[move]),
-			 errhint("Move them with CALL ringshard.rebalance('%s'), then retry; keys whose replicas "
-					 "do not change can be written meanwhile.", p->table_name)));
+			 errhint("Bring the nodes back, or move the rows with CALL ringshard.rebalance('%s'), then retry.",
+					 p->table_name)));
 }
 
 void
@@ -265,10 +266,9 @@ placement_refuse_while_moving(const TablePlacement *p, const char *what)
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s of table \"%s\" cannot run while some of its rows are moving", what, p->table_name),
 			 errdetail("The topology changed since the table was placed: %d token ranges or partitions of it "
-					   "have new replicas and are not copied yet, and the statement may change rows in any of them.",
-					   p->moving.count),
-			 errhint("Move them with CALL ringshard.rebalance('%s'), then retry; a statement by key "
-					 "(WHERE %s = ...) runs meanwhile where its key does not move.", p->table_name, p->key_column)));
+					   "have new replicas and are not copied yet, and some of their rows are on nodes that left "
+					   "the ring, which the statement cannot reach.", p->moving.count),
+			 errhint("Move them with CALL ringshard.rebalance('%s'), then retry.", p->table_name)));
 }
 
 int
@@ -285,6 +285,46 @@ placement_move_old_replicas(const TablePlacement *p, int move, uint16 *out)
 				break;
 			}
 	return found;
+}
+
+int
+placement_move_servers(const TablePlacement *p, const bool *excluded, int *serves)
+{
+	int			missing = -1;
+
+	for (int m = 0; m < p->moving.count; m++)
+	{
+		uint16		old[PLACEMENT_MAX_REPLICAS];
+		int			n = placement_move_old_replicas(p, m, old);
+
+		serves[m] = -1;
+		for (int r = 0; r < n && serves[m] < 0; r++)
+			if (!excluded[old[r]])
+				serves[m] = old[r];
+		if (serves[m] < 0 && missing < 0)
+			missing = m;
+	}
+	return missing;
+}
+
+bool
+placement_move_writable(const TablePlacement *p, int move)
+{
+	int			nnodes = placement_node_count(p);
+
+	for (int i = 0; i < nnodes; i++)
+		if (strcmp(placement_node_name(p, i), p->moving.source[move]) == 0)
+			return true;
+	return false;
+}
+
+bool
+placement_moves_in_placement(const TablePlacement *p)
+{
+	for (int m = 0; m < p->moving.count; m++)
+		if (!placement_move_writable(p, m))
+			return false;
+	return true;
 }
 
 bool

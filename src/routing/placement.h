@@ -67,4 +67,22 @@ extern void placement_refuse_while_moving(const TablePlacement *p, const char *w
  */
 extern int	placement_move_old_replicas(const TablePlacement *p, int move, uint16 *out);
 
+/*
+ * Who serves each move's rows to a fan-out: the first of its old replicas
+ * in the placement that is not excluded, or -1 (serves has one entry per
+ * move).  Returns the first move without one, or -1 when every move has one.
+ */
+extern int	placement_move_servers(const TablePlacement *p, const bool *excluded, int *serves);
+
+/*
+ * Whether a move's rows can take writes: the node its rebalance copies them
+ * from is a node of the placement (it has not left the ring).  The writes of
+ * a moving key go to its old replicas that are nodes of the placement; one
+ * that left the ring misses them, and is emptied by the move anyway.
+ */
+extern bool placement_move_writable(const TablePlacement *p, int move);
+
+/* The same for every move. */
+extern bool placement_moves_in_placement(const TablePlacement *p);
+
 #endif							/* RINGSHARD_PLACEMENT_H */

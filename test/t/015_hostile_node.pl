@@ -665,7 +665,7 @@ $coordinator->safe_psql('postgres', sprintf(q{
 # moves every row right, which leaves nothing to move for the cases after
 # it; so only the answers that stop it are tried.)
 for my $what ([ 'count of rows to move', '^SELECT ARRAY\[pg_catalog\.count', [ 'one_column', 'garbage', 'hang' ] ],
-	[ 'page of rows', 'json_build_object\(\'rows\'' ],
+	[ 'copy of rows', 'COPY \(SELECT' ],
 	[ 'delete of moved rows', 'WITH gone AS \(DELETE' ])
 {
 	my ($what_label, $regex, $actions) = @$what;

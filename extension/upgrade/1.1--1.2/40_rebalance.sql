@@ -7,3 +7,9 @@ ALTER TABLE ringshard.rebalance_progress ADD COLUMN started_at timestamptz NOT N
 --@copy CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ringshard.placements
 --@copy CREATE TRIGGER invalidate_topology_cache AFTER DELETE OR TRUNCATE ON ringshard.rebalance_progress
 --@copy CREATE TRIGGER invalidate_topology_cache_on_state
+
+-- Steps move in batches, one COPY node to node per target (copy_step_rows),
+-- not in pages of JSON.
+DROP FUNCTION ringshard_internal.rebalance_copy_start(regclass, integer);
+DROP FUNCTION ringshard_internal.rebalance_copy_page(regclass, integer, text, integer);
+DROP FUNCTION ringshard_internal.rebalance_finish_step(regclass, integer);
