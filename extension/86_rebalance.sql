@@ -723,6 +723,11 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_copy_steps(regclass, integer[]) IS
 	'rebalance(): copies a batch''s pending steps (one source and targets) by one COPY per target, checks them there and marks them copied; the rows copied';
 
+CREATE FUNCTION ringshard_internal.wait_for_readers(table_name regclass) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_wait_for_readers' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
+	'rebalance(): waits until every transaction holding a lock on the table now has ended (statements that may still route by a batch''s state before its copy), without blocking new ones';
+
 -- Delete a batch's copied steps' rows from the nodes that left their
 -- replica sets, one statement per node for all of them: every row of the
 -- steps is on every target now.
@@ -744,6 +749,8 @@ BEGIN
 	     WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied)) > 1 THEN
 		RAISE EXCEPTION 'steps finished together must share the nodes they leave' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	-- a statement that began before the copy committed may still read these rows there
+	PERFORM ringshard_internal.wait_for_readers(table_name);
 	FOREACH target IN ARRAY deletes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',

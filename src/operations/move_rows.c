@@ -111,3 +111,24 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_INT64(Max(copied, 0));
 }
+
+PG_FUNCTION_INFO_V1(ringshard_wait_for_readers);
+
+/*
+ * wait_for_readers(table): wait until every transaction that holds a lock
+ * on the table now has ended, without taking one (new statements go on).
+ * Before a batch's rows are deleted from the nodes they left: a statement
+ * that loaded the table's placement before the batch was copied may still
+ * read them there; one that starts now routes by the copied state.  The
+ * wait is interruptible (it is a lock wait).
+ */
+Datum
+ringshard_wait_for_readers(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+	WaitForLockers(tag, AccessExclusiveLock, false);
+	PG_RETURN_VOID();
+}

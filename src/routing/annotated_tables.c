@@ -7,6 +7,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -14,6 +15,7 @@
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/typcache.h"
 
 #include "remote/catalog.h"
@@ -85,6 +87,13 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	int			n;
 	char	  **rows;
 
+	/* copied, not yet deleted where they left: a fan-out must pick each row's copy even at R = 1 */
+	rows = owner_catalog_query("SELECT 1 FROM ringshard.rebalance_progress p "
+							   "WHERE p.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+							   "AND p.state OPERATOR(pg_catalog.=) 'copied' LIMIT 1",
+							   1, argtypes, values, true, &n);
+	m->leftovers = n > 0;
+
 	rows = owner_catalog_query("SELECT ARRAY[m.range_start::pg_catalog.text, m.range_end::pg_catalog.text, "
 							   "m.first_partition::pg_catalog.text, m.last_partition::pg_catalog.text, "
 							   "pg_catalog.array_to_string(m.old_nodes, ', '), pg_catalog.array_to_string(m.new_nodes, ', '), "
@@ -150,6 +159,7 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 	MemoryContext old;
 
 	memset(to, 0, sizeof(*to));
+	to->leftovers = from->leftovers;
 	if (n == 0)
 		return;
 	old = MemoryContextSwitchTo(mcxt);
@@ -239,16 +249,14 @@ cached_annotation(Oid relid)
 	return entry->found ? entry : NULL;
 }
 
+static void load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt,
+						   Annotation **annotation_out);
+
 /* Load (or reload, after a topology change) the annotation of a table. */
 void
 table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt)
 {
-	char	   *key_column;
-	char	   *ring_name = NULL;
-	char	   *map_name = NULL;
-	char	   *keyspace_column = NULL;
-	Oid			type_oid;
-	Annotation *annotation;
+	Annotation *annotation = NULL;
 
 	if (!OidIsValid(relid))
 		ereport(ERROR,
@@ -257,7 +265,57 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 				 errhint("Pass the table alias, as in SELECT shard_of(t) FROM my_table t.")));
 
 	state->table_name = MemoryContextStrdup(mcxt, get_rel_name(relid) ? get_rel_name(relid) : "?");
+
+	/*
+	 * The annotation (with the table's moves) and the ring or map must be of
+	 * one topology: loading either may take in a topology change, and a new
+	 * ring with the moves of the old one would send a key not copied yet to
+	 * its new replicas.  Load again until nothing changed meanwhile.
+	 */
+	for (int attempt = 0;; attempt++)
+	{
+		uint64		generation = topology_cache_generation;
+		/* one snapshot, as committed now, for the annotation, its moves and the ring or map */
+		bool		pushed = !IsInParallelMode();
+
+		if (pushed)
+			PushActiveSnapshot(GetLatestSnapshot());
+		topology_cache_use_active_snapshot = pushed;
+		PG_TRY();
+		{
+			load_annotated(state, relid, desc, mcxt, &annotation);
+		}
+		PG_CATCH();
+		{
+			topology_cache_use_active_snapshot = false;
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		topology_cache_use_active_snapshot = false;
+		if (pushed)
+			PopActiveSnapshot();
+		if (generation == topology_cache_generation || attempt == 10)
+			break;
+	}
+	/* the cache entry may be reloaded (and freed) before this placement is done with */
+	copy_moving_ranges(&state->moving, &annotation->moving, mcxt);
+	state->relid = relid;
+	state->generation = topology_cache_generation;
+}
+
+/* One load of table_placement_load: the annotation, key encoders, the ring or map. */
+static void
+load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt, Annotation **annotation_out)
+{
+	char	   *key_column;
+	char	   *ring_name = NULL;
+	char	   *map_name = NULL;
+	char	   *keyspace_column = NULL;
+	Oid			type_oid;
+	Annotation *annotation;
+
 	annotation = cached_annotation(relid);
+	*annotation_out = annotation;
 	if (annotation == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -294,10 +352,6 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 	}
 	state->ring = ring_name ? topology_cache_ring(ring_name) : NULL;
 	state->map = map_name ? topology_cache_map(map_name) : NULL;
-	/* the cache entry may be reloaded (and freed) before this placement is done with */
-	copy_moving_ranges(&state->moving, &annotation->moving, mcxt);
-	state->relid = relid;
-	state->generation = topology_cache_generation;
 }
 
 /* Whether the placement is current for this relation. */

@@ -36,6 +36,7 @@ typedef struct MovingRanges
 	char	  **old_nodes_text;
 	char	  **source;			/* per range, the node a rebalance copies it from */
 	char	   *position_sql;	/* a row t's token or partition, in SQL for a node */
+	bool		leftovers;		/* copied rows may still be on the nodes they left */
 } MovingRanges;
 
 typedef struct TablePlacement

@@ -330,6 +330,9 @@ placement_moves_in_placement(const TablePlacement *p)
 bool
 placement_single_copy(const TablePlacement *p)
 {
+	/* rows copied by an unfinished move may still be on the nodes they left */
+	if (p->moving.count > 0 || p->moving.leftovers)
+		return false;
 	if (p->ring)
 		return p->ring->replication_factor <= 1 || (p->ring->ring && p->ring->ring->nnodes <= 1);
 	for (int part = 0; part < RS_PARTITION_COUNT; part++)

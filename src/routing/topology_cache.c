@@ -192,12 +192,14 @@ ringshard_report_core_error(rs_status status, const char *what)
  * announced a change was already consumed would be cached as current.  (In
  * a parallel worker no newer snapshot may be taken; the leader's is used.)
  */
+bool		topology_cache_use_active_snapshot = false;
+
 static bool
 connect_for_catalog(void)
 {
 	bool		pushed = false;
 
-	if (!IsInParallelMode())
+	if (!IsInParallelMode() && !topology_cache_use_active_snapshot)
 	{
 		PushActiveSnapshot(GetLatestSnapshot());
 		pushed = true;

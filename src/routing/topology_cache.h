@@ -54,6 +54,13 @@ typedef struct CachedMap
 /* Bumped by every invalidation; a pointer is valid while this is unchanged. */
 extern uint64 topology_cache_generation;
 
+/*
+ * Set while a table's placement loads under one snapshot of the catalog
+ * (annotated_tables.c): rings and maps are then read with the active
+ * snapshot, not a newer one of their own.
+ */
+extern bool topology_cache_use_active_snapshot;
+
 extern void topology_cache_init(void);
 
 /* The cached ring of this name; ERROR if no such ring. */

@@ -47,7 +47,8 @@ $coordinator->safe_psql('postgres', qq{
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 # The clients' scripts (pgbench -M simple: the keys reach the planner as
-# constants).  Each client writes and reads its own keys only (the key minus
+# constants, cast to the key's type so that each statement is routed by its
+# key).  Each client writes and reads its own keys only (the key minus
 # one is the client's number modulo 4): its reads must then see exactly its
 # own last writes, and a read that does not (a missed or stale row) fails the
 # transaction (1/0), whatever the other clients commit meanwhile.
@@ -57,10 +58,10 @@ my %scripts = (
 \set a 4 * random(0, 749) + :client_id + 1
 \set b 4 * random(0, 749) + :client_id + 1
 BEGIN;
-UPDATE acct SET balance = balance - 1 WHERE id = :a;
-UPDATE acct SET balance = balance + 1 WHERE id = :b;
-UPDATE acct_mirror SET balance = balance - 1 WHERE id = :a;
-UPDATE acct_mirror SET balance = balance + 1 WHERE id = :b;
+UPDATE acct SET balance = balance - 1 WHERE id = :a::bigint;
+UPDATE acct SET balance = balance + 1 WHERE id = :b::bigint;
+UPDATE acct_mirror SET balance = balance - 1 WHERE id = :a::bigint;
+UPDATE acct_mirror SET balance = balance + 1 WHERE id = :b::bigint;
 END;
 },
 	insert => q{
@@ -73,22 +74,22 @@ END;
 	delete => q{
 \set k 4 * random(0, 749) + :client_id + 1
 BEGIN;
-DELETE FROM acct WHERE id = :k;
-DELETE FROM acct_mirror WHERE id = :k;
+DELETE FROM acct WHERE id = :k::bigint;
+DELETE FROM acct_mirror WHERE id = :k::bigint;
 END;
 },
 	note => q{
 \set k 4 * random(0, 749) + :client_id + 1
 BEGIN;
-UPDATE acct SET note = 'noted-' || :client_id WHERE id = :k;
-UPDATE acct_mirror SET note = 'noted-' || :client_id WHERE id = :k;
+UPDATE acct SET note = 'noted-' || :client_id WHERE id = :k::bigint;
+UPDATE acct_mirror SET note = 'noted-' || :client_id WHERE id = :k::bigint;
 END;
 },
 	# a read by key finds the row exactly as the client last wrote it (or neither)
 	select => q{
 \set k 4 * random(0, 749) + :client_id + 1
-SELECT coalesce((SELECT hashtext(balance || '|' || note) FROM acct WHERE id = :k), 0) AS got \gset
-SELECT coalesce((SELECT hashtext(balance || '|' || note) FROM acct_mirror WHERE id = :k), 0) AS want \gset
+SELECT coalesce((SELECT hashtext(balance || '|' || note) FROM acct WHERE id = :k::bigint), 0) AS got \gset
+SELECT coalesce((SELECT hashtext(balance || '|' || note) FROM acct_mirror WHERE id = :k::bigint), 0) AS want \gset
 SELECT CASE WHEN :got = :want THEN 1 ELSE 1 / 0 END;
 },
 );
