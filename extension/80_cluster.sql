@@ -223,6 +223,13 @@ CREATE FUNCTION ringshard_worker.token_in_ranges(token ringtoken, ranges ringtok
 COMMENT ON FUNCTION ringshard_worker.token_in_ranges(ringtoken, ringtoken[]) IS
 	'on a worker: true if low <= token <= high for one of the (low, high) pairs of ranges, which are sorted and do not overlap; a fan-out''s filter for the rows a node serves';
 
+-- On a worker: which of the ranges a ring token lies in, for counting the
+-- rows of many rebalance steps in one scan.
+CREATE FUNCTION ringshard_worker.token_range_of(token ringtoken, ranges ringtoken[]) RETURNS integer
+	AS 'MODULE_PATHNAME', 'ringshard_token_range_of' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard_worker.token_range_of(ringtoken, ringtoken[]) IS
+	'on a worker: the number (from 1) of the (low, high) pair of ranges, sorted and not overlapping, that holds the token, or NULL; rebalance counts many steps'' rows in one scan with it';
+
 -- On a worker: refuse rows this node does not hold under its topology.
 CREATE FUNCTION ringshard_worker.reject_misrouted_rows() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'ringshard_reject_misrouted_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -373,9 +373,9 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.check_rebalance_nodes(regclass, text[]) IS
 	'raises unless every node a rebalance plan names is in ringshard.nodes with an address';
 
--- The rows each step will copy, counted on the step's source: one scan of
--- the source per 100 steps (one count per step, each with its predicate),
--- rather than one scan per step.
+-- The rows each step will copy, counted on the step's source: for a ring,
+-- one scan of each source for all its steps; for a map, one scan of the
+-- source per 100 steps (one count per step, each with its predicate).
 CREATE FUNCTION ringshard_internal.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
 										  plan_predicates text[])
 	RETURNS TABLE (step integer, rows bigint)
@@ -383,7 +383,47 @@ CREATE FUNCTION ringshard_internal.count_plan_rows(table_name regclass, plan_ste
 DECLARE
 	chunk record;
 	counts bigint[];
+	key_column name;
+	answer text;
 BEGIN
+	SELECT d.key_column INTO key_column FROM ringshard.distributed_tables d
+	 WHERE d.table_name = count_plan_rows.table_name AND d.ring_name IS NOT NULL;
+	IF key_column IS NOT NULL THEN
+		-- a ring: one scan per source for all its steps, one hash per row
+		-- (token_range_of), each step's (start, end] as [start + 1, end], a
+		-- range past the top as two
+		FOR chunk IN
+			WITH r AS (
+				SELECT x.step, x.source, (m[1])::numeric AS s, (m[3])::numeric AS e
+				  FROM unnest(plan_steps, plan_sources, plan_predicates) x(step, source, predicate),
+				       LATERAL regexp_match(ringshard_internal.checked_step_predicate(table_name, x.predicate),
+				                            '> ''([0-9]{1,20})''::pg_catalog\.ringtoken (AND|OR) .* <= ''([0-9]{1,20})''::pg_catalog\.ringtoken\)$') m),
+			     pairs AS (
+				SELECT r.step, r.source, r.s + 1 AS lo, r.e AS hi FROM r WHERE r.s < r.e
+				UNION ALL SELECT r.step, r.source, r.s + 1, 18446744073709551615 FROM r WHERE r.s >= r.e AND r.s < 18446744073709551615
+				UNION ALL SELECT r.step, r.source, 0, r.e FROM r WHERE r.s >= r.e)
+			SELECT p.source, array_agg(p.step ORDER BY p.lo) AS steps,
+			       '{' || string_agg(p.lo::text || ',' || p.hi::text, ',' ORDER BY p.lo) || '}' AS bounds
+			  FROM pairs p GROUP BY p.source ORDER BY p.source
+		LOOP
+			answer := ringshard_internal.node_value(chunk.source,
+				format('SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c, '',''), '''') FROM '
+				       '(SELECT ringshard_worker.token_range_of(pg_catalog.ring_token(t.%I), %L::pg_catalog.ringtoken[]) AS i, '
+				       'pg_catalog.count(*) AS c FROM %s t GROUP BY 1) x WHERE x.i IS NOT NULL',
+				       key_column, chunk.bounds, ringshard.qualified_name(table_name)),
+				'{}', false, 'text');
+			IF answer !~ '^([0-9]{1,9}:[0-9]{1,19}(,|$))*$' THEN
+				RAISE EXCEPTION 'node "%" answered a count of rows with a malformed value', chunk.source
+					USING ERRCODE = 'protocol_violation', DETAIL = format('%s where pairs of numbers were expected.', left(answer, 40));
+			END IF;
+			RETURN QUERY
+			SELECT st.step, coalesce(sum(split_part(a, ':', 2)::bigint), 0)::bigint
+			  FROM unnest(chunk.steps) WITH ORDINALITY st(step, i)
+			  LEFT JOIN unnest(string_to_array(nullif(answer, ''), ',')) a ON split_part(a, ':', 1)::integer = st.i
+			 GROUP BY st.step;
+		END LOOP;
+		RETURN;
+	END IF;
 	FOR chunk IN
 		SELECT u.source, array_agg(u.step ORDER BY u.step) AS steps, array_agg(u.predicate ORDER BY u.step) AS predicates
 		  FROM (SELECT x.step, x.source, x.predicate,

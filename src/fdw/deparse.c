@@ -1182,12 +1182,6 @@ rsfdw_step_delete_sql(Oid relid, const char *condition)
 }
 
 char *
-rsfdw_step_count_sql(Oid relid, const char *condition)
-{
-	return psprintf("SELECT pg_catalog.count(*) FROM %s t WHERE %s", rsfdw_relation_name(relid), condition);
-}
-
-char *
 rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary)
 {
 	return psprintf("COPY (SELECT %s FROM %s t WHERE %s) TO STDOUT%s", columns, rsfdw_relation_name(relid),

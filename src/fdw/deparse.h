@@ -132,13 +132,12 @@ extern char *rsfdw_close_sql(const char *cursor);
 
 /*
  * Moving a step's rows node to node (operations/move_rows.c): the live
- * columns of a table, quoted, in order; a DELETE and a count of the rows
- * (alias t) that match a condition; and the two ends of a COPY of them,
+ * columns of a table, quoted, in order; a DELETE of the rows (alias t)
+ * that match a condition; and the two ends of a COPY of them,
  * binary or text.
  */
 extern char *rsfdw_column_list(Relation rel);
 extern char *rsfdw_step_delete_sql(Oid relid, const char *condition);
-extern char *rsfdw_step_count_sql(Oid relid, const char *condition);
 extern char *rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary);
 extern char *rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary);
 

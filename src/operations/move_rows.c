@@ -78,7 +78,6 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 		RemoteConnection *to;
 		PGresult   *res;
 		int64		rows;
-		int64		counted;
 
 		if (target_nulls[i])
 			ereport(ERROR,
@@ -96,17 +95,13 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 		res = remote_exec(to, rsfdw_step_delete_sql(relid, condition), true);
 		remote_expect_command(to, res, "DELETE", -1, "a copy of rows");
 		remote_result_free(res);
+		/* the source's and the target's counts are compared there */
 		rows = remote_copy_between(from, to, out_sql, in_sql);
-		res = remote_exec(to, rsfdw_step_count_sql(relid, condition), true);
-		remote_expect_rows(to, res, 1, 1, 1, "a copy of rows");
-		counted = remote_int64_value(to, res, 0, 0, "a copy of rows");
-		remote_result_free(res);
-		if (counted != rows || (copied >= 0 && rows != copied))
+		if (copied >= 0 && rows != copied)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("verification failed: node \"%s\" holds " INT64_FORMAT " rows of the step after a copy of " INT64_FORMAT,
-							target, counted, rows),
-					 copied >= 0 ? errdetail("The step's first target got " INT64_FORMAT " rows.", copied) : 0));
+					 errmsg("verification failed: node \"%s\" got " INT64_FORMAT " rows of the step, the first target " INT64_FORMAT,
+							target, rows, copied)));
 		copied = rows;
 	}
 	PG_RETURN_INT64(Max(copied, 0));

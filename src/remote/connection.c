@@ -1891,6 +1891,7 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 	RemoteResult out;
 	PGresult   *res;
 	int64		rows;
+	int64		sent;
 
 	/* the target first: ready for data before any comes */
 	to->wrote = true;			/* a write of this transaction: it commits in two phases */
@@ -1955,6 +1956,10 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 	from->owner = from;
 	remote_receive_all(&from, 1, &out, 0);
 	res = remote_answer(from, &out, out_sql, "a copy of rows");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		reject_answer(from, "a copy of rows", psprintf("%s where a command's end was expected",
+													   PQresStatus(PQresultStatus(res))));
+	sent = strtoll(PQcmdTuples(res), NULL, 10);
 	remote_result_free(res);
 
 	remote_copy_end_all(&to, 1);
@@ -1966,6 +1971,12 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 													 PQresStatus(PQresultStatus(res))));
 	rows = strtoll(PQcmdTuples(res), NULL, 10);
 	remote_result_free(res);
+	/* both ends count the rows: a relay that lost or gained one is no copy */
+	if (rows != sent)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a copy of rows from node \"%s\" to node \"%s\" sent " INT64_FORMAT " rows and stored " INT64_FORMAT,
+						from->node, to->node, sent, rows)));
 	return rows;
 }
 

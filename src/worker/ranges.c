@@ -71,13 +71,13 @@ read_ranges(TokenRanges *ranges, ArrayType *array, MemoryContext mcxt)
 	MemoryContextSwitchTo(old);
 }
 
-PG_FUNCTION_INFO_V1(ringshard_token_in_ranges);
-
-/* token_in_ranges(token, ranges): whether low <= token <= high for a pair of ranges. */
-Datum
-ringshard_token_in_ranges(PG_FUNCTION_ARGS)
+/*
+ * The pair of the ranges argument (argument 1) that holds a token: its
+ * index from 0, or -1.  The ranges are read once per call site.
+ */
+static int
+range_of(FunctionCallInfo fcinfo, uint64 token)
 {
-	uint64		token = PG_GETARG_RINGTOKEN(0);
 	ArrayType  *array = PG_GETARG_ARRAYTYPE_P(1);
 	TokenRanges *ranges = fcinfo->flinfo->fn_extra;
 	int			lo = 0;
@@ -108,7 +108,33 @@ ringshard_token_in_ranges(PG_FUNCTION_ARGS)
 		else if (token > ranges->high[mid])
 			lo = mid + 1;
 		else
-			PG_RETURN_BOOL(true);
+			return mid;
 	}
-	PG_RETURN_BOOL(false);
+	return -1;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_token_in_ranges);
+
+/* token_in_ranges(token, ranges): whether low <= token <= high for a pair of ranges. */
+Datum
+ringshard_token_in_ranges(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(range_of(fcinfo, PG_GETARG_RINGTOKEN(0)) >= 0);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_token_range_of);
+
+/*
+ * token_range_of(token, ranges): the number (from 1) of the (low, high) pair
+ * of ranges that holds the token, or NULL: rebalance counts the rows of
+ * many steps in one scan of a node, one hash per row.
+ */
+Datum
+ringshard_token_range_of(PG_FUNCTION_ARGS)
+{
+	int			found = range_of(fcinfo, PG_GETARG_RINGTOKEN(0));
+
+	if (found < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(found + 1);
 }
