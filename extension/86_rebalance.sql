@@ -373,6 +373,26 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.check_rebalance_nodes(regclass, text[]) IS
 	'raises unless every node a rebalance plan names is in ringshard.nodes with an address';
 
+-- The token ranges of ring steps as the inclusive pairs ringshard_worker's
+-- token_in_ranges and token_range_of take: each step's (start, end] as
+-- [start + 1, end], a range past the top as two; per step (given with its
+-- recorded predicate, which is checked first).  Pairs of distinct steps of
+-- one plan do not overlap.
+CREATE FUNCTION ringshard_internal.step_token_bounds(table_name regclass, steps integer[], predicates text[])
+	RETURNS TABLE (step integer, lo numeric, hi numeric)
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	WITH r AS (
+		SELECT x.step, (m[1])::numeric AS s, (m[3])::numeric AS e
+		  FROM unnest(steps, predicates) x(step, predicate),
+		       LATERAL regexp_match(ringshard_internal.checked_step_predicate(table_name, x.predicate),
+		                            '> ''([0-9]{1,20})''::pg_catalog\.ringtoken (AND|OR) .* <= ''([0-9]{1,20})''::pg_catalog\.ringtoken\)$') m)
+	SELECT r.step, r.s + 1, r.e FROM r WHERE r.s < r.e
+	UNION ALL SELECT r.step, r.s + 1, 18446744073709551615 FROM r WHERE r.s >= r.e AND r.s < 18446744073709551615
+	UNION ALL SELECT r.step, 0, r.e FROM r WHERE r.s >= r.e;
+$$;
+COMMENT ON FUNCTION ringshard_internal.step_token_bounds(regclass, integer[], text[]) IS
+	'rebalance(): ring steps'' token ranges as the inclusive (low, high) pairs of token_in_ranges and token_range_of, each step''s predicate checked';
+
 -- The rows each step will copy, counted on the step's source: for a ring,
 -- one scan of each source for all its steps; for a map, one scan of the
 -- source per 100 steps (one count per step, each with its predicate).
@@ -390,21 +410,15 @@ BEGIN
 	 WHERE d.table_name = count_plan_rows.table_name AND d.ring_name IS NOT NULL;
 	IF key_column IS NOT NULL THEN
 		-- a ring: one scan per source for all its steps, one hash per row
-		-- (token_range_of), each step's (start, end] as [start + 1, end], a
-		-- range past the top as two
+		-- (token_range_of)
 		FOR chunk IN
-			WITH r AS (
-				SELECT x.step, x.source, (m[1])::numeric AS s, (m[3])::numeric AS e
-				  FROM unnest(plan_steps, plan_sources, plan_predicates) x(step, source, predicate),
-				       LATERAL regexp_match(ringshard_internal.checked_step_predicate(table_name, x.predicate),
-				                            '> ''([0-9]{1,20})''::pg_catalog\.ringtoken (AND|OR) .* <= ''([0-9]{1,20})''::pg_catalog\.ringtoken\)$') m),
-			     pairs AS (
-				SELECT r.step, r.source, r.s + 1 AS lo, r.e AS hi FROM r WHERE r.s < r.e
-				UNION ALL SELECT r.step, r.source, r.s + 1, 18446744073709551615 FROM r WHERE r.s >= r.e AND r.s < 18446744073709551615
-				UNION ALL SELECT r.step, r.source, 0, r.e FROM r WHERE r.s >= r.e)
-			SELECT p.source, array_agg(p.step ORDER BY p.lo) AS steps,
-			       '{' || string_agg(p.lo::text || ',' || p.hi::text, ',' ORDER BY p.lo) || '}' AS bounds
-			  FROM pairs p GROUP BY p.source ORDER BY p.source
+			SELECT x.source, array_agg(b.step ORDER BY b.lo) AS steps,
+			       '{' || string_agg(b.lo::text || ',' || b.hi::text, ',' ORDER BY b.lo) || '}' AS bounds
+			  FROM (SELECT DISTINCT u.source FROM unnest(plan_sources) u(source)) x,
+			       LATERAL ringshard_internal.step_token_bounds(table_name,
+			                 ARRAY(SELECT y.step FROM unnest(plan_steps, plan_sources) y(step, source) WHERE y.source = x.source),
+			                 ARRAY(SELECT y.predicate FROM unnest(plan_predicates, plan_sources) y(predicate, source) WHERE y.source = x.source)) b
+			 GROUP BY x.source ORDER BY x.source
 		LOOP
 			answer := ringshard_internal.node_value(chunk.source,
 				format('SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c, '',''), '''') FROM '
@@ -649,16 +663,12 @@ BEGIN
 		RAISE EXCEPTION 'rebalance of % has no steps %', table_name, steps USING ERRCODE = 'undefined_object';
 	END IF;
 	IF annotation.ring_name IS NOT NULL THEN
-		-- (start, end] as [start + 1, end]; a range past the top as two
-		WITH r AS (
-			SELECT (m[1])::numeric AS s, (m[3])::numeric AS e
-			  FROM unnest(predicates) p,
-			       LATERAL regexp_match(p, '> ''([0-9]{1,20})''::pg_catalog\.ringtoken (AND|OR) .* <= ''([0-9]{1,20})''::pg_catalog\.ringtoken\)$') m),
-		     pairs AS (
-			SELECT r.s + 1 AS lo, r.e AS hi FROM r WHERE r.s < r.e
-			UNION ALL SELECT r.s + 1, 18446744073709551615 FROM r WHERE r.s >= r.e AND r.s < 18446744073709551615
-			UNION ALL SELECT 0, r.e FROM r WHERE r.s >= r.e)
-		SELECT string_agg(pairs.lo::text || ',' || pairs.hi::text, ',' ORDER BY pairs.lo) INTO bounds FROM pairs;
+		SELECT string_agg(b.lo::text || ',' || b.hi::text, ',' ORDER BY b.lo) INTO bounds
+		  FROM ringshard_internal.step_token_bounds(steps_condition.table_name,
+		         ARRAY(SELECT p.step FROM ringshard.rebalance_progress p
+		                WHERE p.table_name = steps_condition.table_name AND p.step = ANY (steps) ORDER BY p.step),
+		         ARRAY(SELECT p.predicate FROM ringshard.rebalance_progress p
+		                WHERE p.table_name = steps_condition.table_name AND p.step = ANY (steps) ORDER BY p.step)) b;
 		RETURN format('ringshard_worker.token_in_ranges(pg_catalog.ring_token(t.%I), %L::pg_catalog.ringtoken[])',
 		              annotation.key_column, '{' || bounds || '}');
 	END IF;
