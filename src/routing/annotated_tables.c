@@ -60,6 +60,7 @@ typedef struct Annotation
 	char	   *keyspace_column;
 	MovingRanges moving;		/* in moving_cxt */
 	MemoryContext moving_cxt;
+	bool		moves_loaded;	/* moving was read (a worker's loads skip it) */
 } Annotation;
 
 static HTAB *annotations = NULL;
@@ -87,12 +88,29 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	int			n;
 	char	  **rows;
 
-	/* copied, not yet deleted where they left: a fan-out must pick each row's copy even at R = 1 */
-	rows = owner_catalog_query("SELECT 1 FROM ringshard.rebalance_progress p "
+	/*
+	 * One plain query first: whether rows were copied and not yet deleted
+	 * where they left (a fan-out must pick each row's copy even at R = 1),
+	 * and whether the table's placement differs from the topology at all.
+	 * Mostly neither holds (and on a worker there is no placement), and
+	 * every new session, a worker's too, pays this load once: moving_ranges
+	 * (PL/pgSQL, compiled per session) runs only when something moves.
+	 */
+	rows = owner_catalog_query("SELECT pg_catalog.concat_ws(',', "
+							   "EXISTS (SELECT FROM ringshard.rebalance_progress p "
 							   "WHERE p.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
-							   "AND p.state OPERATOR(pg_catalog.=) 'copied' LIMIT 1",
+							   "AND p.state OPERATOR(pg_catalog.=) 'copied'), "
+							   "EXISTS (SELECT FROM ringshard.placements p "
+							   "WHERE p.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
+							   "AND p.snapshot IS NOT NULL AND p.snapshot::pg_catalog.text OPERATOR(pg_catalog.<>) "
+							   "ringshard_internal.placement_snapshot(p.table_name)::pg_catalog.text))",
 							   1, argtypes, values, true, &n);
-	m->leftovers = n > 0;
+	if (n != 1 || rows[0] == NULL || strlen(rows[0]) != 3)
+		elog(ERROR, "ringshard: malformed answer to the moves check of table %u", relid);
+	m->leftovers = rows[0][0] == 't';
+	/* the placement is the topology's: nothing moves (what moving_ranges would answer) */
+	if (rows[0][2] != 't')
+		return;
 
 	rows = owner_catalog_query("SELECT ARRAY[m.range_start::pg_catalog.text, m.range_end::pg_catalog.text, "
 							   "m.first_partition::pg_catalog.text, m.last_partition::pg_catalog.text, "
@@ -192,7 +210,7 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 }
 
 static Annotation *
-cached_annotation(Oid relid)
+cached_annotation(Oid relid, bool with_moves)
 {
 	Annotation *entry;
 	bool		found;
@@ -210,7 +228,14 @@ cached_annotation(Oid relid)
 	}
 	entry = hash_search(annotations, &relid, HASH_ENTER, &found);
 	if (found && entry->generation == topology_cache_generation)
+	{
+		if (entry->found && with_moves && !entry->moves_loaded)
+		{
+			load_moving_ranges(entry, relid);
+			entry->moves_loaded = true;
+		}
 		return entry->found ? entry : NULL;
+	}
 	if (found)
 	{
 		char	   *strings[5] = {entry->key_column, entry->ring_name, entry->map_name, entry->keyspace,
@@ -243,18 +268,42 @@ cached_annotation(Oid relid)
 		entry->keyspace_column = keep_string(SPI_getvalue(tuple, desc, 5));
 	}
 	SPI_finish();
-	if (entry->found)
+	if (entry->found && with_moves)
+	{
 		load_moving_ranges(entry, relid);
+		entry->moves_loaded = true;
+	}
 	entry->generation = topology_cache_generation;
 	return entry->found ? entry : NULL;
 }
 
 static void load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt,
-						   Annotation **annotation_out);
+						   bool with_moves, Annotation **annotation_out);
+static void load_placement(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt,
+						   bool with_moves);
 
 /* Load (or reload, after a topology change) the annotation of a table. */
 void
 table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt)
+{
+	load_placement(state, relid, desc, mcxt, true);
+}
+
+/*
+ * The same without the table's moves, for a worker's own checks: a worker
+ * routes by the topology it was given, and rows of keys still moving come
+ * to it only with ringshard.accept_moving_rows set by the coordinator, which
+ * alone follows the moves.  Every session a coordinator opens to a worker
+ * loads this once; the moves' query would cost it more than its first write.
+ */
+void
+table_placement_load_without_moves(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt)
+{
+	load_placement(state, relid, desc, mcxt, false);
+}
+
+static void
+load_placement(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt, bool with_moves)
 {
 	Annotation *annotation = NULL;
 
@@ -283,7 +332,7 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 		topology_cache_use_active_snapshot = pushed;
 		PG_TRY();
 		{
-			load_annotated(state, relid, desc, mcxt, &annotation);
+			load_annotated(state, relid, desc, mcxt, with_moves, &annotation);
 		}
 		PG_CATCH();
 		{
@@ -298,14 +347,18 @@ table_placement_load(TablePlacement *state, Oid relid, TupleDesc desc, MemoryCon
 			break;
 	}
 	/* the cache entry may be reloaded (and freed) before this placement is done with */
-	copy_moving_ranges(&state->moving, &annotation->moving, mcxt);
+	if (with_moves)
+		copy_moving_ranges(&state->moving, &annotation->moving, mcxt);
+	else
+		memset(&state->moving, 0, sizeof(state->moving));
 	state->relid = relid;
 	state->generation = topology_cache_generation;
 }
 
 /* One load of table_placement_load: the annotation, key encoders, the ring or map. */
 static void
-load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt, Annotation **annotation_out)
+load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt, bool with_moves,
+			   Annotation **annotation_out)
 {
 	char	   *key_column;
 	char	   *ring_name = NULL;
@@ -314,7 +367,7 @@ load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext m
 	Oid			type_oid;
 	Annotation *annotation;
 
-	annotation = cached_annotation(relid);
+	annotation = cached_annotation(relid, with_moves);
 	*annotation_out = annotation;
 	if (annotation == NULL)
 		ereport(ERROR,

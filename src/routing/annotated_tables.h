@@ -63,6 +63,10 @@ typedef struct TablePlacement
 extern void table_placement_load(TablePlacement *placement, Oid relid, TupleDesc desc,
 								 MemoryContext mcxt);
 
+/* The same without the table's moves (for a worker's checks; moving stays empty). */
+extern void table_placement_load_without_moves(TablePlacement *placement, Oid relid, TupleDesc desc,
+											   MemoryContext mcxt);
+
 /* Whether the placement is current for this relation. */
 extern bool table_placement_is_current(const TablePlacement *placement, Oid relid);
 

@@ -120,7 +120,7 @@ ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
 					 errmsg("permission denied for table %s", get_rel_name(relid) ? get_rel_name(relid) : "?")));
 		rel = relation_open(relid, AccessShareLock);
 		memset(&state->placement, 0, sizeof(state->placement));
-		table_placement_load(&state->placement, relid, RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
+		table_placement_load_without_moves(&state->placement, relid, RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
 
 		/*
 		 * The key (and keyspace) arrive as "any": they are read as the
@@ -221,7 +221,7 @@ ringshard_reject_misrouted_rows(PG_FUNCTION_ARGS)
 	if (state->generation != topology_cache_generation ||
 		!table_placement_is_current(&state->placement, RelationGetRelid(rel)))
 	{
-		table_placement_load(&state->placement, RelationGetRelid(rel), RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
+		table_placement_load_without_moves(&state->placement, RelationGetRelid(rel), RelationGetDescr(rel), fcinfo->flinfo->fn_mcxt);
 		read_cluster_state(state, fcinfo->flinfo->fn_mcxt);
 		state->generation = topology_cache_generation;
 	}
