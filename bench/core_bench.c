@@ -413,7 +413,7 @@ ring_bytes(const rs_ring *r, double *per_node_bytes)
 {
 	double		point_arrays = ((double) r->npoints + RS_RING_SCAN_MAX) * sizeof(uint64_t) +
 		(double) r->npoints * sizeof(uint16_t) +
-		((double) r->nbuckets + 1) * sizeof(uint32_t);
+		((double) r->nbuckets + 1) * (r->buckets16 ? sizeof(uint16_t) : sizeof(uint32_t));
 	double		node_arrays = 0;
 
 	for (uint32_t i = 0; i < r->nnodes; i++)
@@ -628,7 +628,7 @@ main(int argc, char **argv)
 
 	printf("\n  memory of a built ring (the arrays the backend cache keeps; malloc headers excluded)\n");
 	printf("  points 8 B (token's top 48 bits + owner) x (npoints + 16 padding), token's low 16 bits 2 B\n"
-		   "  per point, buckets 4 B x (nbuckets+1), per node: name+NUL,\n"
+		   "  per point, buckets 2 B (below 65,535 points) or 4 B x (nbuckets+1), per node: name+NUL,\n"
 		   "  name pointer 8, name_len 8, weight 8, node_points 4; plus the rs_ring struct\n");
 	printf("  'malloc delta' is what glibc reports in use (mallinfo2 uordblks + hblkhd) after the build\n"
 		   "  minus before it: the arrays plus allocator headers and page rounding\n");

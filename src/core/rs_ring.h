@@ -86,7 +86,8 @@ typedef struct rs_ring
 	uint16_t   *token_low;		/* low 16 bits of each stored token */
 	int			token_shift;	/* stored token = token << token_shift */
 	uint32_t   *labels;			/* label index of each point, or NULL */
-	uint32_t   *buckets;		/* first point of each bucket, nbuckets + 1 */
+	uint32_t   *buckets;		/* first point of each bucket, nbuckets + 1 ... */
+	uint16_t   *buckets16;		/* ... or these, on rings below 2^16 points (buckets NULL) */
 	uint32_t	nbuckets;
 	int			bucket_shift;	/* stored token >> bucket_shift is its bucket */
 	uint32_t	scan_width;		/* points compared per lookup: 4 or 16 */
@@ -193,6 +194,13 @@ rs_ring_stored_hash(const rs_ring *ring, uint64_t hash, uint64_t *stored)
 	return 1;
 }
 
+/* Index of the first point of bucket b (0 <= b <= nbuckets; nbuckets: npoints). */
+static inline uint32_t
+rs_ring_bucket_first(const rs_ring *ring, uint32_t b)
+{
+	return ring->buckets16 != NULL ? ring->buckets16[b] : ring->buckets[b];
+}
+
 /* The exact search behind rs_ring_find_point, for its rare cases. */
 extern uint32_t rs_ring_find_point_exact(const rs_ring *ring, uint64_t hash);
 
@@ -217,7 +225,7 @@ rs_ring_search(const rs_ring *ring, uint64_t hash)
 	if (!rs_ring_stored_hash(ring, hash, &stored))
 		return ring->npoints;
 	top = stored & ~RS_RING_OWNER_MASK;
-	scan = ring->points + ring->buckets[stored >> ring->bucket_shift];
+	scan = ring->points + rs_ring_bucket_first(ring, (uint32_t) (stored >> ring->bucket_shift));
 	if (ring->scan_width == 4)
 		less = (scan[0] < top) + (scan[1] < top) + (scan[2] < top) + (scan[3] < top);
 	else

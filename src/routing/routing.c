@@ -393,7 +393,7 @@ ringshard_shard_for(PG_FUNCTION_ARGS)
 	uint32		owner = rs_ring_owner(ring->ring, key_hash(fcinfo, state, ring->ring));
 
 	/* The name lives in the cache until the transaction ends: no copy. */
-	PG_RETURN_DATUM(ring->node_texts[owner]);
+	PG_RETURN_DATUM(cached_ring_node_text(ring, owner));
 }
 
 PG_FUNCTION_INFO_V1(ringshard_replicas_for);

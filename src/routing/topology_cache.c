@@ -485,11 +485,20 @@ topology_cache_ring(const char *ring_name)
 		if (ring)
 		{
 			Size		block_size = NODE_TEXT_CHUNK;	/* the slack */
+			Size		widest = 0;
 			char	   *block;
 
 			for (uint32 i = 0; i < ring->nnodes; i++)
+			{
 				block_size += INTALIGN(VARHDRSZ + ring->name_lens[i]);
+				widest = Max(widest, INTALIGN(VARHDRSZ + ring->name_lens[i]));
+			}
+			/* short names (the usual) at a fixed stride, the gaps zero */
+			entry->node_text_stride = widest <= NODE_TEXT_MAX_STRIDE ? (uint32) widest : 0;
+			if (entry->node_text_stride != 0)
+				block_size = (Size) ring->nnodes * widest + NODE_TEXT_CHUNK;
 			block = palloc0(block_size);
+			entry->node_text_block = block;
 			entry->node_texts = palloc(sizeof(Datum) * ring->nnodes);
 			entry->node_text_sizes = palloc(sizeof(uint16) * ring->nnodes);
 			for (uint32 i = 0; i < ring->nnodes; i++)
@@ -500,7 +509,7 @@ topology_cache_ring(const char *ring_name)
 				memcpy(VARDATA(name), ring->names[i], ring->name_lens[i]);
 				entry->node_texts[i] = PointerGetDatum(name);
 				entry->node_text_sizes[i] = (uint16) INTALIGN(VARHDRSZ + ring->name_lens[i]);
-				block += entry->node_text_sizes[i];
+				block += entry->node_text_stride != 0 ? entry->node_text_stride : entry->node_text_sizes[i];
 			}
 		}
 		MemoryContextSwitchTo(old);

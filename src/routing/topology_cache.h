@@ -36,9 +36,27 @@ typedef struct CachedRing
 	int			replication_factor;
 	Datum	   *node_texts;		/* text datum of each node's name */
 	uint16	   *node_text_sizes;	/* their sizes, padded to int alignment */
+	char	   *node_text_block;	/* where the names lie, node i at i x stride ... */
+	uint32		node_text_stride;	/* ... or 0 when a long name makes them lie packed */
 	bool	   *node_up;		/* health, by node index */
 	struct CachedRing *next;
 } CachedRing;
+
+/*
+ * Names padded to at most this many bytes lie at a fixed stride: shard_for
+ * finds the owner's name by arithmetic, not by loading node_texts[owner],
+ * which on a ring of many nodes is one more cache miss per row.
+ */
+#define NODE_TEXT_MAX_STRIDE 64
+
+/* The text datum of node i's name (see node_text_stride). */
+static inline Datum
+cached_ring_node_text(const CachedRing *ring, uint32 i)
+{
+	if (ring->node_text_stride != 0)
+		return PointerGetDatum(ring->node_text_block + (Size) i * ring->node_text_stride);
+	return ring->node_texts[i];
+}
 
 typedef struct CachedMap
 {

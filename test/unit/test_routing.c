@@ -431,12 +431,12 @@ test_lookup_layouts(void)
 			mismatches += lookup_differs(ring, state);
 		}
 		for (uint32_t b = 0; b < ring->nbuckets; b++)
-			if (ring->buckets[b + 1] - ring->buckets[b] > fullest_count)
+			if (rs_ring_bucket_first(ring, b + 1) - rs_ring_bucket_first(ring, b) > fullest_count)
 			{
 				fullest = b;
-				fullest_count = ring->buckets[b + 1] - ring->buckets[b];
+				fullest_count = rs_ring_bucket_first(ring, b + 1) - rs_ring_bucket_first(ring, b);
 			}
-		for (uint32_t p = ring->buckets[fullest]; p <= ring->buckets[fullest + 1] && p < ring->npoints; p++)
+		for (uint32_t p = rs_ring_bucket_first(ring, fullest); p <= rs_ring_bucket_first(ring, fullest + 1) && p < ring->npoints; p++)
 			mismatches += lookup_differs(ring, rs_ring_token(ring, p) + 1) +
 				lookup_differs(ring, rs_ring_token(ring, p));
 		UNIT_CHECK(fullest_count > ring->scan_width, "fullest bucket of %u points holds %u, not more than the scan",
@@ -445,6 +445,94 @@ test_lookup_layouts(void)
 		UNIT_EQ_INT(mismatches, 0);
 		rs_ring_free(ring);
 	}
+}
+
+/*
+ * Evenly spread tokens (1,000 nodes x 16, one in every 2^64 / 16,000, each
+ * moved by up to two steps) get a bucket table half as large (about two
+ * points a bucket; some buckets as full as the 4-point scan, but few random
+ * hashes past their fourth point), random vnodes of as many points one
+ * bucket per point; both answer as the binary search does, at every point,
+ * its neighbours and random hashes, full buckets included.
+ */
+static void
+test_lookup_even_tokens(void)
+{
+	static char namebuf[1000][24];
+	static rs_ring_member members[1000];
+	static uint64_t tokens[1000][16];
+	uint64_t	state = 0x9E3779B97F4A7C15ULL;
+	uint64_t	step = UINT64_MAX / 16000;
+	rs_ring    *ring = NULL;
+	int			mismatches = 0;
+	uint32_t	full = 0;
+	uint32_t	overflow = 0;
+
+	for (int i = 0; i < 1000; i++)
+	{
+		snprintf(namebuf[i], sizeof(namebuf[i]), "node-%d", i);
+		members[i].name = namebuf[i];
+		members[i].name_len = strlen(namebuf[i]);
+		members[i].weight = 1;
+		for (int t = 0; t < 16; t++)
+		{
+			state ^= state << 13;
+			state ^= state >> 7;
+			state ^= state << 17;
+			/* point t * 1000 + i of 16,000, moved by up to two steps */
+			tokens[i][t] = step * (uint64_t) (t * 1000 + i) + state % (step * 2);
+		}
+		members[i].tokens = tokens[i];
+		members[i].ntokens = 16;
+	}
+	UNIT_EQ_INT(rs_ring_build(RS_RING_MURMUR3, members, 1000, 256, 0, &ring, NULL), RS_OK);
+	if (!ring)
+		return;
+	UNIT_EQ_INT(ring->npoints, 16000);
+	UNIT_EQ_INT(ring->scan_width, 4);
+	UNIT_EQ_INT(ring->nbuckets, 8192);
+	for (uint32_t b = 0; b < ring->nbuckets; b++)
+		full += rs_ring_bucket_first(ring, b + 1) - rs_ring_bucket_first(ring, b) >= 4;
+	UNIT_CHECK(full > 0, "no bucket holds 4 points: the exact search is not exercised");
+	for (uint32_t p = 0; p < ring->npoints; p++)
+	{
+		uint64_t	token = rs_ring_token(ring, p);
+
+		state ^= state << 13;
+		state ^= state >> 7;
+		state ^= state << 17;
+		mismatches += lookup_differs(ring, token) + lookup_differs(ring, token - 1) +
+			lookup_differs(ring, token + 1) + lookup_differs(ring, state);
+		/* a random hash past its bucket's fourth point: the scan hands over */
+		{
+			uint64_t	bucket = state >> ring->bucket_shift;
+
+			overflow += rs_ring_bucket_first(ring, bucket + 1) - rs_ring_bucket_first(ring, bucket) >= 4 &&
+				state > rs_ring_token(ring, rs_ring_bucket_first(ring, bucket) + 3);
+		}
+	}
+	UNIT_CHECK(overflow <= ring->npoints / 64, "%u of %u random hashes overflow the scan", overflow, ring->npoints);
+	mismatches += lookup_differs(ring, 0) + lookup_differs(ring, UINT64_MAX);
+	UNIT_EQ_INT(mismatches, 0);
+	rs_ring_free(ring);
+
+	/* random vnodes, 16 a node: as many points, one bucket each */
+	ring = NULL;
+	for (int i = 0; i < 1000; i++)
+	{
+		members[i].tokens = NULL;
+		members[i].ntokens = 0;
+	}
+	UNIT_EQ_INT(rs_ring_build(RS_RING_MURMUR3, members, 1000, 16, 0, &ring, NULL), RS_OK);
+	if (!ring)
+		return;
+	UNIT_EQ_INT(ring->npoints, 16000);
+	UNIT_EQ_INT(ring->nbuckets, 16384);
+	mismatches = 0;
+	for (uint32_t p = 0; p < ring->npoints; p++)
+		mismatches += lookup_differs(ring, rs_ring_token(ring, p)) + lookup_differs(ring, rs_ring_token(ring, p) + 1);
+	UNIT_EQ_INT(mismatches, 0);
+	rs_ring_free(ring);
 }
 
 /* Adding a node moves only keys the new node captures, about 1/(N+1). */
@@ -596,6 +684,7 @@ main(void)
 	test_ketama();
 	test_lookup_matches_linear_scan();
 	test_lookup_layouts();
+	test_lookup_even_tokens();
 	test_add_moves_only_to_new_node();
 	test_build_errors();
 	test_partmap();
