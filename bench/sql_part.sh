@@ -44,7 +44,10 @@ done
 		echo "\\warn '  part 1: round $r of $REPEATS$note'"
 		echo "SELECT bench.run_round($r);"
 	done
+	echo "\\warn '  part 1: $(( 4 * REPEATS + 1 )) pairs of shard_for on 3 nodes and on 1,000 x 16 allocated tokens'"
+	echo "SELECT bench.run_pairs($(( 4 * REPEATS + 1 )));"
 } | psql_q -o /dev/null
+psql_q -At -c "SELECT format('RESULT pair key=shard_tokens i=%s ms_3=%s ms_tokens=%s', i, round(ms_3::numeric, 3), round(ms_tokens::numeric, 3)) FROM bench.pairs ORDER BY i" >>"$OUT/results.txt"
 
 echo "  part 3: $NREBUILD topology changes per ring" >&2
 # Part 3: alternate a topology change and the first lookup after it, per ring.
