@@ -198,37 +198,40 @@ COMMENT ON FUNCTION ringshard.share_bar(float8, float8, integer) IS
 -- Node rows first (node, its zone, points, share of the keys against the
 -- ideal, share of the copies at the ring's replication factor), then one row
 -- per named zone (node NULL): its nodes' points and shares, and the fewest
--- and most copies of one key it holds.
+-- and most copies of one key it holds.  Shares in per cent, to a tenth: a
+-- report is read, the exact fractions are ring_balance()'s.
 CREATE FUNCTION ringshard.ring_balance_report(ring text DEFAULT 'default')
-	RETURNS TABLE (node text, zone text, points integer, share numeric, ideal numeric, deviation_pct numeric,
-				   copy_share numeric, min_copies integer, max_copies integer, bar text)
+	RETURNS TABLE (node text, zone text, points integer, share_pct numeric, ideal_pct numeric, deviation_pct numeric,
+				   copy_share_pct numeric, min_copies integer, max_copies integer, bar text)
 	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	WITH b AS (SELECT * FROM ringshard.ring_balance(ring)),
 	     z AS (SELECT z.*, (SELECT sum(b.ideal_share) FROM b WHERE b.node = ANY (z.nodes)) AS ideal_share
 	             FROM ringshard.ring_zones(ring) z WHERE z.zone IS NOT NULL),
 	     top AS (SELECT max(greatest(b.share, b.ideal_share)) AS scale FROM b)
-	SELECT r.node, r.zone, r.points, r.share, r.ideal, r.deviation_pct, r.copy_share, r.min_copies, r.max_copies, r.bar
-	  FROM (SELECT 0 AS kind, b.node, b.zone, b.points, round(b.share::numeric, 4) AS share,
-	               round(b.ideal_share::numeric, 4) AS ideal, round(((b.ratio - 1) * 100)::numeric, 1) AS deviation_pct,
-	               round(b.copy_share::numeric, 4) AS copy_share, NULL::integer AS min_copies, NULL::integer AS max_copies,
-	               ringshard.share_bar(b.share, (SELECT top.scale FROM top)) AS bar
+	SELECT r.node, r.zone, r.points, r.share_pct, r.ideal_pct, r.deviation_pct, r.copy_share_pct, r.min_copies,
+	       r.max_copies, r.bar
+	  FROM (SELECT 0 AS kind, b.node, b.zone, b.points, round((b.share * 100)::numeric, 1) AS share_pct,
+	               round((b.ideal_share * 100)::numeric, 1) AS ideal_pct,
+	               round(((b.ratio - 1) * 100)::numeric, 1) AS deviation_pct,
+	               round((b.copy_share * 100)::numeric, 1) AS copy_share_pct, NULL::integer AS min_copies,
+	               NULL::integer AS max_copies, ringshard.share_bar(b.share, (SELECT top.scale FROM top)) AS bar
 	          FROM b
 	        UNION ALL
-	        SELECT 1, NULL, z.zone, z.points, round(z.share::numeric, 4), round(z.ideal_share::numeric, 4),
-	               round(((z.share / z.ideal_share - 1) * 100)::numeric, 1), round(z.copy_share::numeric, 4),
+	        SELECT 1, NULL, z.zone, z.points, round((z.share * 100)::numeric, 1), round((z.ideal_share * 100)::numeric, 1),
+	               round(((z.share / z.ideal_share - 1) * 100)::numeric, 1), round((z.copy_share * 100)::numeric, 1),
 	               z.min_copies, z.max_copies, ''
 	          FROM z) r
 	 ORDER BY r.kind, r.node COLLATE "C", r.zone COLLATE "C";
 $$;
 COMMENT ON FUNCTION ringshard.ring_balance_report(text) IS
-	'per node of a ring: zone, points, share of the ring and ideal share (weight / total weight), 4 decimals, deviation from the ideal in per cent, share of the copies, and a bar proportional to the share; then per zone: its share and ideal, its share of the copies, and the fewest and most copies of one key in it; exact figures in ring_balance() and ring_zones()';
+	'per node of a ring: zone, points, share of the ring and ideal share (weight / total weight) in per cent to a tenth, deviation from the ideal in per cent, share of the copies in per cent, and a bar proportional to the share; then per zone: its share and ideal, its share of the copies, and the fewest and most copies of one key in it; exact fractions in ring_balance() and ring_zones()';
 
 -- Rows are counted where the function runs (the coordinator of a cluster
 -- keeps none: gather them, or a sample, into a table annotated the same way;
 -- that table may be temporary, hence parallel restricted).
 CREATE FUNCTION ringshard.table_balance_report(table_name regclass)
-	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share numeric, ideal numeric, deviation_pct numeric,
-				   bar text)
+	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share_pct numeric, ideal_pct numeric,
+				   deviation_pct numeric, bar text)
 	LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
@@ -258,8 +261,8 @@ BEGIN
 		        SELECT coalesce(c.node, i.node) AS node, coalesce(c.owned, 0) AS owned, coalesce(c.held, 0) AS held, i.ideal
 		          FROM counted c FULL JOIN intended i ON i.node = c.node),
 		     shares AS (SELECT m.*, m.held / NULLIF(pg_catalog.sum(m.held) OVER (), 0)::pg_catalog.float8 AS share FROM merged m)
-		SELECT s.node, s.owned, s.held, pg_catalog.round(s.share::pg_catalog.numeric, 4),
-		       pg_catalog.round(s.ideal::pg_catalog.numeric, 4),
+		SELECT s.node, s.owned, s.held, pg_catalog.round((s.share * 100)::pg_catalog.numeric, 1),
+		       pg_catalog.round((s.ideal * 100)::pg_catalog.numeric, 1),
 		       pg_catalog.round(((s.share / s.ideal - 1) * 100)::pg_catalog.numeric, 1),
 		       ringshard.share_bar(s.share, pg_catalog.max(GREATEST(s.share, s.ideal)) OVER ())
 		  FROM shares s ORDER BY s.node COLLATE "C"$q$, ringshard.qualified_name(table_name))
@@ -267,7 +270,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard.table_balance_report(regclass) IS
-	'per node of an annotated table''s ring or map: rows it owns and holds (with replicas), its share of the held rows and the ideal share, 4 decimals, deviation in per cent, and a bar; from the real rows of the table here';
+	'per node of an annotated table''s ring or map: rows it owns and holds (with replicas), its share of the held rows and the ideal share in per cent to a tenth, deviation in per cent, and a bar; from the real rows of the table here';
 
 -- Partition map previews.
 CREATE FUNCTION ringshard.preview_partition_assignments(nodes text[], partition_starts integer[],

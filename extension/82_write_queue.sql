@@ -56,7 +56,10 @@ CREATE VIEW ringshard.write_queue_status AS
 SELECT n.node_name AS node,
        (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = n.node_name) AS queued,
        (SELECT min(q.queued_at) FROM ringshard.write_queue q WHERE q.node_name = n.node_name) AS oldest,
-       pg_catalog.now() - (SELECT min(q.queued_at) FROM ringshard.write_queue q WHERE q.node_name = n.node_name) AS oldest_age,
+       -- to a tenth of a second: how long writes wait, not when they were queued
+       pg_catalog.make_interval(secs => pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.now()
+           OPERATOR(pg_catalog.-) (SELECT min(q.queued_at) FROM ringshard.write_queue q
+                                    WHERE q.node_name = n.node_name))::pg_catalog.numeric, 1)::pg_catalog.float8) AS oldest_age,
        (SELECT max(q.attempts) FROM ringshard.write_queue q WHERE q.node_name = n.node_name) AS max_attempts,
        (SELECT count(*) FROM ringshard.dead_letters d WHERE d.node_name = n.node_name) AS dead_letters,
        (SELECT q.last_error FROM ringshard.write_queue q

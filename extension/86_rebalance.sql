@@ -501,25 +501,25 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_counted_plan(regclass) IS
 
 -- Steps and rows per (source, target) pair of a counted plan.
 CREATE FUNCTION ringshard_internal.summarize_rebalance(planned json)
-	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
+	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric)
 	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT s.source, s.target, count(*)::integer, sum(s.rows)::bigint,
-	       round(sum(s.rows) / nullif(sum(sum(s.rows)) OVER (), 0), 4)
+	       round(100 * sum(s.rows) / nullif(sum(sum(s.rows)) OVER (), 0), 1)
 	  FROM (SELECT x->>'source' AS source, t.target, (x->>'rows')::bigint AS rows
 	          FROM json_array_elements(planned) x, json_array_elements_text(x->'targets') t(target)) s
 	 GROUP BY s.source, s.target ORDER BY s.source COLLATE "C", s.target COLLATE "C";
 $$;
 COMMENT ON FUNCTION ringshard_internal.summarize_rebalance(json) IS
-	'per (source, target) pair of a counted rebalance plan: steps, rows to copy, share of the copies';
+	'per (source, target) pair of a counted rebalance plan: steps, rows to copy, share of the copies in per cent';
 
 -- The plan in a few lines.
 CREATE FUNCTION ringshard.rebalance_plan_summary(table_name regclass)
-	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share numeric)
+	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric)
 	LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT * FROM ringshard_internal.summarize_rebalance(ringshard_internal.rebalance_counted_plan(table_name));
 $$;
 COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
-	'a table''s rebalance plan per (source, target) pair: steps, rows to copy (counted on the sources) and share of the copies; the recorded plan while a rebalance is unfinished';
+	'a table''s rebalance plan per (source, target) pair: steps, rows to copy (counted on the sources) and share of the copies in per cent; the recorded plan while a rebalance is unfinished';
 
 -- A title with the plan's steps and rows, then its summary as a small
 -- table, for a NOTICE: psql prints a notice as its text, so the columns are
@@ -533,13 +533,13 @@ DECLARE
 BEGIN
 	SELECT format('%s: %s steps, %s rows to copy', title, count(*), coalesce(sum((x->>'rows')::bigint), 0))
 	  INTO heading FROM json_array_elements(planned) x;
-	WITH s AS (SELECT r.from_node, r.to_node, r.steps::text AS steps, r.rows::text AS rows, coalesce(r.share::text, '') AS share
+	WITH s AS (SELECT r.from_node, r.to_node, r.steps::text AS steps, r.rows::text AS rows, coalesce(r.share_pct::text, '') AS share
 	             FROM ringshard_internal.summarize_rebalance(planned) r),
 	     w AS (SELECT greatest(9, max(length(s.from_node))) AS f, greatest(7, max(length(s.to_node))) AS t,
 	                  greatest(5, max(length(s.steps))) AS st, greatest(4, max(length(s.rows))) AS r,
-	                  greatest(5, max(length(s.share))) AS sh FROM s)
+	                  greatest(9, max(length(s.share))) AS sh FROM s)
 	SELECT format(' %s | %s | %s | %s | %s', rpad('from_node', w.f), rpad('to_node', w.t), rpad('steps', w.st),
-	              rpad('rows', w.r), rpad('share', w.sh)) || E'\n' ||
+	              rpad('rows', w.r), rpad('share_pct', w.sh)) || E'\n' ||
 	       format('-%s-+-%s-+-%s-+-%s-+-%s-', repeat('-', w.f), repeat('-', w.t), repeat('-', w.st), repeat('-', w.r),
 	              repeat('-', w.sh)) || E'\n' ||
 	       string_agg(format(' %s | %s | %s | %s | %s', rpad(s.from_node, w.f), rpad(s.to_node, w.t), lpad(s.steps, w.st),

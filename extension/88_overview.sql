@@ -3,16 +3,16 @@
 -- and table_balance_report()).  Readable by everyone, like the catalog
 -- tables they come from; node addresses are not shown.
 
--- Nodes of each table's ring or map now, with their share: a ring member's
--- share of the ring's tokens (the keys it holds the first copy of), a map
--- holder's partitions.
+-- Nodes of each table's ring or map now, with their share in per cent (to a
+-- tenth): a ring member's share of the ring's tokens (the keys it holds the
+-- first copy of), a map holder's partitions.
 CREATE VIEW ringshard.table_nodes AS
 SELECT d.table_name,
        m.node_name AS node,
        n.is_up,
        'ring member' AS role,
        m.weight,
-       round(b.share::numeric, 4) AS key_share,
+       round((b.share * 100)::numeric, 1) AS key_share_pct,
        NULL::integer AS partitions,
        (SELECT count(*) FROM ringshard.write_queue q WHERE q.table_name = d.table_name AND q.node_name = m.node_name)
            AS queued_writes,
@@ -29,7 +29,7 @@ SELECT d.table_name,
        n.is_up,
        'partition holder',
        NULL::float8,
-       round(h.partitions / 256.0, 4),
+       round(h.partitions / 2.56, 1),
        h.partitions,
        (SELECT count(*) FROM ringshard.write_queue q WHERE q.table_name = d.table_name AND q.node_name = h.node_name),
        (SELECT count(*) FROM ringshard.dead_letters l WHERE l.table_name = d.table_name AND l.node_name = h.node_name),

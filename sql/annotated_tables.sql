@@ -188,7 +188,7 @@ SELECT * FROM ringshard.annotated_tables ORDER BY table_name::text COLLATE "C";
 -- ring, replication 2: every row is owned once and held twice
 SELECT * FROM ringshard.table_balance_report('accounts');
 SELECT (SELECT count(*) FROM accounts) AS rows, sum(rows_owned) AS owned, sum(rows_held) AS held,
-       sum(share) BETWEEN 0.9998 AND 1.0002 AS shares_add_up
+       sum(share_pct) BETWEEN 99.8 AND 100.2 AS shares_add_up
 FROM ringshard.table_balance_report('accounts');
 -- the counts are the rows' own placement
 SELECT count(*) AS nodes,
@@ -198,11 +198,11 @@ FROM ringshard.table_balance_report('accounts') r;
 -- a NULL key is on no node
 SELECT (SELECT count(*) FROM users WHERE email IS NOT NULL) AS keyed_rows, sum(rows_owned) AS owned, sum(rows_held) AS held
 FROM ringshard.table_balance_report('users');
-SELECT node, rows_owned, rows_held, share, ideal FROM ringshard.table_balance_report('enrollments');
+SELECT node, rows_owned, rows_held, share_pct, ideal_pct FROM ringshard.table_balance_report('enrollments');
 SELECT (SELECT count(*) FROM enrollments WHERE keyspace_id IS NOT NULL AND face_id IS NOT NULL) AS placed_rows,
        sum(rows_owned) AS owned, sum(rows_held) AS held
 FROM ringshard.table_balance_report('enrollments');
-SELECT node, rows_owned, rows_held, share, ideal FROM ringshard.table_balance_report('replicated_faces');
+SELECT node, rows_owned, rows_held, share_pct, ideal_pct FROM ringshard.table_balance_report('replicated_faces');
 SELECT pg_temp.err($$SELECT * FROM ringshard.table_balance_report('pg_class')$$) AS not_annotated;
 
 --

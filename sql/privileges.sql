@@ -80,7 +80,7 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE shard_of(r) IS DISTINCT FROM sha
        count(*) FILTER (WHERE replicas_of(r) IS DISTINCT FROM replicas_for(r.id)) AS replica_disagreements
 FROM routed r;
 SELECT sum(rows_owned) AS owned, sum(rows_held) AS held FROM ringshard.table_balance_report('routed');
-SELECT node, points, share, ideal FROM ringshard.ring_balance_report();
+SELECT node, points, share_pct, ideal_pct FROM ringshard.ring_balance_report();
 SELECT * FROM ringshard.annotated_tables;
 SELECT ring_name, algorithm, vnodes, replication_factor FROM ringshard.rings;
 SELECT ring_name, node_name, weight FROM ringshard.ring_members ORDER BY node_name COLLATE "C";

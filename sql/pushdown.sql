@@ -429,11 +429,11 @@ DROP TABLE late_items;
 SELECT table_name, kind, key_column, placed_by, keyspace, copies, nodes, nodes_down, queued_writes,
        dead_letters, layout, owner = current_user AS mine
   FROM ringshard.table_overview ORDER BY table_name::text COLLATE "C";
-SELECT node, is_up, role, weight, key_share, partitions, queued_writes, dead_letters
+SELECT node, is_up, role, weight, key_share_pct, partitions, queued_writes, dead_letters
   FROM ringshard.table_nodes WHERE table_name = 'items_pair'::regclass ORDER BY node;
-SELECT node, is_up, role, key_share, partitions FROM ringshard.table_nodes
+SELECT node, is_up, role, key_share_pct, partitions FROM ringshard.table_nodes
  WHERE table_name = 'items_map'::regclass ORDER BY node;
-SELECT sum(key_share) AS ring_shares FROM ringshard.table_nodes WHERE table_name = 'items_pair'::regclass;
+SELECT sum(key_share_pct) AS ring_shares FROM ringshard.table_nodes WHERE table_name = 'items_pair'::regclass;
 -- A node down shows; a topology change the rows have not followed yet shows.
 SELECT ringshard.mark_node_down('w2');
 SELECT ringshard.set_node_weight('w1', 2, 'pair');

@@ -32,15 +32,16 @@ SELECT count(*) AS nodes, sum(points) AS points,
   FROM ringshard.ring_balance();
 -- the report rounds exactly the figures of ring_balance()
 SELECT count(*) AS nodes,
-       count(*) FILTER (WHERE r.points = b.points AND r.share = round(b.share::numeric, 4)
-                          AND r.ideal = round(b.ideal_share::numeric, 4)
+       count(*) FILTER (WHERE r.points = b.points AND r.share_pct = round((b.share * 100)::numeric, 1)
+                          AND r.ideal_pct = round((b.ideal_share * 100)::numeric, 1)
+                          AND r.copy_share_pct = round((b.copy_share * 100)::numeric, 1)
                           AND r.deviation_pct = round(((b.ratio - 1) * 100)::numeric, 1)) AS agree,
        count(*) FILTER (WHERE length(r.bar) BETWEEN 17 AND 20) AS bars_near_full
   FROM ringshard.ring_balance_report() r JOIN ringshard.ring_balance() b USING (node);
-SELECT node, share, ideal, deviation_pct, bar FROM ringshard.ring_balance_report();
+SELECT node, share_pct, ideal_pct, deviation_pct, bar FROM ringshard.ring_balance_report();
 -- a weight of 2 doubles the ideal share, and the bar
 SELECT ringshard.set_node_weight('n1', 2);
-SELECT node, points, ideal, deviation_pct, bar FROM ringshard.ring_balance_report() WHERE node IN ('n1', 'n2');
+SELECT node, points, ideal_pct, deviation_pct, bar FROM ringshard.ring_balance_report() WHERE node IN ('n1', 'n2');
 SELECT ringshard.set_node_weight('n1', 1);
 
 -- Bars: one character per eighth of the scale's width, to the eighth

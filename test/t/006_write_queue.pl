@@ -58,6 +58,7 @@ my $max_queued = 0;
 my $killed_pid;
 my %acknowledged;
 my $retries = 0;
+my $oldest_age = '';
 for my $id (1 .. 360)
 {
 	if ($id == 121)
@@ -70,6 +71,9 @@ for my $id (1 .. 360)
 	{
 		$max_queued = $coordinator->safe_psql('postgres',
 			q{SELECT coalesce(sum(queued), 0) FROM ringshard.write_queue_status WHERE node = 'q2'});
+		# how long the oldest waits, to a tenth of a second (not to the microsecond)
+		$oldest_age = $coordinator->safe_psql('postgres',
+			q{SELECT oldest_age FROM ringshard.write_queue_status WHERE node = 'q2'});
 		# the killed postmaster must be gone before a new one may start
 		for (1 .. 300)
 		{
@@ -97,6 +101,7 @@ my $on_q2_while_down = $coordinator->safe_psql('postgres',
 	q{SELECT count(*) FROM generate_series(121, 240) g WHERE 'q2' = ANY (replicas_for(g::bigint))});
 cmp_ok($max_queued, '>=', $on_q2_while_down - 2,
 	"writes for the dead worker were queued ($max_queued of the $on_q2_while_down it holds)");
+like($oldest_age, qr/^\d\d:\d\d:\d\d(\.\d)?$/, "write_queue_status.oldest_age is rounded to a tenth of a second ($oldest_age)");
 
 ok($coordinator->poll_query_until('postgres', q{SELECT count(*) = 0 FROM ringshard.write_queue}),
 	'the watchdog replays the queue once the worker is back');

@@ -13,3 +13,9 @@ ALTER TABLE ringshard.rebalance_progress ADD COLUMN started_at timestamptz NOT N
 DROP FUNCTION ringshard_internal.rebalance_copy_start(regclass, integer);
 DROP FUNCTION ringshard_internal.rebalance_copy_page(regclass, integer, text, integer);
 DROP FUNCTION ringshard_internal.rebalance_finish_step(regclass, integer);
+
+-- Reports show shares in per cent (share_pct, to a tenth): their result
+-- columns changed, so 50_definitions.sql creates them again.
+DROP FUNCTION ringshard.rebalance_plan_summary(regclass);
+DROP FUNCTION ringshard_internal.summarize_rebalance(json);
+DROP FUNCTION ringshard.table_balance_report(regclass);
