@@ -31,6 +31,7 @@ CREATE TABLE ringshard.rebalance_progress (
 	rows_deleted bigint NOT NULL DEFAULT 0,
 	updated_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	started_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	bytes_total bigint,
 	PRIMARY KEY (table_name, step)
 );
 COMMENT ON TABLE ringshard.rebalance_progress IS 'the steps of an unfinished rebalance and how far each got';
@@ -398,7 +399,7 @@ COMMENT ON FUNCTION ringshard_internal.step_token_bounds(regclass, integer[], te
 -- source per 100 steps (one count per step, each with its predicate).
 CREATE FUNCTION ringshard_internal.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
 										  plan_predicates text[])
-	RETURNS TABLE (step integer, rows bigint)
+	RETURNS TABLE (step integer, rows bigint, bytes bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	chunk record;
@@ -421,17 +422,19 @@ BEGIN
 			 GROUP BY x.source ORDER BY x.source
 		LOOP
 			answer := ringshard_internal.node_value(chunk.source,
-				format('SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c, '',''), '''') FROM '
+				format('SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c || '':'' || x.b, '',''), '''') FROM '
 				       '(SELECT ringshard_worker.token_range_of(pg_catalog.ring_token(t.%I), %L::pg_catalog.ringtoken[]) AS i, '
-				       'pg_catalog.count(*) AS c FROM %s t GROUP BY 1) x WHERE x.i IS NOT NULL',
+				       'pg_catalog.count(*) AS c, pg_catalog.sum(pg_catalog.pg_column_size(t.*)) AS b '
+				       'FROM %s t GROUP BY 1) x WHERE x.i IS NOT NULL',
 				       key_column, chunk.bounds, ringshard.qualified_name(table_name)),
 				'{}', false, 'text');
-			IF answer !~ '^([0-9]{1,9}:[0-9]{1,19}(,|$))*$' THEN
+			IF answer !~ '^([0-9]{1,9}:[0-9]{1,18}:[0-9]{1,18}(,|$))*$' THEN
 				RAISE EXCEPTION 'node "%" answered a count of rows with a malformed value', chunk.source
-					USING ERRCODE = 'protocol_violation', DETAIL = format('%s where pairs of numbers were expected.', left(answer, 40));
+					USING ERRCODE = 'protocol_violation', DETAIL = format('%s where triples of numbers were expected.', left(answer, 40));
 			END IF;
 			RETURN QUERY
-			SELECT st.step, coalesce(sum(split_part(a, ':', 2)::bigint), 0)::bigint
+			SELECT st.step, coalesce(sum(split_part(a, ':', 2)::bigint), 0)::bigint,
+			       coalesce(sum(split_part(a, ':', 3)::numeric), 0)::bigint
 			  FROM unnest(chunk.steps) WITH ORDINALITY st(step, i)
 			  LEFT JOIN unnest(string_to_array(nullif(answer, ''), ',')) a ON split_part(a, ':', 1)::integer = st.i
 			 GROUP BY st.step;
@@ -445,25 +448,33 @@ BEGIN
 		          FROM unnest(plan_steps, plan_sources, plan_predicates) x(step, source, predicate)) u
 		 GROUP BY u.source, u.part ORDER BY u.source, u.part
 	LOOP
+		-- per step its rows, then their bytes
 		counts := ringshard_internal.node_value(chunk.source,
 			format('SELECT ARRAY[%s] FROM %s t',
-			       (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %s)',
+			       (SELECT string_agg(format('pg_catalog.count(*) FILTER (WHERE %1$s), '
+			                                 'COALESCE(pg_catalog.sum(pg_catalog.pg_column_size(t.*)) FILTER (WHERE %1$s), 0)',
 			                                 ringshard_internal.checked_step_predicate(table_name, p.predicate)), ', ' ORDER BY p.i)
 			          FROM unnest(chunk.predicates) WITH ORDINALITY p(predicate, i)),
 			       ringshard.qualified_name(table_name)),
 			'{}', false, 'bigint[]')::bigint[];
-		RETURN QUERY SELECT c.step, c.rows FROM unnest(chunk.steps, counts) c(step, rows);
+		IF cardinality(counts) IS DISTINCT FROM 2 * cardinality(chunk.steps) THEN
+			RAISE EXCEPTION 'node "%" answered a count of rows with a malformed value', chunk.source
+				USING ERRCODE = 'protocol_violation',
+				      DETAIL = format('%s numbers where %s were expected.', coalesce(cardinality(counts), 0), 2 * cardinality(chunk.steps));
+		END IF;
+		RETURN QUERY SELECT c.step, counts[2 * c.i - 1], counts[2 * c.i]
+		               FROM unnest(chunk.steps) WITH ORDINALITY c(step, i);
 	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.count_plan_rows(regclass, integer[], text[], text[]) IS
-	'for each step of a plan (step numbers, sources, predicates), the rows it will copy, counted on its source';
+	'for each step of a plan (step numbers, sources, predicates), the rows it will copy and their bytes (pg_column_size of each row), counted on its source';
 
 -- A table's plan with every step's rows to copy: for a table with an
 -- unfinished rebalance, the recorded steps and their counts; otherwise the
 -- steps from its placement to the current topology, counted on their
 -- sources now (after checking that every node they name can be reached).
--- A JSON array of {step, source, targets, deletes, rows}.
+-- A JSON array of {step, source, targets, deletes, rows, bytes}.
 CREATE FUNCTION ringshard_internal.rebalance_counted_plan(table_name regclass) RETURNS json
 	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -471,7 +482,8 @@ DECLARE
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_counted_plan.table_name) THEN
 		SELECT json_agg(json_build_object('step', p.step, 'source', p.source, 'targets', p.targets,
-		                                  'deletes', p.deletes, 'rows', coalesce(p.rows_total, 0)) ORDER BY p.step)
+		                                  'deletes', p.deletes, 'rows', coalesce(p.rows_total, 0),
+		                                  'bytes', coalesce(p.bytes_total, 0)) ORDER BY p.step)
 		  INTO planned
 		  FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_counted_plan.table_name;
 		RETURN coalesce(planned, '[]');
@@ -486,7 +498,7 @@ BEGIN
 		             LATERAL (SELECT s->>'source' UNION ALL SELECT json_array_elements_text(s->'targets')
 		                      UNION ALL SELECT json_array_elements_text(s->'deletes')) x(node)));
 	SELECT coalesce(json_agg(json_build_object('step', (s->>'step')::integer, 'source', s->'source', 'targets', s->'targets',
-	                                           'deletes', s->'deletes', 'rows', c.rows) ORDER BY c.step), '[]')
+	                                           'deletes', s->'deletes', 'rows', c.rows, 'bytes', c.bytes) ORDER BY c.step), '[]')
 	  INTO planned
 	  FROM json_array_elements(planned) s
 	  JOIN ringshard_internal.count_plan_rows(table_name,
@@ -497,29 +509,31 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_counted_plan(regclass) IS
-	'a table''s rebalance steps (recorded, or from its placement to the current topology) with the rows each copies, counted on its source, as JSON';
+	'a table''s rebalance steps (recorded, or from its placement to the current topology) with the rows each copies and their bytes, counted on its source, as JSON';
 
--- Steps and rows per (source, target) pair of a counted plan.
+-- Steps, rows and bytes per (source, target) pair of a counted plan.
 CREATE FUNCTION ringshard_internal.summarize_rebalance(planned json)
-	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric)
+	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric, bytes bigint, size text)
 	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT s.source, s.target, count(*)::integer, sum(s.rows)::bigint,
-	       round(100 * sum(s.rows) / nullif(sum(sum(s.rows)) OVER (), 0), 1)
-	  FROM (SELECT x->>'source' AS source, t.target, (x->>'rows')::bigint AS rows
+	       round(100 * sum(s.rows) / nullif(sum(sum(s.rows)) OVER (), 0), 1),
+	       sum(s.bytes)::bigint, pg_size_pretty(sum(s.bytes))
+	  FROM (SELECT x->>'source' AS source, t.target, (x->>'rows')::bigint AS rows,
+	               coalesce((x->>'bytes')::bigint, 0) AS bytes
 	          FROM json_array_elements(planned) x, json_array_elements_text(x->'targets') t(target)) s
 	 GROUP BY s.source, s.target ORDER BY s.source COLLATE "C", s.target COLLATE "C";
 $$;
 COMMENT ON FUNCTION ringshard_internal.summarize_rebalance(json) IS
-	'per (source, target) pair of a counted rebalance plan: steps, rows to copy, share of the copies in per cent';
+	'per (source, target) pair of a counted rebalance plan: steps, rows to copy, share of the copies in per cent, their bytes (pg_column_size of the rows) and that size for reading';
 
 -- The plan in a few lines.
 CREATE FUNCTION ringshard.rebalance_plan_summary(table_name regclass)
-	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric)
+	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric, bytes bigint, size text)
 	LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT * FROM ringshard_internal.summarize_rebalance(ringshard_internal.rebalance_counted_plan(table_name));
 $$;
 COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
-	'a table''s rebalance plan per (source, target) pair: steps, rows to copy (counted on the sources) and share of the copies in per cent; the recorded plan while a rebalance is unfinished';
+	'a table''s rebalance plan per (source, target) pair: steps, rows to copy (counted on the sources), share of the copies in per cent, and their size (bytes, and as pg_size_pretty gives it); the recorded plan while a rebalance is unfinished';
 
 -- A title with the plan's steps and rows, then its summary as a small
 -- table, for a NOTICE: psql prints a notice as its text, so the columns are
@@ -531,21 +545,24 @@ DECLARE
 	heading text;
 	body text;
 BEGIN
-	SELECT format('%s: %s steps, %s rows to copy', title, count(*), coalesce(sum((x->>'rows')::bigint), 0))
+	SELECT format('%s: %s steps, %s rows to copy (%s)', title, count(*), coalesce(sum((x->>'rows')::bigint), 0),
+	              pg_size_pretty(coalesce(sum((x->>'bytes')::bigint), 0)))
 	  INTO heading FROM json_array_elements(planned) x;
-	WITH s AS (SELECT r.from_node, r.to_node, r.steps::text AS steps, r.rows::text AS rows, coalesce(r.share_pct::text, '') AS share
+	WITH s AS (SELECT r.from_node, r.to_node, r.steps::text AS steps, r.rows::text AS rows, coalesce(r.share_pct::text, '') AS share,
+	                  coalesce(r.size, '') AS size
 	             FROM ringshard_internal.summarize_rebalance(planned) r),
 	     w AS (SELECT greatest(9, max(length(s.from_node))) AS f, greatest(7, max(length(s.to_node))) AS t,
 	                  greatest(5, max(length(s.steps))) AS st, greatest(4, max(length(s.rows))) AS r,
-	                  greatest(9, max(length(s.share))) AS sh FROM s)
-	SELECT format(' %s | %s | %s | %s | %s', rpad('from_node', w.f), rpad('to_node', w.t), rpad('steps', w.st),
-	              rpad('rows', w.r), rpad('share_pct', w.sh)) || E'\n' ||
-	       format('-%s-+-%s-+-%s-+-%s-+-%s-', repeat('-', w.f), repeat('-', w.t), repeat('-', w.st), repeat('-', w.r),
-	              repeat('-', w.sh)) || E'\n' ||
-	       string_agg(format(' %s | %s | %s | %s | %s', rpad(s.from_node, w.f), rpad(s.to_node, w.t), lpad(s.steps, w.st),
-	                         lpad(s.rows, w.r), lpad(s.share, w.sh)), E'\n' ORDER BY s.from_node COLLATE "C", s.to_node COLLATE "C")
+	                  greatest(9, max(length(s.share))) AS sh, greatest(4, max(length(s.size))) AS sz FROM s)
+	SELECT format(' %s | %s | %s | %s | %s | %s', rpad('from_node', w.f), rpad('to_node', w.t), rpad('steps', w.st),
+	              rpad('rows', w.r), rpad('share_pct', w.sh), rpad('size', w.sz)) || E'\n' ||
+	       format('-%s-+-%s-+-%s-+-%s-+-%s-+-%s-', repeat('-', w.f), repeat('-', w.t), repeat('-', w.st), repeat('-', w.r),
+	              repeat('-', w.sh), repeat('-', w.sz)) || E'\n' ||
+	       string_agg(format(' %s | %s | %s | %s | %s | %s', rpad(s.from_node, w.f), rpad(s.to_node, w.t), lpad(s.steps, w.st),
+	                         lpad(s.rows, w.r), lpad(s.share, w.sh), lpad(s.size, w.sz)), E'\n'
+	                  ORDER BY s.from_node COLLATE "C", s.to_node COLLATE "C")
 	  INTO body
-	  FROM s, w GROUP BY w.f, w.t, w.st, w.r, w.sh;
+	  FROM s, w GROUP BY w.f, w.t, w.st, w.r, w.sh, w.sz;
 	RETURN heading || coalesce(E'\n' || body, '');
 END
 $$;
@@ -592,7 +609,7 @@ BEGIN
 
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_begin.table_name) THEN
 		-- Steps recorded before their rows were counted (by an older version) are counted now.
-		UPDATE ringshard.rebalance_progress p SET rows_total = c.rows
+		UPDATE ringshard.rebalance_progress p SET rows_total = c.rows, bytes_total = c.bytes
 		  FROM ringshard_internal.count_plan_rows(rebalance_begin.table_name,
 		         ARRAY(SELECT q.step FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step),
 		         ARRAY(SELECT q.source FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name AND q.rows_total IS NULL ORDER BY q.step),
@@ -614,7 +631,7 @@ BEGIN
 	INSERT INTO ringshard.rebalance_progress (table_name, step, predicate, source, targets, deletes, fraction)
 	SELECT rebalance_begin.table_name, p.step, p.predicate, p.source, p.targets, p.deletes, p.fraction
 	  FROM ringshard.rebalance_plan(table_name) p;
-	UPDATE ringshard.rebalance_progress p SET rows_total = c.rows
+	UPDATE ringshard.rebalance_progress p SET rows_total = c.rows, bytes_total = c.bytes
 	  FROM ringshard_internal.count_plan_rows(rebalance_begin.table_name,
 	         ARRAY(SELECT q.step FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step),
 	         ARRAY(SELECT q.source FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step),

@@ -83,9 +83,9 @@ my ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance
 my ($plan_steps, $plan_rows) = $err =~ /rebalance plan of public\.items \(dry run, nothing changed\): (\d+) steps, (\d+) rows to copy/;
 ok(defined $plan_rows, 'a dry run prints the plan summary with its steps and rows') or diag($err);
 my %pairs;
-while ($err =~ /^ (r\d) +\| (r\d) +\| +(\d+) \| +(\d+) \| +([\d.]+)$/mg)
+while ($err =~ /^ (r\d) +\| (r\d) +\| +(\d+) \| +(\d+) \| +([\d.]+) \| +(\d+ (?:bytes|kB|MB|GB))$/mg)
 {
-	$pairs{"$1>$2"} = { steps => $3, rows => $4, share => $5 };
+	$pairs{"$1>$2"} = { steps => $3, rows => $4, share => $5, size => $6 };
 }
 is(join(',', sort keys %pairs), 'r1>r4,r2>r4,r3>r4', 'one line per pair: every old node copies to r4');
 my ($pair_rows, $pair_steps, $pair_share) = (0, 0, 0);
@@ -100,6 +100,18 @@ cmp_ok(abs($pair_share - 100), '<=', 0.15, 'the shares, in per cent to a tenth, 
 cmp_ok(scalar(split /\n/, $err), '<=', 8, "the dry run prints a few lines, not one per step ($plan_steps steps)");
 is($coordinator->safe_psql('postgres', q{SELECT sum(rows) || '/' || sum(steps) FROM ringshard.rebalance_plan_summary('items')}),
 	"$plan_rows/$plan_steps", 'rebalance_plan_summary() gives the same plan as rows');
+# the bytes of the rows to copy, per source and target: what pg_column_size
+# says of those rows (the rows r4 gains), counted on the sources
+my ($plan_bytes, $gained_bytes) = split /\//, $coordinator->safe_psql('postgres', q{
+	SELECT (SELECT sum(s.bytes) FROM ringshard.rebalance_plan_summary('items') s) || '/' ||
+	       (SELECT sum(pg_column_size(i.*)) FROM items i WHERE 'r4' = ANY (replicas_of(i)))});
+cmp_ok($plan_bytes, '>', 0, "the plan counts the bytes of the rows to copy ($plan_bytes)");
+# (a row formed on the coordinator may pack a value a few bytes apart from its stored form)
+cmp_ok(abs($plan_bytes - $gained_bytes), '<=', $gained_bytes / 100,
+	"the plan's bytes are the bytes of the rows r4 gains ($plan_bytes against $gained_bytes, within 1 %)");
+is($coordinator->safe_psql('postgres', q{SELECT bool_and(s.bytes > 0 AND s.size = pg_size_pretty(s.bytes)) FROM ringshard.rebalance_plan_summary('items') s}),
+	't', 'each pair has its bytes, and their size as pg_size_pretty writes it');
+like($err, qr/\d+ steps, \d+ rows to copy \(\d+ (?:bytes|kB|MB)\)/, 'the dry run says the size of the rows to copy');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.rebalance_progress}), '0',
 	'a dry run changes nothing');
 

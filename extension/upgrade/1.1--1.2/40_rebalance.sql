@@ -1,6 +1,9 @@
 -- rebalance_status shows the rate and the time left: each step records when
 -- its move started (a move recorded by 1.1 counts from the update).
 ALTER TABLE ringshard.rebalance_progress ADD COLUMN started_at timestamptz NOT NULL DEFAULT pg_catalog.now();
+-- The plan says the bytes each step copies too (counted with its rows; a
+-- step recorded by 1.1 has none counted: NULL).
+ALTER TABLE ringshard.rebalance_progress ADD COLUMN bytes_total bigint;
 
 -- Moves in progress fence their keys (moving_ranges): the placement and the
 -- steps' states invalidate the backends' routing.
@@ -19,3 +22,5 @@ DROP FUNCTION ringshard_internal.rebalance_finish_step(regclass, integer);
 DROP FUNCTION ringshard.rebalance_plan_summary(regclass);
 DROP FUNCTION ringshard_internal.summarize_rebalance(json);
 DROP FUNCTION ringshard.table_balance_report(regclass);
+-- The plan's count gives the bytes of each step's rows too.
+DROP FUNCTION ringshard_internal.count_plan_rows(regclass, integer[], text[], text[]);
