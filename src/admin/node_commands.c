@@ -6,6 +6,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "access/xact.h"
@@ -133,7 +135,8 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 			values[3] = CStringGetTextDatum(failure_text(conns[i], &out[i]));
 			nulls[3] = false;
 		}
-		values[4] = Float8GetDatum(INSTR_TIME_GET_MILLISEC(now));
+		/* to a hundredth of a millisecond: a duration to read, not a clock */
+		values[4] = Float8GetDatum(rint(INSTR_TIME_GET_MILLISEC(now) * 100.0) / 100.0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		remote_result_free(r);
 	}
@@ -270,7 +273,7 @@ node_health_rows(FunctionCallInfo fcinfo, bool with_role)
 		values[0] = CStringGetTextDatum(nodes[i]);
 		if (out[i].ok && r)
 		{
-			values[2] = Float8GetDatum(out[i].elapsed_ms);
+			values[2] = Float8GetDatum(rint(out[i].elapsed_ms * 100.0) / 100.0);	/* to 0.01 ms */
 			nulls[2] = false;
 			/* the host the connection reached, of those a multi-host address names */
 			if (conns[i]->conn && PQhost(conns[i]->conn) && remote_may_see_addresses())
