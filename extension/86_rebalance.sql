@@ -403,40 +403,54 @@ CREATE FUNCTION ringshard_internal.count_plan_rows(table_name regclass, plan_ste
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	chunk record;
+	answered record;
 	counts bigint[];
 	key_column name;
-	answer text;
+	all_steps integer[];
+	all_bounds text;
 BEGIN
 	SELECT d.key_column INTO key_column FROM ringshard.distributed_tables d
 	 WHERE d.table_name = count_plan_rows.table_name AND d.ring_name IS NOT NULL;
 	IF key_column IS NOT NULL THEN
-		-- a ring: one scan per source for all its steps, one hash per row
-		-- (token_range_of)
-		FOR chunk IN
-			SELECT x.source, array_agg(b.step ORDER BY b.lo) AS steps,
-			       '{' || string_agg(b.lo::text || ',' || b.hi::text, ',' ORDER BY b.lo) || '}' AS bounds
-			  FROM (SELECT DISTINCT u.source FROM unnest(plan_sources) u(source)) x,
-			       LATERAL ringshard_internal.step_token_bounds(table_name,
-			                 ARRAY(SELECT y.step FROM unnest(plan_steps, plan_sources) y(step, source) WHERE y.source = x.source),
-			                 ARRAY(SELECT y.predicate FROM unnest(plan_predicates, plan_sources) y(predicate, source) WHERE y.source = x.source)) b
-			 GROUP BY x.source ORDER BY x.source
-		LOOP
-			answer := ringshard_internal.node_value(chunk.source,
+		-- A ring: every source scans its rows once, all at the same time (one
+		-- statement, node_execute in parallel), one hash per row placed in the
+		-- steps' token ranges (token_range_of); of each source's counts the
+		-- steps it is the source of are kept (it holds copies of others too).
+		SELECT array_agg(b.step ORDER BY b.lo),
+		       '{' || string_agg(b.lo::text || ',' || b.hi::text, ',' ORDER BY b.lo) || '}'
+		  INTO all_steps, all_bounds
+		  FROM ringshard_internal.step_token_bounds(table_name, plan_steps, plan_predicates) b;
+		IF all_steps IS NULL THEN
+			RETURN;
+		END IF;
+		FOR answered IN
+			SELECT * FROM ringshard.node_execute(
+				ARRAY(SELECT DISTINCT u.source FROM unnest(plan_sources) u(source) ORDER BY 1),
 				format('SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c || '':'' || x.b, '',''), '''') FROM '
 				       '(SELECT ringshard_worker.token_range_of(pg_catalog.ring_token(t.%I), %L::pg_catalog.ringtoken[]) AS i, '
 				       'pg_catalog.count(*) AS c, pg_catalog.sum(pg_catalog.pg_column_size(t.*)) AS b '
 				       'FROM %s t GROUP BY 1) x WHERE x.i IS NOT NULL',
-				       key_column, chunk.bounds, ringshard.qualified_name(table_name)),
-				'{}', false, 'text');
-			IF answer !~ '^([0-9]{1,9}:[0-9]{1,18}:[0-9]{1,18}(,|$))*$' THEN
-				RAISE EXCEPTION 'node "%" answered a count of rows with a malformed value', chunk.source
-					USING ERRCODE = 'protocol_violation', DETAIL = format('%s where triples of numbers were expected.', left(answer, 40));
+				       key_column, all_bounds, ringshard.qualified_name(table_name)),
+				'{}', false) n
+			ORDER BY n.node
+		LOOP
+			IF NOT answered.ok THEN
+				RAISE EXCEPTION 'statement failed on node "%"', answered.node
+					USING ERRCODE = 'connection_failure', DETAIL = answered.error;
+			END IF;
+			IF answered.value IS NULL OR answered.value !~ '^([0-9]{1,9}:[0-9]{1,18}:[0-9]{1,18}(,|$))*$' THEN
+				RAISE EXCEPTION 'node "%" answered a count of rows with a malformed value', answered.node
+					USING ERRCODE = 'protocol_violation',
+					      DETAIL = format('%s where triples of numbers were expected.',
+					                      coalesce(quote_literal(left(answered.value, 40)), 'nothing'));
 			END IF;
 			RETURN QUERY
 			SELECT st.step, coalesce(sum(split_part(a, ':', 2)::bigint), 0)::bigint,
 			       coalesce(sum(split_part(a, ':', 3)::numeric), 0)::bigint
-			  FROM unnest(chunk.steps) WITH ORDINALITY st(step, i)
-			  LEFT JOIN unnest(string_to_array(nullif(answer, ''), ',')) a ON split_part(a, ':', 1)::integer = st.i
+			  FROM unnest(all_steps) WITH ORDINALITY st(step, i)
+			  JOIN unnest(plan_steps, plan_sources) mine(step, source)
+			    ON mine.step = st.step AND mine.source = answered.node
+			  LEFT JOIN unnest(string_to_array(nullif(answered.value, ''), ',')) a ON split_part(a, ':', 1)::integer = st.i
 			 GROUP BY st.step;
 		END LOOP;
 		RETURN;
