@@ -209,13 +209,14 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 	MemoryContextSwitchTo(old);
 }
 
+static void load_annotation(Annotation *entry, Oid relid);
+
 static Annotation *
 cached_annotation(Oid relid, bool with_moves)
 {
 	Annotation *entry;
 	bool		found;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		stale;
 
 	if (annotations == NULL)
 	{
@@ -227,16 +228,8 @@ cached_annotation(Oid relid, bool with_moves)
 		annotations = hash_create("ringshard annotations", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	entry = hash_search(annotations, &relid, HASH_ENTER, &found);
-	if (found && entry->generation == topology_cache_generation)
-	{
-		if (entry->found && with_moves && !entry->moves_loaded)
-		{
-			load_moving_ranges(entry, relid);
-			entry->moves_loaded = true;
-		}
-		return entry->found ? entry : NULL;
-	}
-	if (found)
+	stale = !found || entry->generation != topology_cache_generation;
+	if (stale && found)
 	{
 		char	   *strings[5] = {entry->key_column, entry->ring_name, entry->map_name, entry->keyspace,
 		entry->keyspace_column};
@@ -247,8 +240,27 @@ cached_annotation(Oid relid, bool with_moves)
 		if (entry->moving_cxt)
 			MemoryContextDelete(entry->moving_cxt);
 	}
-	memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
+	if (stale)
+		load_annotation(entry, relid);
+	/* a worker's loads skip the moves; a later load that needs them reads them once */
+	if (entry->found && with_moves && !entry->moves_loaded)
+	{
+		load_moving_ranges(entry, relid);
+		entry->moves_loaded = true;
+	}
+	if (stale)
+		entry->generation = topology_cache_generation;
+	return entry->found ? entry : NULL;
+}
 
+/* Read a table's annotation into a cleared cache entry (found false: none). */
+static void
+load_annotation(Annotation *entry, Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
 	SPI_connect();
 	if (SPI_execute_with_args("SELECT key_column::text, ring_name, map_name, keyspace, keyspace_column::text "
 							  "FROM ringshard.distributed_tables "
@@ -268,13 +280,6 @@ cached_annotation(Oid relid, bool with_moves)
 		entry->keyspace_column = keep_string(SPI_getvalue(tuple, desc, 5));
 	}
 	SPI_finish();
-	if (entry->found && with_moves)
-	{
-		load_moving_ranges(entry, relid);
-		entry->moves_loaded = true;
-	}
-	entry->generation = topology_cache_generation;
-	return entry->found ? entry : NULL;
 }
 
 static void load_annotated(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext mcxt,
