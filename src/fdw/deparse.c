@@ -43,6 +43,7 @@ typedef struct ShipContext
 	PlannerInfo *root;
 	RelOptInfo *rel;
 	Index		varno;
+	Index		excluded_varno; /* an upsert's EXCLUDED row (its columns are the table's), or 0 */
 	Oid			relid;
 	const char *reason;			/* why the first part that does not ship does not */
 } ShipContext;
@@ -265,7 +266,8 @@ ship_walker(Node *node, ShipContext *ctx)
 				Var		   *var = (Var *) node;
 
 				/* a column of the scanned table; system columns differ per copy */
-				if (var->varno != ctx->varno || var->varlevelsup != 0)
+				if ((var->varno != ctx->varno && (ctx->excluded_varno == 0 || var->varno != ctx->excluded_varno)) ||
+					var->varlevelsup != 0)
 					return refuse_part(ctx, "a column of another table");
 				if (var->varattno <= 0)
 					return refuse_part(ctx, "a system column (each copy of a row has its own)");
@@ -407,24 +409,42 @@ rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr)
 	return rsfdw_unshippable_reason(root, rel, expr) == NULL;
 }
 
+static const char *
+unshippable_reason(ShipContext *ctx, Expr *expr)
+{
+	/* volatile expressions never ship (the node would evaluate them once per copy) */
+	if (contain_volatile_functions((Node *) expr))
+		return "a volatile function (each node, and each copy of a row, would get its own value)";
+	if (ship_walker((Node *) expr, ctx))
+		return ctx->reason ? ctx->reason : "a part that is not sent to nodes";
+	if (!collations_said((Node *) expr))
+		return "a collation the nodes would not derive (a COLLATE clause, or an operator comparing in another collation)";
+	return NULL;
+}
+
 const char *
 rsfdw_unshippable_reason(PlannerInfo *root, RelOptInfo *rel, Expr *expr)
 {
 	ShipContext ctx;
 
+	memset(&ctx, 0, sizeof(ctx));
 	ctx.root = root;
 	ctx.rel = rel;
 	ctx.varno = rel->relid;
 	ctx.relid = rel->relid > 0 ? planner_rt_fetch(rel->relid, root)->relid : InvalidOid;
-	ctx.reason = NULL;
-	/* volatile expressions never ship (the node would evaluate them once per copy) */
-	if (contain_volatile_functions((Node *) expr))
-		return "a volatile function (each node, and each copy of a row, would get its own value)";
-	if (ship_walker((Node *) expr, &ctx))
-		return ctx.reason ? ctx.reason : "a part that is not sent to nodes";
-	if (!collations_said((Node *) expr))
-		return "a collation the nodes would not derive (a COLLATE clause, or an operator comparing in another collation)";
-	return NULL;
+	return unshippable_reason(&ctx, expr);
+}
+
+const char *
+rsfdw_upsert_unshippable_reason(Oid relid, Index varno, Index excluded_varno, Expr *expr)
+{
+	ShipContext ctx;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.varno = varno;
+	ctx.excluded_varno = excluded_varno;
+	ctx.relid = relid;
+	return unshippable_reason(&ctx, expr);
 }
 
 char *
@@ -587,9 +607,11 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 		case T_Var:
 			{
 				Var		   *var = (Var *) expr;
-				RangeTblEntry *rte = planner_rt_fetch(var->varno, ctx->root);
+				bool		excluded = ctx->excluded_varno != 0 && var->varno == ctx->excluded_varno;
+				Oid			relid = ctx->root ? planner_rt_fetch(var->varno, ctx->root)->relid : ctx->relid;
 
-				appendStringInfo(&ctx->current, "t.%s", rsfdw_column_name(rte->relid, var->varattno));
+				appendStringInfo(&ctx->current, "%s.%s", excluded ? "excluded" : "t",
+								 rsfdw_column_name(relid, var->varattno));
 				break;
 			}
 		case T_Const:
@@ -1153,6 +1175,81 @@ char *
 rsfdw_insert_values_sql(const char *table, const char *columns, const char *values)
 {
 	return psprintf("INSERT INTO %s (%s) VALUES %s", table, columns, values);
+}
+
+/*
+ * An upsert's conflict clause for the nodes, alias t for the table and
+ * excluded for the proposed row, as a template (its values known when the
+ * statement starts are holes): ON CONFLICT [(columns) [WHERE ...]] DO
+ * NOTHING | DO UPDATE SET ... [WHERE ...].  The caller has checked that
+ * every expression ships (rsfdw_upsert_unshippable_reason) and that the
+ * conflict target names plain columns.
+ */
+List *
+rsfdw_deparse_on_conflict(OnConflictExpr *oc, Oid relid, Index varno, List **params)
+{
+	DeparseContext ctx;
+	ListCell   *lc;
+
+	rsfdw_deparse_init(&ctx, NULL, NULL, varno, params);
+	ctx.relid = relid;
+	ctx.excluded_varno = oc->exclRelIndex;
+	rsfdw_append(&ctx, " ON CONFLICT");
+	if (oc->arbiterElems != NIL)
+	{
+		rsfdw_append(&ctx, " (");
+		foreach(lc, oc->arbiterElems)
+		{
+			InferenceElem *elem = lfirst_node(InferenceElem, lc);
+
+			if (!IsA(elem->expr, Var))
+				elog(ERROR, "ringshard: a conflict target that is not a column");
+			if (foreach_current_index(lc) > 0)
+				rsfdw_append(&ctx, ", ");
+			rsfdw_append(&ctx, rsfdw_column_name(relid, ((Var *) elem->expr)->varattno));
+		}
+		rsfdw_append(&ctx, ")");
+		if (oc->arbiterWhere)
+		{
+			rsfdw_append(&ctx, " WHERE ");
+			rsfdw_append_expr(&ctx, (Expr *) oc->arbiterWhere);
+		}
+	}
+	if (oc->action == ONCONFLICT_NOTHING)
+		rsfdw_append(&ctx, " DO NOTHING");
+	else
+	{
+		bool		first = true;
+
+		rsfdw_append(&ctx, " DO UPDATE SET ");
+		foreach(lc, oc->onConflictSet)
+		{
+			TargetEntry *te = lfirst_node(TargetEntry, lc);
+
+			if (te->resjunk)
+				continue;
+			if (!first)
+				rsfdw_append(&ctx, ", ");
+			first = false;
+			rsfdw_append(&ctx, rsfdw_column_name(relid, te->resno));
+			rsfdw_append(&ctx, " = ");
+			rsfdw_append_expr(&ctx, te->expr);
+		}
+		if (oc->onConflictWhere)
+		{
+			rsfdw_append(&ctx, " WHERE ");
+			rsfdw_append_expr(&ctx, (Expr *) oc->onConflictWhere);
+		}
+	}
+	return rsfdw_deparse_finish(&ctx);
+}
+
+char *
+rsfdw_upsert_sql(const char *table, const char *columns, const char *values, const char *on_conflict,
+				 bool returning)
+{
+	return psprintf("INSERT INTO %s AS t (%s) VALUES %s%s%s%s", table, columns, values, on_conflict,
+					returning ? " RETURNING " : "", returning ? columns : "");
 }
 
 char *

@@ -33,6 +33,8 @@ typedef struct DeparseContext
 	List	   *pieces;			/* String and Integer nodes */
 	StringInfoData current;		/* text not yet moved into pieces */
 	List	  **params;			/* parameter expressions, shared by a query's contexts */
+	Oid			relid;			/* without a planner (root NULL): the table whose columns Vars are */
+	Index		excluded_varno; /* an upsert's EXCLUDED row (written excluded.column), or 0 */
 } DeparseContext;
 
 /* Whether the expression can be evaluated on a node with the same result. */
@@ -40,6 +42,12 @@ extern bool rsfdw_is_shippable(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
 
 /* NULL if it can, else what stops it, for a message ("function random() is volatile", ...). */
 extern const char *rsfdw_unshippable_reason(PlannerInfo *root, RelOptInfo *rel, Expr *expr);
+
+/*
+ * The same for an upsert's expressions, checked before planning: Vars of
+ * varno are the table's columns, Vars of excluded_varno the proposed row's.
+ */
+extern const char *rsfdw_upsert_unshippable_reason(Oid relid, Index varno, Index excluded_varno, Expr *expr);
 
 /* Start a context; params collects the expressions of parameter holes. */
 extern void rsfdw_deparse_init(DeparseContext *ctx, PlannerInfo *root, RelOptInfo *rel,
@@ -163,6 +171,11 @@ extern char *rsfdw_upper_sql(const RsScanPlan *plan, const RsScanSQL *sql, const
 
 /* Writes. */
 extern char *rsfdw_insert_values_sql(const char *table, const char *columns, const char *values);
+struct OnConflictExpr;
+extern List *rsfdw_deparse_on_conflict(struct OnConflictExpr *oc, Oid relid, Index varno, List **params);
+/* INSERT INTO table AS t (columns) VALUES values on_conflict [RETURNING columns] */
+extern char *rsfdw_upsert_sql(const char *table, const char *columns, const char *values, const char *on_conflict,
+							  bool returning);
 extern char *rsfdw_copy_from_sql(const char *table, const char *columns, bool binary);
 extern char *rsfdw_truncate_sql(Oid relid, bool cascade);
 extern char *rsfdw_key_filter_sql(const char *key_column, Oid key_type, const Datum *keys, int nkeys);

@@ -45,6 +45,8 @@ typedef struct RsRelInfo
 
 /* statement_planner.c: the planner hook */
 extern void rsfdw_statement_planner_init(void);
+/* The upsert clause of the statement being planned, for its ModifyTable (NIL when it has none). */
+extern List *rsfdw_upsert_private(PlannerInfo *root, Index resultRelation);
 
 /* planner.c */
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);

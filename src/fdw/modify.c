@@ -32,6 +32,9 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
 
 #include "commands/ddl.h"
 #include "fdw/deparse.h"
@@ -79,7 +82,28 @@ typedef struct RsModifyState
 	MemoryContext row_cxt;
 	int64		rows;
 	TimestampTz last_progress;
+
+	/* an upsert (INSERT ... ON CONFLICT): each row goes alone, with the clause */
+	bool		upsert;
+	List	   *upsert_tmpl;	/* the clause (deparse.c), with holes */
+	List	   *upsert_param_exprs; /* ... and their expressions */
+	List	   *upsert_param_states;
+	ExprContext *upsert_econtext;
+	char	   *upsert_clause;	/* filled in at the first row: the values of the holes are the statement's */
+	RemoteCodec *text_codecs;	/* decoding the row a node answers with (text) */
+	int			nlive;			/* live columns */
+	List	   *arbiter;		/* DO UPDATE: the conflict target's columns, else NIL */
+	FmgrInfo   *arbiter_eq;		/* ... their types' equality */
+	Oid		   *arbiter_coll;	/* ... and collations */
+	HTAB	   *written;		/* rows this statement wrote, by key lock slot (WrittenRows) */
 } RsModifyState;
+
+/* The conflict-target values of the rows an upsert wrote, for keys of one lock slot. */
+typedef struct WrittenRows
+{
+	uint32		slot;
+	List	   *rows;			/* Datum arrays, in the order of RsModifyState.arbiter */
+} WrittenRows;
 
 /* ----- INSERT and COPY ----- */
 
@@ -337,17 +361,18 @@ prepare_node(RsModifyState *state, int node)
 	}
 }
 
-static TupleTableSlot *
-insert_row(RsModifyState *state, TupleTableSlot *slot)
+/*
+ * The replicas a row goes to, each prepared (connected, or its writes
+ * queued): a key whose rows are not copied yet is written where it is
+ * read; the writers of one key queue here first; at least
+ * ringshard.write_quorum of them must take the row now.
+ */
+static int
+row_replicas(RsModifyState *state, TupleTableSlot *slot, uint16 *replicas)
 {
-	uint16		replicas[PLACEMENT_MAX_REPLICAS];
 	int			nreplicas;
 	int			took = 0;
 	int			quorum;
-	MemoryContext old;
-	StringInfoData line;
-	StringInfoData literal;
-	bool		need_values = false;
 
 	nreplicas = placement_slot_replicas(&state->placement, slot, replicas);
 	if (nreplicas == 0)
@@ -391,7 +416,6 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 	{
 		prepare_node(state, replicas[r]);
 		took += !state->buffers[replicas[r]].queued;
-		need_values |= !state->buffers[replicas[r]].queued && state->buffers[replicas[r]].nrows < SMALL_BATCH_ROWS;
 	}
 	quorum = Min(ringshard_write_quorum, nreplicas);
 	if (took < quorum)
@@ -400,6 +424,46 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 				 errmsg("a write to table %s reached %d of %d replicas, fewer than ringshard.write_quorum (%d)",
 						RelationGetRelationName(state->rel), took, nreplicas, ringshard_write_quorum),
 				 errhint("Check the nodes with ringshard.node_health().")));
+	return nreplicas;
+}
+
+/* A row as a VALUES literal, (v1::type, ...), printed under the pinned settings (the caller pins them). */
+static void
+append_row_literal(RsModifyState *state, TupleTableSlot *slot, StringInfo literal)
+{
+	appendStringInfoChar(literal, '(');
+	for (int i = 0, first = 1; i < state->desc->natts; i++)
+	{
+		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
+
+		if (attr->attisdropped)
+			continue;
+		if (!first)
+			appendStringInfoString(literal, ", ");
+		first = 0;
+		if (slot->tts_isnull[i])
+			appendStringInfo(literal, "NULL::%s", rsfdw_type_name(attr->atttypid, attr->atttypmod));
+		else
+			appendStringInfo(literal, "%s::%s",
+							 quote_literal_cstr(remote_value_text(attr->atttypid, slot->tts_values[i], false)),
+							 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+	}
+	appendStringInfoChar(literal, ')');
+}
+
+static TupleTableSlot *
+insert_row(RsModifyState *state, TupleTableSlot *slot)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			nreplicas;
+	MemoryContext old;
+	StringInfoData line;
+	StringInfoData literal;
+	bool		need_values = false;
+
+	nreplicas = row_replicas(state, slot, replicas);
+	for (int r = 0; r < nreplicas; r++)
+		need_values |= !state->buffers[replicas[r]].queued && state->buffers[replicas[r]].nrows < SMALL_BATCH_ROWS;
 
 	/*
 	 * The row, encoded once for every replica: as a binary COPY row, or as
@@ -420,26 +484,7 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 		if (!state->binary)
 			remote_copy_text_row(&line, state->codecs, state->desc, slot->tts_values, slot->tts_isnull);
 		if (need_values)
-		{
-			appendStringInfoChar(&literal, '(');
-			for (int i = 0, first = 1; i < state->desc->natts; i++)
-			{
-				Form_pg_attribute attr = TupleDescAttr(state->desc, i);
-
-				if (attr->attisdropped)
-					continue;
-				if (!first)
-					appendStringInfoString(&literal, ", ");
-				first = 0;
-				if (slot->tts_isnull[i])
-					appendStringInfo(&literal, "NULL::%s", rsfdw_type_name(attr->atttypid, attr->atttypmod));
-				else
-					appendStringInfo(&literal, "%s::%s",
-									 quote_literal_cstr(remote_value_text(attr->atttypid, slot->tts_values[i], false)),
-									 rsfdw_type_name(attr->atttypid, attr->atttypmod));
-			}
-			appendStringInfoChar(&literal, ')');
-		}
+			append_row_literal(state, slot, &literal);
 		remote_transmission_end(level);
 	}
 	MemoryContextSwitchTo(old);
@@ -472,6 +517,264 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 				(errmsg("copied " INT64_FORMAT " of " INT64_FORMAT " rows of %s to their nodes",
 						state->rows, rsfdw_progress_total, RelationGetRelationName(state->rel))));
 	}
+	return slot;
+}
+
+/* ----- Upserts ----- */
+
+/*
+ * INSERT ... ON CONFLICT: each row goes alone to its replicas, all at
+ * once, as INSERT ... VALUES (row) ON CONFLICT ... RETURNING the row; the
+ * node's unique index (it includes the key) resolves the conflict, and the
+ * row it answers with (inserted, updated, or none) is what RETURNING and
+ * the row count see.  Replicas hold the same rows, so they must answer
+ * alike; one that does not has diverged, and the statement fails rather
+ * than pick a side.  A replica that is down gets the statement queued: it
+ * replays it, in order, on the same rows.
+ */
+static void
+begin_upsert(RsModifyState *state, ModifyTableState *mtstate, List *fdw_private)
+{
+	state->upsert = true;
+	state->upsert_tmpl = linitial(fdw_private);
+	state->upsert_param_exprs = lsecond(fdw_private);
+	state->upsert_param_states = ExecInitExprList(state->upsert_param_exprs, &mtstate->ps);
+	state->upsert_econtext = CreateExprContext(mtstate->ps.state);
+	state->text_codecs = remote_codecs_for_desc(state->desc, false, NULL);
+	for (int i = 0; i < state->desc->natts; i++)
+		state->nlive += !TupleDescAttr(state->desc, i)->attisdropped;
+	state->arbiter = lthird(fdw_private);
+	if (state->arbiter != NIL)
+	{
+		HASHCTL		ctl;
+		ListCell   *lc;
+
+		state->arbiter_eq = palloc0(sizeof(FmgrInfo) * list_length(state->arbiter));
+		state->arbiter_coll = palloc0(sizeof(Oid) * list_length(state->arbiter));
+		foreach(lc, state->arbiter)
+		{
+			Form_pg_attribute attr = TupleDescAttr(state->desc, lfirst_int(lc) - 1);
+			TypeCacheEntry *type = lookup_type_cache(attr->atttypid, TYPECACHE_EQ_OPR_FINFO);
+
+			if (!OidIsValid(type->eq_opr_finfo.fn_oid))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("could not identify an equality operator for type %s", format_type_be(attr->atttypid))));
+			fmgr_info_copy(&state->arbiter_eq[foreach_current_index(lc)], &type->eq_opr_finfo, CurrentMemoryContext);
+			state->arbiter_coll[foreach_current_index(lc)] = attr->attcollation;
+		}
+		ctl.keysize = sizeof(uint32);
+		ctl.entrysize = sizeof(WrittenRows);
+		ctl.hcxt = CurrentMemoryContext;
+		state->written = hash_create("ringshard upserted rows", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+}
+
+static uint32
+row_lock_slot(RsModifyState *state, Datum *values)
+{
+	return placement_key_lock_slot(&state->placement, values[state->placement.key_attnum - 1],
+								   state->placement.keyspace_attnum > 0
+								   ? values[state->placement.keyspace_attnum - 1] : (Datum) 0);
+}
+
+/*
+ * DO UPDATE may not touch a row twice in one statement (PostgreSQL's own
+ * rule, SQLSTATE 21000): a proposed row whose conflict-target values equal
+ * those of a row this statement wrote would.  Each node sees one row at a
+ * time, so the coordinator remembers what it wrote.  Nulls never conflict.
+ */
+static void
+check_not_written_twice(RsModifyState *state, Datum *values, bool *nulls)
+{
+	WrittenRows *entry;
+	ListCell   *lc;
+
+	if (state->arbiter == NIL)
+		return;
+	entry = hash_search(state->written, &(uint32) {row_lock_slot(state, values)}, HASH_FIND, NULL);
+	if (entry == NULL)
+		return;
+	foreach(lc, entry->rows)
+	{
+		Datum	   *seen = lfirst(lc);
+		bool		equal = true;
+		ListCell   *col;
+
+		foreach(col, state->arbiter)
+		{
+			int			i = foreach_current_index(col);
+			int			attnum = lfirst_int(col);
+
+			if (nulls[attnum - 1] ||
+				!DatumGetBool(FunctionCall2Coll(&state->arbiter_eq[i], state->arbiter_coll[i],
+												values[attnum - 1], seen[i])))
+			{
+				equal = false;
+				break;
+			}
+		}
+		if (equal)
+			ereport(ERROR,
+					(errcode(ERRCODE_CARDINALITY_VIOLATION),
+					 errmsg("ON CONFLICT DO UPDATE command cannot affect row a second time"),
+					 errhint("Ensure that no rows proposed for insertion within the same command have duplicate "
+							 "constrained values.")));
+	}
+}
+
+static void
+remember_written(RsModifyState *state, Datum *values, bool *nulls, MemoryContext cxt)
+{
+	WrittenRows *entry;
+	bool		found;
+	Datum	   *seen;
+	ListCell   *col;
+	MemoryContext old;
+
+	if (state->arbiter == NIL)
+		return;
+	foreach(col, state->arbiter)
+		if (nulls[lfirst_int(col) - 1])
+			return;				/* never conflicts */
+	entry = hash_search(state->written, &(uint32) {row_lock_slot(state, values)}, HASH_ENTER, &found);
+	if (!found)
+		entry->rows = NIL;
+	old = MemoryContextSwitchTo(cxt);
+	seen = palloc(sizeof(Datum) * list_length(state->arbiter));
+	foreach(col, state->arbiter)
+	{
+		Form_pg_attribute attr = TupleDescAttr(state->desc, lfirst_int(col) - 1);
+
+		seen[foreach_current_index(col)] = datumCopy(values[lfirst_int(col) - 1], attr->attbyval, attr->attlen);
+	}
+	entry->rows = lappend(entry->rows, seen);
+	MemoryContextSwitchTo(old);
+}
+
+/* Two replicas' answers to one upsert must be the same row, or no row. */
+static void
+check_replicas_agree(RsModifyState *state, RemoteConnection *a, PGresult *ra, RemoteConnection *b, PGresult *rb)
+{
+	bool		same = PQntuples(ra) == PQntuples(rb);
+
+	for (int c = 0; same && PQntuples(ra) > 0 && c < state->nlive; c++)
+		same = PQgetisnull(ra, 0, c) == PQgetisnull(rb, 0, c) &&
+			strcmp(PQgetvalue(ra, 0, c), PQgetvalue(rb, 0, c)) == 0;
+	if (!same)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("replicas \"%s\" and \"%s\" of table %s answered an upsert differently",
+						a->node, b->node, RelationGetRelationName(state->rel)),
+				 errdetail("Node \"%s\" %s, node \"%s\" %s: the replicas hold different rows for the key.",
+						   a->node, PQntuples(ra) ? "wrote a row" : "wrote none",
+						   b->node, PQntuples(rb) ? (PQntuples(ra) ? "another" : "wrote a row") : "wrote none"),
+				 errhint("Nothing was changed.  Compare and mend the replicas with ringshard.verify_table() and "
+						 "ringshard.repair_table().")));
+}
+
+static TupleTableSlot *
+upsert_row(RsModifyState *state, TupleTableSlot *slot)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			nreplicas;
+	RemoteConnection *conns[PLACEMENT_MAX_REPLICAS];
+	const void *owners[PLACEMENT_MAX_REPLICAS];
+	RemoteResult out[PLACEMENT_MAX_REPLICAS];
+	int			n = 0;
+	MemoryContext old;
+	StringInfoData values;
+	char	   *statement;
+	char	   *sql;
+	const char *what;
+	PGresult   *first;
+	HeapTuple	tuple;
+	Datum	   *datums;
+	bool	   *nulls;
+	int			level;
+
+	nreplicas = row_replicas(state, slot, replicas);
+	if (state->upsert_clause == NULL)
+	{
+		RsParamValues *params = rsfdw_eval_params(state->upsert_param_states, state->upsert_param_exprs,
+												  state->upsert_econtext);
+
+		old = MemoryContextSwitchTo(GetMemoryChunkContext(state));
+		state->upsert_clause = rsfdw_template_text(state->upsert_tmpl, params);
+		MemoryContextSwitchTo(old);
+	}
+
+	MemoryContextReset(state->row_cxt);
+	old = MemoryContextSwitchTo(state->row_cxt);
+	slot_getallattrs(slot);
+	check_not_written_twice(state, slot->tts_values, slot->tts_isnull);
+	initStringInfo(&values);
+	level = remote_transmission_begin(state->money);
+	append_row_literal(state, slot, &values);
+	remote_transmission_end(level);
+	statement = rsfdw_upsert_sql(state->table, state->columns, values.data, state->upsert_clause, false);
+	sql = rsfdw_upsert_sql(state->table, state->columns, values.data, state->upsert_clause, true);
+	what = write_what(state);
+
+	for (int r = 0; r < nreplicas; r++)
+	{
+		NodeBuffer *b = &state->buffers[replicas[r]];
+
+		if (b->queued)
+		{
+			queue_statement(placement_node_name(&state->placement, replicas[r]), RelationGetRelid(state->rel),
+							state->userid, statement);
+			continue;
+		}
+		if (b->moving)
+			remote_take_moving_rows(b->conn);
+		remote_note_write(b->conn);
+		remote_send(b->conn, sql, true, state);
+		conns[n] = b->conn;
+		owners[n++] = state;
+	}
+	remote_receive_owned(conns, owners, n, out, 0, 0);
+	for (int j = 0; j < n; j++)
+	{
+		(void) remote_answer(conns[j], &out[j], sql, what);
+		remote_expect_rows(conns[j], out[j].result, state->nlive, 0, 1, what);
+	}
+	for (int j = 1; j < n; j++)
+		check_replicas_agree(state, conns[0], out[0].result, conns[j], out[j].result);
+	/* at least one replica took it now (row_replicas: ringshard.write_quorum is at least 1) */
+	first = out[0].result;
+	if (PQntuples(first) == 0)
+	{
+		for (int j = 0; j < n; j++)
+			remote_result_free(out[j].result);
+		MemoryContextSwitchTo(old);
+		/* no replica wrote it (DO NOTHING, or DO UPDATE ... WHERE false): not counted, not returned */
+		return NULL;
+	}
+
+	/* the row as the node holds it now */
+	datums = palloc0(sizeof(Datum) * state->desc->natts);
+	nulls = palloc(sizeof(bool) * state->desc->natts);
+	for (int i = 0, c = 0; i < state->desc->natts; i++)
+	{
+		nulls[i] = true;
+		if (TupleDescAttr(state->desc, i)->attisdropped)
+			continue;
+		if (!PQgetisnull(first, 0, c))
+		{
+			datums[i] = remote_codec_decode(&state->text_codecs[i], PQgetvalue(first, 0, c),
+											PQgetlength(first, 0, c), conns[0]->node);
+			nulls[i] = false;
+		}
+		c++;
+	}
+	for (int j = 0; j < n; j++)
+		remote_result_free(out[j].result);
+	remember_written(state, datums, nulls, GetMemoryChunkContext(state));
+	MemoryContextSwitchTo(slot->tts_mcxt);
+	tuple = heap_form_tuple(state->desc, datums, nulls);
+	MemoryContextSwitchTo(old);
+	ExecForceStoreHeapTuple(tuple, slot, true);
 	return slot;
 }
 
@@ -539,6 +842,9 @@ rsPlanForeignModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, 
 						 "columns, constants, parameters and stable functions of those, or select the keys first "
 						 "and use WHERE key = ANY (...).")));
 	}
+	/* an upsert: the planner hook took its clause out (statement_planner.c) */
+	if (plan->operation == CMD_INSERT)
+		return rsfdw_upsert_private(root, resultRelation);
 	if (plan->onConflictAction != ONCONFLICT_NONE)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -554,18 +860,23 @@ rsBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 	rinfo->ri_FdwState = begin_insert(mtstate->ps.state, rinfo);
+	if (fdw_private != NIL)
+		begin_upsert(rinfo->ri_FdwState, mtstate, fdw_private);
 }
 
 TupleTableSlot *
 rsExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot, TupleTableSlot *planSlot)
 {
-	return insert_row(rinfo->ri_FdwState, slot);
+	RsModifyState *state = rinfo->ri_FdwState;
+
+	return state->upsert ? upsert_row(state, slot) : insert_row(state, slot);
 }
 
 TupleTableSlot **
 rsExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **slots,
 						 TupleTableSlot **planSlots, int *numSlots)
 {
+	/* never an upsert: those are not batched (rsGetForeignModifyBatchSize) */
 	for (int i = 0; i < *numSlots; i++)
 		insert_row(rinfo->ri_FdwState, slots[i]);
 	return slots;
@@ -630,6 +941,14 @@ void
 rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fdw_private,
 					   int subplan_index, ExplainState *es)
 {
+	if (fdw_private != NIL)
+	{
+		ExplainPropertyText("Writes", "each row alone to every replica, as one INSERT ... ON CONFLICT; a replica "
+							"that is down gets the statement queued", es);
+		if (es->verbose)
+			ExplainPropertyText("Conflict clause", rsfdw_template_text(linitial(fdw_private), NULL), es);
+		return;
+	}
 	ExplainPropertyText("Writes", "each row to every replica, batched per node (COPY); a replica that is down "
 						"gets it queued", es);
 }

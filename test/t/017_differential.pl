@@ -19,9 +19,10 @@
 #   RINGSHARD_DIFF_STATEMENTS=n  how many statement units (default 3000)
 #   RINGSHARD_DIFF_DUMP=file     write every compared statement and both answers to a file
 #
-# A refusal by design (SQLSTATE 0A000 on the distributed table only: ON
-# CONFLICT, an UPDATE of the key, an UPDATE or DELETE that cannot be sent
-# whole) is not a difference; refusals are counted and listed apart.
+# A refusal by design (SQLSTATE 0A000 on the distributed table only: an
+# UPDATE of the key, an UPDATE, DELETE or upsert that cannot be sent whole)
+# is not a difference; refusals are counted and listed apart, and most
+# upserts must run (not be refused).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -1425,7 +1426,7 @@ sub gen_transaction
 	{
 		my $u = wpick([ 3, sub { gen_insert($fam, $S, rint(1, 20)) } ], [ 2, sub { gen_update($fam, $S, 1) } ],
 			[ 1, sub { gen_update($fam, $S, 0) } ], [ 1, sub { gen_delete($fam, $S, 1) } ], [ 2, sub { gen_select($fam, $S) } ],
-			[ 1, sub { gen_copy($fam, $S) } ])->();
+			[ 1, sub { gen_copy($fam, $S) } ], [ 1, sub { gen_upsert($fam, $S) } ])->();
 		push @stmts, @{ $u->{stmts} };
 		if (chance(0.2))
 		{
@@ -1461,14 +1462,83 @@ sub gen_cursor
 	return { cat => 'cursor', stmts => \@stmts, txn => 1 };
 }
 
+# Upserts (INSERT ... ON CONFLICT): new and existing ids, a key twice in
+# one statement (DO UPDATE must fail with 21000, DO NOTHING skip it), new
+# values from the existing row (alias x), EXCLUDED, constants, stable functions; a
+# WHERE on DO UPDATE; RETURNING.  Columns are qualified: unqualified, a
+# column of both the row and EXCLUDED is ambiguous.
+sub upsert_set_list
+{
+	my ($fam, $S) = @_;
+	my @cols = family_columns($fam);
+	my %seen;
+	my @sets;
+	for (1 .. rint(1, 4))
+	{
+		my $c = pick(@cols);
+		next if $seen{ $c->[0] }++;
+		my $e = wpick([ 4, "EXCLUDED.$c->[0]" ], [ 5, set_expression("x.$c->[0]", $c->[1], $S) ],
+			[ 1, "COALESCE(EXCLUDED.$c->[0], x.$c->[0])" ]);
+		push @sets, "$c->[0] = $e";
+	}
+	# stable functions are evaluated on the coordinator, under the session's settings, and sent as values
+	push @sets, pick("t = current_setting('DateStyle') || ' ' || current_setting('TimeZone')",
+		"d = to_date('2024-02-01', 'YYYY-MM-DD')", "tz = '2024-02-01 10:00'::timestamp::timestamptz") if chance(0.08);
+	return join(', ', @sets);
+}
+
+sub upsert_where
+{
+	my ($S) = @_;
+	return '' unless chance(0.3);
+	return ' WHERE ' . pick('x.id % 2 = 0', 'EXCLUDED.f8 IS DISTINCT FROM x.f8', 'x.d IS NULL OR x.d < EXCLUDED.d',
+		'x.bo IS NOT TRUE', 'x.n > ' . value('numeric', $S)->[1], "x.t <> 'x'", 'x.iv < EXCLUDED.iv');
+}
+
+sub gen_upsert
+{
+	my ($fam, $S) = @_;
+	if (chance(0.2))
+	{
+		# prepared, planned once for all its executions (force_generic_plan) or not
+		my @stmts = (stmt('SET plan_cache_mode = ' . pick('force_generic_plan', 'auto', 'force_custom_plan'), nocompare => 1));
+		my $action = pick('DO UPDATE SET f8 = x.f8 + $2, iv = EXCLUDED.iv, t = $3 || x.t',
+			'DO UPDATE SET d = $4, f8 = EXCLUDED.f8 WHERE x.id > $1 - 1000', 'DO NOTHING', 'DO UPDATE SET t = EXCLUDED.t RETURNING id, t, f8');
+		$action .= ' RETURNING *' if $action !~ /RETURNING/ && chance(0.3);
+		push @stmts, stmt('PREPARE {p}(int4, float8, text, date, interval) AS INSERT INTO {t} AS x (id, f8, t, d, iv) '
+			  . "VALUES (\$1, \$2, \$3, \$4, \$5) ON CONFLICT (id) $action");
+		for (1 .. rint(2, 8))
+		{
+			my $id = chance(0.5) ? some_id($fam) : $next_id++;
+			push @stmts, stmt("EXECUTE {p}($id, " . join(', ', map { value($_, $S)->[1] } qw(float8 text date interval)) . ')');
+		}
+		push @stmts, stmt('DEALLOCATE {p}', nocompare => 1);
+		return { cat => 'upsert', stmts => \@stmts, writes => 1 };
+	}
+	my @cols = random_column_subset($fam);
+	my $collist = join(', ', 'id', map { $_->[0] } @cols);
+	my $nrows = wpick([ 5, 1 ], [ 3, rint(2, 5) ], [ 1, rint(6, 20) ]);
+	my @ids;
+	for my $i (1 .. $nrows)
+	{
+		push @ids, chance(0.5) ? some_id($fam) : $next_id++;
+		$ids[-1] = $ids[0] if $i > 1 && chance(0.03);	# the same key twice
+	}
+	my $action = wpick([ 3, ' ON CONFLICT (id) DO NOTHING' ], [ 1, ' ON CONFLICT DO NOTHING' ],
+		[ 8, ' ON CONFLICT (id) DO UPDATE SET ' . upsert_set_list($fam, $S) . upsert_where($S) ]);
+	my $sql = "INSERT INTO {t} AS x ($collist) VALUES " . join(",\n ", map { row_values($fam, $S, $_, \@cols) } @ids) . $action;
+	return { cat => 'upsert', stmts => [ stmt($sql . returning_clause()) ], writes => 1 };
+}
+
 # Statements refused by design; both sides run them in a transaction rolled back.
 sub gen_refused
 {
 	my ($fam, $S) = @_;
 	my $id = some_id($fam);
 	my $sql = pick(
-		"INSERT INTO {t} (id, t) VALUES ($next_id, 'x') ON CONFLICT DO NOTHING",
-		"INSERT INTO {t} (id, t) VALUES ($id, 'x') ON CONFLICT (id) DO UPDATE SET t = 'y'",
+		"INSERT INTO {t} (id, t) VALUES ($id, 'x') ON CONFLICT (id) DO UPDATE SET id = EXCLUDED.id + 1000000",
+		"INSERT INTO {t} (id, t) VALUES ($id, 'x') ON CONFLICT (id) DO UPDATE SET f8 = random()",
+		"INSERT INTO {t} (id, t) VALUES ($id, 'x') ON CONFLICT (id) DO UPDATE SET t = (SELECT max(t) FROM {t})",
 		"UPDATE {t} SET id = id + 1000000 WHERE id = $id",
 		"UPDATE {t} SET t = f8::text WHERE id = $id",
 		"UPDATE {t} SET tz = tz + interval '1 hour' WHERE id = $id",
@@ -1539,7 +1609,7 @@ sub gen_keyed
 	my @rest = $kind eq 'nk' ? ([ 'v', 'text' ], [ 'f8', 'float8' ], [ 'd', 'date' ]) : $kind eq 'ck' ? ([ 'v', 'text' ], [ 'n', 'int4' ])
 	  : ([ 'v', 'text' ], [ 'iv', 'interval' ]);
 	my $op = wpick([ 5, 'insert' ], [ 6, 'in' ], [ 3, 'any' ], [ 2, 'eq' ], [ 2, 'prepared' ], [ 2, 'update' ], [ 1, 'delete' ],
-		[ 2, 'fanout' ], [ 1, 'cross' ]);
+		[ 2, 'fanout' ], [ 1, 'cross' ], [ 4, 'upsert' ]);
 	my $vals = sub { join(', ', map { value($_->[1], $S)->[1] } @rest) };
 	my $restcols = join(', ', map { $_->[0] } @rest);
 	my $fresh = $kind eq 'nk' ? sub { numeric_text(4, 4) } : $kind eq 'ck' ? sub { 'k' . rint(0, 999) }
@@ -1553,6 +1623,16 @@ sub gen_keyed
 	{
 		my @rows = map { '(' . $spell->(chance(0.3) ? pick(@pool) : $fresh->()) . ', ' . $vals->() . ')' } 1 .. rint(1, 3);
 		return { cat => 'keys', stmts => [ stmt("INSERT INTO {t} ($key, $restcols) VALUES " . join(', ', @rows) . (chance(0.3) ? ' RETURNING *' : '')) ], writes => 1 };
+	}
+	if ($op eq 'upsert')
+	{
+		# equal keys spelled differently are one row: a conflict, or (DO UPDATE) a row written twice
+		my @rows = map { '(' . $spell->(chance(0.6) ? pick(@pool) : $fresh->()) . ', ' . $vals->() . ')' } 1 .. rint(1, 3);
+		my $action = pick(" ON CONFLICT ($key) DO NOTHING", ' ON CONFLICT DO NOTHING',
+			" ON CONFLICT ($key) DO UPDATE SET v = EXCLUDED.v || coalesce(x.v, '')",
+			" ON CONFLICT ($key) DO UPDATE SET v = EXCLUDED.v WHERE x.v IS DISTINCT FROM EXCLUDED.v");
+		return { cat => 'keys_upsert', stmts => [ stmt("INSERT INTO {t} AS x ($key, $restcols) VALUES " . join(', ', @rows) . $action
+			  . (chance(0.3) ? ' RETURNING *' : '')) ], writes => 1 };
 	}
 	if ($op eq 'in')
 	{
@@ -1622,6 +1702,7 @@ sub gen_unit
 		[ 2, sub { gen_prepared_write($fam, $S) } ],
 		[ 3, sub { gen_transaction($fam, $S) } ],
 		[ 2, sub { gen_cursor($fam, $S) } ],
+		[ 8, sub { gen_upsert($fam, $S) } ],
 		[ 0.6, sub { gen_refused($fam, $S) } ]);
 	return $g->();
 }
@@ -2014,6 +2095,14 @@ for my $d (@differences)
 	last if ++$shown > 20;
 	diag("difference $shown ($d->{cat}, table family $d->{fam}, unit $d->{unit}): $d->{problem}\n"
 		  . "  settings: $d->{settings}\n  statement:\n$d->{sql}\n  distributed: $d->{dist}\n  local: $d->{local}\n");
+}
+# Upserts run whole on the nodes; only the kinds refused by design (a
+# subquery or a volatile function in the new values) may be refused.
+for my $cat ('upsert', 'keys_upsert')
+{
+	my $n = $stats{$cat}{statements} // 0;
+	my $refused = $stats{$cat}{refusals} // 0;
+	ok($n >= 20 && $refused <= $n * 0.15, "$cat: $refused of $n statements refused (at most 15 %)");
 }
 for my $cat (sort keys %stats)
 {
