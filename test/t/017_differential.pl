@@ -1726,8 +1726,9 @@ sub instantiate
 	my ($u, $table, $tag) = @_;
 	return map {
 		my %s = %$_;
-		$s{sql} =~ s/\{t\}/$table/g;
-		$s{sql} =~ s/\{p\}/rs_$tag/g;
+		# outside string literals only: a generated text value may hold "{t}"
+		$s{sql} =~ s/('(?:[^']|'')*')|\{t\}/defined $1 ? $1 : $table/ge;
+		$s{sql} =~ s/('(?:[^']|'')*')|\{p\}/defined $1 ? $1 : "rs_$tag"/ge;
 		\%s
 	} @{ $u->{stmts} };
 }
