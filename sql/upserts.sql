@@ -132,6 +132,8 @@ SET client_min_messages = warning;
 UPDATE public.accounts SET balance = 999 WHERE id = :k1;
 \c upserts_coord
 SET client_min_messages = warning;
+-- a coordinator preloads ringshard (shared_preload_libraries); this test server does not
+LOAD 'ringshard';
 \set VERBOSITY terse
 INSERT INTO accounts AS a (id, owner) VALUES (:k1, 'x') ON CONFLICT (id) DO UPDATE SET visits = a.visits + 1
 	RETURNING balance;
