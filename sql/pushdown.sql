@@ -452,6 +452,43 @@ SELECT count(*) > 0 AS readable FROM ringshard.table_nodes;
 RESET ROLE;
 DROP ROLE regress_overview_reader;
 
+-- An integer literal fixes a bigint key: int8 = int4 is the integer
+-- family's equality across types, and the value routes as the int8 it
+-- equals.  So the lookup goes to the key's replicas only, and so do an
+-- UPDATE, a DELETE, = ANY of an int4 array and an int4 parameter (a generic
+-- plan too).  An int4 key compared with a bigint beyond its range matches no
+-- row, and fails nowhere.
+CREATE TABLE wide_keys_local (id int8 PRIMARY KEY, v int4);
+INSERT INTO wide_keys_local SELECT g, g FROM generate_series(1, 50) g;
+CREATE TABLE wide_keys (LIKE wide_keys_local);
+SELECT ringshard.distribute_table('wide_keys', 'id', 'pair');
+SELECT ringshard.create_distributed_table('wide_keys');
+INSERT INTO wide_keys SELECT * FROM wide_keys_local;
+EXPLAIN (COSTS OFF) SELECT v FROM wide_keys WHERE id = 7;
+SELECT v FROM wide_keys WHERE id = 7;
+EXPLAIN (COSTS OFF) SELECT v FROM wide_keys WHERE 8::int2 = id;
+SELECT v FROM wide_keys WHERE 8::int2 = id;
+EXPLAIN (COSTS OFF) SELECT v FROM wide_keys WHERE id = ANY ('{3,4,99}'::int4[]);
+SELECT v FROM wide_keys WHERE id = ANY ('{3,4,99}'::int4[]) ORDER BY v;
+EXPLAIN (COSTS OFF) UPDATE wide_keys SET v = v + 100 WHERE id = 9;
+UPDATE wide_keys SET v = v + 100 WHERE id = 9;
+UPDATE wide_keys_local SET v = v + 100 WHERE id = 9;
+EXPLAIN (COSTS OFF) DELETE FROM wide_keys WHERE id = 10;
+DELETE FROM wide_keys WHERE id = 10;
+DELETE FROM wide_keys_local WHERE id = 10;
+PREPARE wide(int4) AS SELECT v FROM wide_keys WHERE id = $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE wide(11);
+EXECUTE wide(11);
+EXECUTE wide(10);
+RESET plan_cache_mode;
+DEALLOCATE wide;
+SELECT count(*) AS differences
+  FROM ((TABLE wide_keys EXCEPT ALL TABLE wide_keys_local) UNION ALL (TABLE wide_keys_local EXCEPT ALL TABLE wide_keys)) d;
+SELECT * FROM ringshard.verify_table('wide_keys');
+SELECT count(*) FROM items_pair WHERE id = 5000000000;
+SELECT count(*) FROM items_pair WHERE id = ANY (ARRAY[5000000000, 7]);
+
 -- The nodes' databases go with the coordinator's.
 \c contrib_regression
 DROP DATABASE pushdown_coord WITH (FORCE);

@@ -13,6 +13,8 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/stratnum.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "nodes/makefuncs.h"
@@ -25,6 +27,7 @@
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
+#include "parser/parse_coerce.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -91,39 +94,109 @@ match_join_equality(PlannerInfo *root, Expr *clause, Index varno, AttrNumber att
 }
 
 /*
- * column = value, value = column, or column = ANY (array value), with the
- * column type's own equality (so that equal values have equal key bytes).
+ * A narrower integer type whose values all convert exactly to the key's:
+ * bigint_key = 5 compares int8 with int4 (the literal's type), and the value
+ * routes as the int8 it equals.  Wider values are not converted (an int4 key
+ * compared with 5000000000 matches no row; the conversion would fail).
  */
 static bool
-match_equality(Expr *clause, Index varno, AttrNumber attnum, Oid eqop, Expr **value, bool *is_array)
+widens_to_key(Oid value_type, Oid key_type)
 {
+	if (key_type == INT8OID)
+		return value_type == INT4OID || value_type == INT2OID;
+	if (key_type == INT4OID)
+		return value_type == INT2OID;
+	return false;
+}
+
+/*
+ * Whether opno is the equality of the key's type or, for integer keys, the
+ * integer operator family's equality of the key and a narrower integer type
+ * (in either order); *value_type is then the other side's type.
+ */
+static bool
+is_key_equality(Oid opno, Oid eqop, Oid key_type, bool key_on_left, Oid *value_type)
+{
+	Oid			left;
+	Oid			right;
+	Oid			other;
+
+	if (opno == eqop)
+	{
+		*value_type = key_type;
+		return true;
+	}
+	op_input_types(opno, &left, &right);
+	if ((key_on_left ? left : right) != key_type)
+		return false;
+	other = key_on_left ? right : left;
+	if (!widens_to_key(other, key_type) ||
+		get_opfamily_member(INTEGER_BTREE_FAM_OID, left, right, BTEqualStrategyNumber) != opno)
+		return false;
+	*value_type = other;
+	return true;
+}
+
+/* The value as the key's type (a no-op when it already is). */
+static Expr *
+value_as_key(Expr *value, Oid value_type, Oid key_type, bool is_array)
+{
+	Node	   *coerced;
+	Oid			from = is_array ? get_array_type(value_type) : value_type;
+	Oid			to = is_array ? get_array_type(key_type) : key_type;
+
+	if (value_type == key_type)
+		return value;
+	coerced = coerce_to_target_type(NULL, (Node *) value, from, to, -1, COERCION_IMPLICIT,
+									COERCE_IMPLICIT_CAST, -1);
+	if (coerced == NULL)
+		elog(ERROR, "no conversion from type %u to the key type %u", from, to);
+	return (Expr *) eval_const_expressions(NULL, coerced);
+}
+
+/*
+ * column = value, value = column, or column = ANY (array value), with the
+ * column type's own equality (so that equal values have equal key bytes) or,
+ * for an integer key, with a narrower integer value (converted to the key's
+ * type: *value is then of the key's type).
+ */
+static bool
+match_equality(Expr *clause, Index varno, AttrNumber attnum, Oid eqop, Oid key_type, Expr **value,
+			   bool *is_array)
+{
+	Oid			value_type;
+
 	if (IsA(clause, OpExpr))
 	{
 		OpExpr	   *op = (OpExpr *) clause;
 		Node	   *left;
 		Node	   *right;
 
-		if (op->opno != eqop || list_length(op->args) != 2)
+		if (list_length(op->args) != 2)
 			return false;
 		left = linitial(op->args);
 		right = lsecond(op->args);
-		if (is_column(left, varno, attnum) && is_execution_constant(right))
+		if (is_column(left, varno, attnum) && is_execution_constant(right) &&
+			is_key_equality(op->opno, eqop, key_type, true, &value_type))
 			*value = (Expr *) right;
-		else if (is_column(right, varno, attnum) && is_execution_constant(left))
+		else if (is_column(right, varno, attnum) && is_execution_constant(left) &&
+				 is_key_equality(op->opno, eqop, key_type, false, &value_type))
 			*value = (Expr *) left;
 		else
 			return false;
 		*is_array = false;
+		*value = value_as_key(*value, value_type, key_type, false);
 		return true;
 	}
 	if (IsA(clause, ScalarArrayOpExpr))
 	{
 		ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) clause;
 
-		if (op->opno != eqop || !op->useOr || list_length(op->args) != 2 ||
-			!is_column(linitial(op->args), varno, attnum) || !is_execution_constant(lsecond(op->args)))
+		if (!op->useOr || list_length(op->args) != 2 ||
+			!is_column(linitial(op->args), varno, attnum) || !is_execution_constant(lsecond(op->args)) ||
+			!is_key_equality(op->opno, eqop, key_type, true, &value_type))
 			return false;
-		*value = lsecond(op->args);
+		*value = value_as_key(lsecond(op->args), value_type, key_type, true);
 		*is_array = true;
 		return true;
 	}
@@ -154,7 +227,8 @@ rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 		bool		is_array;
 
 		if (info->key_clause == NULL && OidIsValid(key_eqop) &&
-			match_equality(rinfo->clause, baserel->relid, info->key_attnum, key_eqop, &value, &is_array))
+			match_equality(rinfo->clause, baserel->relid, info->key_attnum, key_eqop, info->key_type, &value,
+						   &is_array))
 		{
 			info->key_clause = rinfo;
 			info->key_values = value;
@@ -162,7 +236,8 @@ rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 			continue;
 		}
 		if (info->keyspace_attnum > 0 && info->keyspace_value == NULL && OidIsValid(keyspace_eqop) &&
-			match_equality(rinfo->clause, baserel->relid, info->keyspace_attnum, keyspace_eqop, &value, &is_array) &&
+			match_equality(rinfo->clause, baserel->relid, info->keyspace_attnum, keyspace_eqop,
+						   get_atttype(foreigntableid, info->keyspace_attnum), &value, &is_array) &&
 			!is_array)
 			info->keyspace_value = value;
 		if (rsfdw_is_shippable(root, baserel, rinfo->clause))
