@@ -42,6 +42,7 @@ GLUE_OBJS = \
 	src/fdw/plan_state.o \
 	src/fdw/planner.o \
 	src/fdw/statement_planner.o \
+	src/fdw/router.o \
 	src/fdw/scan.o \
 	src/fdw/upper.o \
 	src/fdw/upper_scan.o \

@@ -299,8 +299,9 @@ EXPLAIN (VERBOSE, COSTS OFF) SELECT id, t FROM items_pair WHERE grp = 'g2' ORDER
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id * 2 FROM items_pair ORDER BY abs(i4) DESC LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id, vc FROM items_keyspaces ORDER BY f4 LIMIT 3;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT id FROM items_single LIMIT 3;
--- not pushed: a router scan, a DISTINCT aggregate; pushed: a condition on a
--- stable function of no column, sent as its value
+-- an aggregate of one key goes whole to a replica of the key (a router
+-- statement, router.sql); not pushed: a DISTINCT aggregate; pushed: a
+-- condition on a stable function of no column, sent as its value
 EXPLAIN (COSTS OFF) SELECT count(*) FROM items_pair WHERE id = 42;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM items_pair WHERE t > my_stable_text();
 EXPLAIN (COSTS OFF) SELECT count(DISTINCT grp) FROM items_pair;

@@ -16,6 +16,7 @@ char	   *ringshard_fault_injection = NULL;
 int			ringshard_write_quorum = 1;
 int			ringshard_fetch_size = 2000;
 int			ringshard_write_batch_size = 1000;
+bool		ringshard_router_statements = true;
 bool		ringshard_allow_partial_reads = false;
 bool		ringshard_accept_moving_rows = false;
 int			ringshard_watchdog_interval_ms = 5000;
@@ -63,6 +64,10 @@ ringshard_define_settings(void)
 							"Rows of a write sent to a node at a time (one COPY).",
 							NULL, &ringshard_write_batch_size, 1000, 1, 1000000,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.router_statements",
+							 "Sends a SELECT whose every distributed table is fixed to one key whole to one node that holds those rows.",
+							 "Off plans such statements as any other: each table read on its own, joined here.",
+							 &ringshard_router_statements, true, PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("ringshard.allow_partial_reads",
 							 "A read of a distributed table that cannot reach every range warns instead of failing.",
 							 "The rows of the ranges whose nodes are all down are then missing from the answer.",

@@ -17,6 +17,7 @@ extern char *ringshard_fault_injection;		/* ringshard.fault_injection (FAULT_INJ
 extern int	ringshard_write_quorum;			/* ringshard.write_quorum */
 extern int	ringshard_fetch_size;			/* ringshard.fetch_size */
 extern int	ringshard_write_batch_size;		/* ringshard.write_batch_size */
+extern bool ringshard_router_statements;	/* ringshard.router_statements */
 extern bool ringshard_allow_partial_reads;	/* ringshard.allow_partial_reads */
 extern bool ringshard_accept_moving_rows;	/* ringshard.accept_moving_rows */
 

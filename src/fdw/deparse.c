@@ -20,6 +20,7 @@
 #include "parser/parsetree.h"
 #include "nodes/parsenodes.h"
 #include "utils/array.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -45,6 +46,7 @@ typedef struct ShipContext
 	Index		varno;
 	Index		excluded_varno; /* an upsert's EXCLUDED row (its columns are the table's), or 0 */
 	Oid			relid;
+	bool		whole_query;	/* a router statement: columns of any table, subqueries, aggregates */
 	const char *reason;			/* why the first part that does not ship does not */
 } ShipContext;
 
@@ -58,7 +60,7 @@ typedef struct ShipContext
 static bool
 is_value_hole(Node *node)
 {
-	if (node == NULL || IsA(node, Const) || IsA(node, Param) || IsA(node, List))
+	if (node == NULL || IsA(node, Const) || IsA(node, Param) || IsA(node, List) || checkExprHasSubLink(node))
 		return false;
 	return !contain_var_clause(node) && !contain_volatile_functions(node) && !contain_subplans(node) &&
 		!contain_agg_clause(node) && !contain_window_function(node) && !expression_returns_set(node);
@@ -141,6 +143,8 @@ typedef struct CollationState
 	bool		unsaid;			/* some collation is not the one the node derives */
 } CollationState;
 
+static bool query_collations_said(Query *query);
+
 /* Fold the collation a sub-expression ends with into its parent's state. */
 static void
 collation_fold(CollationState *parent, Oid collid)
@@ -163,14 +167,37 @@ collation_walker(Node *node, CollationState *state)
 
 	if (node == NULL)
 		return false;
+	if (IsA(node, Query))
+	{
+		/* a subquery of a router statement: checked on its own, its result folds nothing */
+		if (!query_collations_said((Query *) node))
+		{
+			state->unsaid = true;
+			return true;
+		}
+		return false;
+	}
+	switch (nodeTag(node))
+	{
+		case T_RangeTblRef:
+		case T_SortGroupClause:
+			return false;
+		case T_List:
+		case T_TargetEntry:
+		case T_FromExpr:
+		case T_JoinExpr:
+		case T_RangeTblFunction:
+		case T_CommonTableExpr:
+		case T_SetOperationStmt:
+			/* no collation of their own: their members fold into the parent */
+			return expression_tree_walker(node, collation_walker, (void *) state);
+		default:
+			break;
+	}
 	if (is_value_hole(node))
 		goto literal;			/* sent as a typed literal */
 	switch (nodeTag(node))
 	{
-		case T_List:
-		case T_TargetEntry:
-			/* no collation of their own: their members fold into the parent */
-			return expression_tree_walker(node, collation_walker, (void *) state);
 		case T_Var:
 			collation_fold(state, ((Var *) node)->varcollid);
 			return false;
@@ -226,6 +253,23 @@ collations_said(Node *expr)
 	return !collation_walker(expr, &state) && !state.unsaid;
 }
 
+/* Each part of a query (its target list, conditions, subqueries) on its own. */
+static bool
+query_collation_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, query_collation_walker, context, 0);
+	return !collations_said(node);
+}
+
+static bool
+query_collations_said(Query *query)
+{
+	return !query_tree_walker(query, query_collation_walker, NULL, 0);
+}
+
 /* Refuse a part, saying why (the first reason is the one a message names). */
 static bool
 refuse_part(ShipContext *ctx, const char *reason)
@@ -246,12 +290,60 @@ function_description(Oid funcid)
 	return psprintf("function %s() (not immutable)", name ? name : "?");
 }
 
+static const char *query_unshippable_part(Query *query, ShipContext *ctx);
+
 static bool
 ship_walker(Node *node, ShipContext *ctx)
 {
 	if (node == NULL)
 		return false;
-	if (is_value_hole(node))
+	if (ctx->whole_query)
+	{
+		const char *why;
+
+		switch (nodeTag(node))
+		{
+			case T_Query:
+				why = query_unshippable_part((Query *) node, ctx);
+				return why ? refuse_part(ctx, why) : false;
+			case T_Var:
+				if (((Var *) node)->varattno <= 0)
+					return refuse_part(ctx, "a system column or a whole row");
+				return false;
+			case T_Param:
+				if (((Param *) node)->paramkind != PARAM_EXTERN && ((Param *) node)->paramkind != PARAM_SUBLINK)
+					return refuse_part(ctx, "a parameter of a sublink");
+				if (!is_builtin(((Param *) node)->paramtype))
+					return refuse_part(ctx, "a parameter of a type the nodes may not have");
+				return false;
+			case T_RangeTblRef:
+				return false;
+			case T_SubLink:
+			case T_TargetEntry:
+			case T_FromExpr:
+			case T_JoinExpr:
+			case T_RangeTblFunction:
+			case T_CommonTableExpr:
+			case T_SetOperationStmt:
+			case T_GroupingFunc:
+				return expression_tree_walker(node, ship_walker, (void *) ctx);
+			case T_SortGroupClause:
+				if (!is_builtin(((SortGroupClause *) node)->eqop) || !is_builtin(((SortGroupClause *) node)->sortop))
+					return refuse_part(ctx, "an ordering or grouping by an operator that is not built in");
+				return false;
+			case T_Aggref:
+				if (!function_is_shippable(((Aggref *) node)->aggfnoid))
+					return refuse_part(ctx, psprintf("aggregate %s", function_description(((Aggref *) node)->aggfnoid)));
+				return expression_tree_walker(node, ship_walker, (void *) ctx);
+			case T_WindowFunc:
+				if (!function_is_shippable(((WindowFunc *) node)->winfnoid))
+					return refuse_part(ctx, psprintf("window %s", function_description(((WindowFunc *) node)->winfnoid)));
+				return expression_tree_walker(node, ship_walker, (void *) ctx);
+			default:
+				break;			/* the rest as for one table */
+		}
+	}
+	else if (is_value_hole(node))
 	{
 		/* evaluated here once, sent as a value */
 		if (!type_is_shippable(exprType(node), ctx))
@@ -445,6 +537,89 @@ rsfdw_upsert_unshippable_reason(Oid relid, Index varno, Index excluded_varno, Ex
 	ctx.excluded_varno = excluded_varno;
 	ctx.relid = relid;
 	return unshippable_reason(&ctx, expr);
+}
+
+/* Whether a sort or grouping list uses built-in operators only. */
+static bool
+sort_groups_built_in(List *clauses)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+
+		if (!is_builtin(sgc->eqop) || !is_builtin(sgc->sortop))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Why a query level of a router statement cannot be sent whole, or NULL:
+ * it must be a plain SELECT of distributed tables (checked by the router),
+ * functions, VALUES and subqueries, with every expression built in and
+ * immutable (the node evaluates all of it: now() there is another time).
+ */
+static const char *
+query_unshippable_part(Query *query, ShipContext *ctx)
+{
+	ListCell   *lc;
+
+	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
+		return "a statement that writes";
+	if (query->rowMarks != NIL || query->hasForUpdate)
+		return "FOR UPDATE or FOR SHARE";
+	if (query->hasModifyingCTE)
+		return "a WITH that writes";
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->securityQuals != NIL)
+			return "a table with row security";
+		if (rte->rtekind == RTE_TABLEFUNC || rte->rtekind == RTE_NAMEDTUPLESTORE)
+			return "a table function";
+		if (rte->rtekind == RTE_FUNCTION && rte->funcordinality)
+			return "WITH ORDINALITY";
+	}
+	if (!sort_groups_built_in(query->sortClause) || !sort_groups_built_in(query->groupClause) ||
+		!sort_groups_built_in(query->distinctClause))
+		return "an ordering or grouping by an operator that is not built in";
+	foreach(lc, query->windowClause)
+	{
+		WindowClause *wc = lfirst_node(WindowClause, lc);
+
+		if (!sort_groups_built_in(wc->partitionClause) || !sort_groups_built_in(wc->orderClause) ||
+			wc->startOffset != NULL || wc->endOffset != NULL)
+			return "a window frame with an offset, or an ordering by an operator that is not built in";
+	}
+	if (query_tree_walker(query, ship_walker, (void *) ctx, 0))
+		return ctx->reason ? ctx->reason : "a part that is not sent to nodes";
+	return NULL;
+}
+
+/*
+ * Why a whole SELECT (a router statement, fdw/router.c) cannot be sent to a
+ * node as it is, or NULL.  Volatile and stable functions stay here (the
+ * node would give its own now()), as do types the nodes may not have.
+ */
+const char *
+rsfdw_query_unshippable_reason(Query *query)
+{
+	ShipContext ctx;
+	const char *why;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.whole_query = true;
+	if (contain_volatile_functions((Node *) query))
+		return "a volatile function";
+	why = query_unshippable_part(query, &ctx);
+	if (why)
+		return why;
+	if (!query_collations_said(query))
+		return "a collation the nodes would not derive";
+	return NULL;
 }
 
 char *

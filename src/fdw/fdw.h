@@ -49,6 +49,15 @@ extern void rsfdw_statement_planner_init(void);
 extern List *rsfdw_upsert_private(PlannerInfo *root, Index resultRelation);
 
 /* planner.c */
+/* planner.c: key = value, with the key's own equality or a narrower integer value */
+extern bool rsfdw_is_key_equality(Oid opno, Oid eqop, Oid key_type, bool key_on_left, Oid *value_type);
+extern Expr *rsfdw_value_as_key(Expr *value, Oid value_type, Oid key_type, bool is_array);
+
+/* router.c: a SELECT fixed to one key on every table, sent whole to one node */
+extern bool rsfdw_router_candidate(Query *parse, int cursor_options);
+extern PlannedStmt *rsfdw_plan_router(Query *original, PlannedStmt *planned);
+extern void rsfdw_router_init(void);
+
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 extern void rsGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);
 extern ForeignScan *rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,

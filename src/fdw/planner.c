@@ -114,8 +114,8 @@ widens_to_key(Oid value_type, Oid key_type)
  * integer operator family's equality of the key and a narrower integer type
  * (in either order); *value_type is then the other side's type.
  */
-static bool
-is_key_equality(Oid opno, Oid eqop, Oid key_type, bool key_on_left, Oid *value_type)
+bool
+rsfdw_is_key_equality(Oid opno, Oid eqop, Oid key_type, bool key_on_left, Oid *value_type)
 {
 	Oid			left;
 	Oid			right;
@@ -138,8 +138,8 @@ is_key_equality(Oid opno, Oid eqop, Oid key_type, bool key_on_left, Oid *value_t
 }
 
 /* The value as the key's type (a no-op when it already is). */
-static Expr *
-value_as_key(Expr *value, Oid value_type, Oid key_type, bool is_array)
+Expr *
+rsfdw_value_as_key(Expr *value, Oid value_type, Oid key_type, bool is_array)
 {
 	Node	   *coerced;
 	Oid			from = is_array ? get_array_type(value_type) : value_type;
@@ -177,15 +177,15 @@ match_equality(Expr *clause, Index varno, AttrNumber attnum, Oid eqop, Oid key_t
 		left = linitial(op->args);
 		right = lsecond(op->args);
 		if (is_column(left, varno, attnum) && is_execution_constant(right) &&
-			is_key_equality(op->opno, eqop, key_type, true, &value_type))
+			rsfdw_is_key_equality(op->opno, eqop, key_type, true, &value_type))
 			*value = (Expr *) right;
 		else if (is_column(right, varno, attnum) && is_execution_constant(left) &&
-				 is_key_equality(op->opno, eqop, key_type, false, &value_type))
+				 rsfdw_is_key_equality(op->opno, eqop, key_type, false, &value_type))
 			*value = (Expr *) left;
 		else
 			return false;
 		*is_array = false;
-		*value = value_as_key(*value, value_type, key_type, false);
+		*value = rsfdw_value_as_key(*value, value_type, key_type, false);
 		return true;
 	}
 	if (IsA(clause, ScalarArrayOpExpr))
@@ -194,9 +194,9 @@ match_equality(Expr *clause, Index varno, AttrNumber attnum, Oid eqop, Oid key_t
 
 		if (!op->useOr || list_length(op->args) != 2 ||
 			!is_column(linitial(op->args), varno, attnum) || !is_execution_constant(lsecond(op->args)) ||
-			!is_key_equality(op->opno, eqop, key_type, true, &value_type))
+			!rsfdw_is_key_equality(op->opno, eqop, key_type, true, &value_type))
 			return false;
-		*value = value_as_key(lsecond(op->args), value_type, key_type, true);
+		*value = rsfdw_value_as_key(lsecond(op->args), value_type, key_type, true);
 		*is_array = true;
 		return true;
 	}

@@ -1,7 +1,8 @@
 /*
  * statement_planner.c
  *		A planner hook for what the foreign-data wrapper's callbacks see too
- *		late: INSERT ... ON CONFLICT on a distributed table.
+ *		late: INSERT ... ON CONFLICT on a distributed table, and router
+ *		statements (a SELECT fixed to one key sent whole: router.c).
  *
  * PostgreSQL looks for the arbiter index of ON CONFLICT on the
  * coordinator's foreign table, which has none (the nodes have the unique
@@ -173,8 +174,12 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 	List	   *saved_private = upsert_private;
 	PlannedStmt *result;
 	Oid			relid;
+	Query	   *router_original = NULL;
 
 	refuse_upsert_in_with(parse);
+	/* planning scribbles on the statement: a router statement is deparsed from a copy */
+	if (rsfdw_router_candidate(parse, cursor_options))
+		router_original = copyObject(parse);
 	upsert_query = NULL;
 	upsert_private = NIL;
 	if (parse->onConflict != NULL && is_distributed_target(parse, &relid))
@@ -196,6 +201,8 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 		upsert_private = saved_private;
 	}
 	PG_END_TRY();
+	if (router_original)
+		result = rsfdw_plan_router(router_original, result);
 	return result;
 }
 
@@ -204,4 +211,5 @@ rsfdw_statement_planner_init(void)
 {
 	previous_planner_hook = planner_hook;
 	planner_hook = ringshard_planner;
+	rsfdw_router_init();
 }

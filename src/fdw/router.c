@@ -1,0 +1,986 @@
+/*
+ * router.c
+ *		Router statements: a SELECT whose every distributed table is fixed to
+ *		one key goes whole to one node that holds those rows.
+ *
+ * A query such as
+ *
+ *		WITH recent AS (SELECT * FROM orders WHERE customer_id = 42 ...)
+ *		SELECT c.name, r.total, rank() OVER (ORDER BY r.total)
+ *		  FROM customers c JOIN recent r ON r.customer_id = c.id
+ *		 WHERE c.id = 42 AND NOT EXISTS (SELECT 1 FROM refunds f WHERE f.customer_id = c.id)
+ *
+ * reads, of each table, only the rows of one key (42).  Any node that is a
+ * healthy replica of that key for every table holds all of them, so the
+ * node can run the statement as it is and its answer is the answer: one
+ * round trip instead of a scan per table joined here.  Citus calls this the
+ * router planner.  Which keys the tables are fixed to is decided here, from
+ * the statement's equalities: key = constant or parameter, key = the key of
+ * a table already fixed (in WHERE or an inner join's ON; an outer join's ON
+ * fixes its nullable side only), key = an outer query's fixed key
+ * (correlated subqueries).  Tables on different rings or maps, or keys of
+ * different values, are fine: what counts is a node holding every table's
+ * rows of its key.
+ *
+ * The statement is planned as usual too, and that plan sits below the
+ * router node: when no single node holds everything (a replica down, a key
+ * whose rows are moving), execution runs it instead, so the answer never
+ * depends on where the rows happen to be.  Only what the nodes evaluate as
+ * we would goes whole: built-in immutable functions and operators, built-in
+ * types, collations the node derives (deparse.c); a stable function such as
+ * now() would be the node's own, so such statements take the usual plan.
+ * The SQL is PostgreSQL's own deparsing of the statement (ruleutils), with
+ * every name qualified and every literal printed under the pinned
+ * transmission settings; parameters travel as text with their types.
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/explain.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/prep.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/typcache.h"
+
+#include "commands/ddl.h"
+#include "fdw/deparse.h"
+#include "fdw/fdw.h"
+#include "remote/connection.h"
+#include "remote/values.h"
+#include "routing/placement.h"
+
+/* A distributed table of the statement (one range table entry) and the key value it is fixed to. */
+typedef struct RoutedTable
+{
+	Index		rti;
+	Oid			relid;
+	AttrNumber	key_attnum;
+	Oid			key_type;
+	Oid			key_eqop;
+	Expr	   *value;			/* of key_type, no columns: constants and parameters */
+} RoutedTable;
+
+/* One query level of the statement, for correlated references. */
+typedef struct QueryLevel
+{
+	Query	   *query;
+	struct QueryLevel *outer;
+	List	   *tables;			/* RoutedTables */
+} QueryLevel;
+
+typedef struct RouterAnalysis
+{
+	List	   *tables;			/* every RoutedTable of every level */
+	bool		failed;
+} RouterAnalysis;
+
+/* A clause that may fix keys, with the range table entries it may fix. */
+typedef struct FixingClause
+{
+	Expr	   *clause;
+	Relids		fixes;			/* NULL: any of the level */
+	bool		any;
+} FixingClause;
+
+/* What the walk over one query level's subqueries carries. */
+typedef struct SubqueryWalk
+{
+	QueryLevel *level;
+	RouterAnalysis *analysis;
+} SubqueryWalk;
+
+static void analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis);
+static bool subquery_walker(Node *node, SubqueryWalk *walk);
+static void highest_plan_node_id(Plan *plan, int *highest);
+
+/* Strip relabelings and implicit casts. */
+static Node *
+strip_casts(Node *node)
+{
+	return strip_implicit_coercions(node);
+}
+
+static RoutedTable *
+level_table(QueryLevel *level, Index rti)
+{
+	ListCell   *lc;
+
+	foreach(lc, level->tables)
+	{
+		RoutedTable *t = lfirst(lc);
+
+		if (t->rti == rti)
+			return t;
+	}
+	return NULL;
+}
+
+/* A column as the table column it stands for (through join aliases), at its own level. */
+static Var *
+underlying_column(QueryLevel *level, Var *var)
+{
+	for (int depth = 0; depth < 16; depth++)
+	{
+		RangeTblEntry *rte;
+		Node	   *alias;
+
+		if (var->varlevelsup != 0 || var->varno <= 0 || var->varno > list_length(level->query->rtable))
+			return var;
+		rte = rt_fetch(var->varno, level->query->rtable);
+		if (rte->rtekind != RTE_JOIN || var->varattno <= 0 || var->varattno > list_length(rte->joinaliasvars))
+			return var;
+		alias = strip_casts(list_nth(rte->joinaliasvars, var->varattno - 1));
+		if (alias == NULL || !IsA(alias, Var))
+			return var;
+		var = (Var *) alias;
+	}
+	return var;
+}
+
+/* The RoutedTable whose key column this expression is (at this level or an outer one), or NULL. */
+static RoutedTable *
+key_column_table(QueryLevel *level, Node *node, int *levelsup)
+{
+	QueryLevel *at = level;
+	RoutedTable *table;
+	Var			column;
+	Var		   *var;
+
+	node = strip_casts(node);
+	if (node == NULL || !IsA(node, Var))
+		return NULL;
+	for (Index up = 0; up < ((Var *) node)->varlevelsup; up++)
+	{
+		at = at->outer;
+		if (at == NULL)
+			return NULL;
+	}
+	column = *(Var *) node;
+	column.varlevelsup = 0;
+	var = underlying_column(at, &column);
+	table = level_table(at, var->varno);
+	*levelsup = (int) ((Var *) node)->varlevelsup;
+	return table && table->key_attnum == var->varattno ? table : NULL;
+}
+
+/* Whether an expression (without sublinks) has a column of any query level. */
+static bool
+contains_column(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Var))
+		return true;
+	return expression_tree_walker(node, contains_column, context);
+}
+
+/* A value both sides know before the statement runs: constants, parameters, casts of them. */
+static bool
+is_closed_value(Node *node)
+{
+	/* no sublink first: the other walkers do not descend into queries */
+	return node != NULL && !checkExprHasSubLink(node) && !contains_column(node, NULL) &&
+		!contain_volatile_functions(node) && !contain_agg_clause(node) && !contain_window_function(node) &&
+		!expression_returns_set(node);
+}
+
+/* Collect the clauses of a join tree that may fix keys, with what each may fix. */
+static void
+collect_clauses(Query *query, Node *jtnode, Relids fixable, bool any, List **out)
+{
+	if (jtnode == NULL || IsA(jtnode, RangeTblRef))
+		return;
+	if (IsA(jtnode, FromExpr))
+	{
+		FromExpr   *f = (FromExpr *) jtnode;
+		ListCell   *lc;
+
+		foreach(lc, make_ands_implicit((Expr *) f->quals))
+		{
+			FixingClause *fc = palloc0(sizeof(FixingClause));
+
+			fc->clause = lfirst(lc);
+			fc->fixes = fixable;
+			fc->any = any;
+			*out = lappend(*out, fc);
+		}
+		foreach(lc, f->fromlist)
+			collect_clauses(query, lfirst(lc), fixable, any, out);
+		return;
+	}
+	if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+		Relids		left = get_relids_in_jointree(j->larg, false);
+		Relids		right = get_relids_in_jointree(j->rarg, false);
+		Relids		both = bms_union(left, right);
+		Relids		on_fixes = NULL;
+		bool		fixes_any_of_scope = false;
+		ListCell   *lc;
+
+		/*
+		 * An inner join's ON restricts both sides; a LEFT JOIN's only the
+		 * right (its left rows all come out), a RIGHT JOIN's only the left,
+		 * a FULL JOIN's neither.
+		 */
+		switch (j->jointype)
+		{
+			case JOIN_INNER:
+				on_fixes = both;
+				fixes_any_of_scope = true;
+				break;
+			case JOIN_LEFT:
+				on_fixes = right;
+				fixes_any_of_scope = true;
+				break;
+			case JOIN_RIGHT:
+				on_fixes = left;
+				fixes_any_of_scope = true;
+				break;
+			default:
+				break;
+		}
+		if (!any)
+			on_fixes = bms_intersect(on_fixes, fixable);
+		if (fixes_any_of_scope)
+			foreach(lc, make_ands_implicit((Expr *) j->quals))
+			{
+				FixingClause *fc = palloc0(sizeof(FixingClause));
+
+				fc->clause = lfirst(lc);
+				fc->fixes = on_fixes;
+				fc->any = false;
+				*out = lappend(*out, fc);
+			}
+		collect_clauses(query, j->larg, fixable, any, out);
+		collect_clauses(query, j->rarg, fixable, any, out);
+	}
+}
+
+static bool
+may_fix(FixingClause *fc, Index rti)
+{
+	return fc->any || bms_is_member((int) rti, fc->fixes);
+}
+
+/*
+ * One side of an equality is a key of this level's table, the other a
+ * value or a key already fixed: fix it.  Returns whether it fixed one.
+ */
+static bool
+fix_by(QueryLevel *level, FixingClause *fc, Node *target, Node *other, bool target_on_left, Oid opno)
+{
+	int			levelsup = 0;
+	RoutedTable *table = key_column_table(level, target, &levelsup);
+	RoutedTable *source;
+	Oid			value_type;
+	Expr	   *value;
+
+	if (table == NULL || levelsup != 0 || table->value != NULL || !may_fix(fc, table->rti))
+		return false;
+	if (!rsfdw_is_key_equality(opno, table->key_eqop, table->key_type, target_on_left, &value_type))
+		return false;
+	if (is_closed_value(other))
+		value = (Expr *) other;
+	else
+	{
+		int			other_levelsup = 0;
+
+		source = key_column_table(level, other, &other_levelsup);
+		if (source == NULL || source->value == NULL || source->key_type != value_type)
+			return false;
+		value = source->value;
+	}
+	table->value = rsfdw_value_as_key(value, value_type, table->key_type, false);
+	return true;
+}
+
+/* Fix this level's tables from its clauses, then analyze the queries below it. */
+static void
+analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
+{
+	QueryLevel	level = {query, outer, NIL};
+	List	   *clauses = NIL;
+	ListCell   *lc;
+	Index		rti = 0;
+	bool		changed;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		rti++;
+		if (rte->rtekind != RTE_RELATION)
+			continue;
+		if (rte->relkind == RELKIND_FOREIGN_TABLE && is_distributed_table(rte->relid))
+		{
+			RoutedTable *table = palloc0(sizeof(RoutedTable));
+			AttrNumber	keyspace_attnum;
+
+			table->rti = rti;
+			table->relid = rte->relid;
+			rsfdw_table_info(rte->relid, &table->key_attnum, &table->key_type, &keyspace_attnum);
+			table->key_eqop = lookup_type_cache(table->key_type, TYPECACHE_EQ_OPR)->eq_opr;
+			if (keyspace_attnum > 0 || !OidIsValid(table->key_eqop))
+			{
+				analysis->failed = true;	/* a keyspace column: the key alone does not place a row */
+				return;
+			}
+			level.tables = lappend(level.tables, table);
+		}
+		else
+		{
+			analysis->failed = true;	/* a local table, a view's own entry, ...: not on the nodes */
+			return;
+		}
+	}
+
+	collect_clauses(query, (Node *) query->jointree, NULL, true, &clauses);
+	do
+	{
+		changed = false;
+		foreach(lc, clauses)
+		{
+			FixingClause *fc = lfirst(lc);
+			OpExpr	   *op;
+
+			if (!IsA(fc->clause, OpExpr) || list_length(((OpExpr *) fc->clause)->args) != 2)
+				continue;
+			op = (OpExpr *) fc->clause;
+			if (fix_by(&level, fc, linitial(op->args), lsecond(op->args), true, op->opno) ||
+				fix_by(&level, fc, lsecond(op->args), linitial(op->args), false, op->opno))
+				changed = true;
+		}
+	} while (changed);
+
+	foreach(lc, level.tables)
+	{
+		RoutedTable *table = lfirst(lc);
+
+		if (table->value == NULL)
+		{
+			analysis->failed = true;
+			return;
+		}
+		analysis->tables = lappend(analysis->tables, table);
+	}
+
+	/* the subqueries of this level: in FROM, in WITH, and sublinks anywhere */
+	{
+		SubqueryWalk walk = {&level, analysis};
+
+		(void) query_tree_walker(query, subquery_walker, &walk, 0);
+	}
+}
+
+/* Walks one query level's expressions and analyzes each query right below it. */
+static bool
+subquery_walker(Node *node, SubqueryWalk *walk)
+{
+	if (node == NULL || walk->analysis->failed)
+		return walk->analysis->failed;
+	if (IsA(node, Query))
+	{
+		analyze_level((Query *) node, walk->level, walk->analysis);
+		return walk->analysis->failed;
+	}
+	return expression_tree_walker(node, subquery_walker, (void *) walk);
+}
+
+/* Whether a range table, at any depth, holds a distributed table. */
+static bool
+has_distributed_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((Query *) node)->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+
+			if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_FOREIGN_TABLE &&
+				is_distributed_table(rte->relid))
+				return true;
+		}
+		return query_tree_walker((Query *) node, has_distributed_walker, context, 0);
+	}
+	return expression_tree_walker(node, has_distributed_walker, context);
+}
+
+/*
+ * Whether the statement may be a router statement: a SELECT (not a
+ * scrollable cursor: the router returns rows forwards only) of distributed
+ * tables whose parts all ship.  Cheap checks first: most statements are not.
+ */
+bool
+rsfdw_router_candidate(Query *parse, int cursor_options)
+{
+	ListCell   *lc;
+
+	if (!ringshard_router_statements || parse->commandType != CMD_SELECT || parse->utilityStmt != NULL ||
+		(cursor_options & CURSOR_OPT_SCROLL) || parse->rowMarks != NIL)
+		return false;
+	if (!has_distributed_walker((Node *) parse, NULL))
+		return false;
+	/* the output must be readable here from its text: no anonymous records */
+	foreach(lc, parse->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Oid			type = exprType((Node *) tle->expr);
+
+		if (tle->resjunk)
+			continue;
+		if (type_is_rowtype(type) || get_typtype(type) == TYPTYPE_PSEUDO ||
+			(type_is_array(type) && type_is_rowtype(get_element_type(type))))
+			return false;
+	}
+	return rsfdw_query_unshippable_reason(parse) == NULL;
+}
+
+/* Parameters of the node's statement: $n renumbered from 1 in order of use, each with an explicit cast. */
+typedef struct ParamRenumbering
+{
+	List	   *original_ids;	/* of the node's $1, $2, ... */
+} ParamRenumbering;
+
+static Node *
+renumber_params_mutator(Node *node, ParamRenumbering *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Query))
+		return (Node *) query_tree_mutator((Query *) node, renumber_params_mutator, ctx, 0);
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+	{
+		Param	   *param = (Param *) copyObject(node);
+		int			position = -1;
+		ListCell   *lc;
+
+		foreach(lc, ctx->original_ids)
+			if (lfirst_int(lc) == param->paramid)
+				position = foreach_current_index(lc);
+		if (position < 0)
+		{
+			ctx->original_ids = lappend_int(ctx->original_ids, param->paramid);
+			position = list_length(ctx->original_ids) - 1;
+		}
+		param->paramid = position + 1;
+		/* $1::type: the node must not infer another type from the context */
+		return (Node *) makeRelabelType((Expr *) param, param->paramtype, param->paramtypmod, param->paramcollid,
+										COERCE_EXPLICIT_CAST);
+	}
+	return expression_tree_mutator(node, renumber_params_mutator, ctx);
+}
+
+/*
+ * ruleutils indents its output over many lines: one line reads better in
+ * EXPLAIN and in the node's log.  Runs of white space outside literals and
+ * quoted names become one space (inside quotes, '' and "" toggle twice).
+ */
+static char *
+one_line(const char *sql)
+{
+	StringInfoData buf;
+	char		quote = 0;
+	bool		space = false;
+
+	initStringInfo(&buf);
+	for (const char *p = sql; *p; p++)
+	{
+		if (quote == 0 && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		{
+			space = buf.len > 0;
+			continue;
+		}
+		if (space)
+			appendStringInfoChar(&buf, ' ');
+		space = false;
+		if (quote == 0 && (*p == '\'' || *p == '"'))
+			quote = *p;
+		else if (quote != 0 && *p == quote)
+			quote = 0;
+		appendStringInfoChar(&buf, *p);
+	}
+	return buf.data;
+}
+
+/* The statement as a node runs it: every name qualified, literals printed under pinned settings. */
+static char *
+node_sql(Query *query, List **param_ids)
+{
+	ParamRenumbering ctx = {NIL};
+	Query	   *copy = query_tree_mutator(copyObject(query), renumber_params_mutator, &ctx, 0);
+	int			transmission = remote_transmission_begin(true);
+	int			nest = NewGUCNestLevel();
+	char	   *sql;
+
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+							 false);
+	sql = one_line(pg_get_querydef(copy, false));
+	AtEOXact_GUC(true, nest);
+	remote_transmission_end(transmission);
+	*param_ids = ctx.original_ids;
+	return sql;
+}
+
+/* custom_private: [0] node SQL, [1] the original ids of its parameters, [2] relids, [3] output attnums of the plan below */
+static CustomScanMethods router_scan_methods;
+
+/*
+ * Wrap the planned statement in a router node when every distributed table
+ * of the statement (planned as `original`, a copy taken before planning) is
+ * fixed to one key; else return it as it is.
+ */
+PlannedStmt *
+rsfdw_plan_router(Query *original, PlannedStmt *planned)
+{
+	RouterAnalysis analysis = {NIL, false};
+	CustomScan *router;
+	Plan	   *below = planned->planTree;
+	List	   *relids = NIL;
+	List	   *values = NIL;
+	List	   *param_ids;
+	List	   *output_attnums = NIL;
+	List	   *scan_tlist = NIL;
+	List	   *tlist = NIL;
+	ListCell   *lc;
+	char	   *sql;
+
+	/* a statement the usual plan already sends whole, in one scan, gains nothing */
+	if (IsA(below, ForeignScan) && planned->subplans == NIL)
+		return planned;
+	analyze_level(original, NULL, &analysis);
+	if (analysis.failed || analysis.tables == NIL)
+		return planned;
+	foreach(lc, analysis.tables)
+	{
+		RoutedTable *table = lfirst(lc);
+
+		relids = lappend_oid(relids, table->relid);
+		values = lappend(values, table->value);
+	}
+	sql = node_sql(original, &param_ids);
+
+	/* the rows the statement returns: the plan's target list without its junk columns */
+	foreach(lc, below->targetlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *from_below;
+		Var		   *from_scan;
+
+		if (tle->resjunk)
+			continue;
+		output_attnums = lappend_int(output_attnums, tle->resno);
+		from_below = makeVar(OUTER_VAR, tle->resno, exprType((Node *) tle->expr), exprTypmod((Node *) tle->expr),
+							 exprCollation((Node *) tle->expr), 0);
+		scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) from_below, list_length(scan_tlist) + 1,
+														 tle->resname, false));
+		from_scan = makeVar(INDEX_VAR, list_length(scan_tlist), from_below->vartype, from_below->vartypmod,
+							from_below->varcollid, 0);
+		tlist = lappend(tlist, makeTargetEntry((Expr *) from_scan, list_length(tlist) + 1, tle->resname, false));
+	}
+
+	router = makeNode(CustomScan);
+	router->scan.plan.targetlist = tlist;
+	router->scan.plan.lefttree = below;
+	router->scan.plan.startup_cost = below->startup_cost;
+	router->scan.plan.total_cost = below->total_cost;
+	router->scan.plan.plan_rows = below->plan_rows;
+	router->scan.plan.plan_width = below->plan_width;
+	router->scan.plan.parallel_safe = false;
+	router->scan.scanrelid = 0;
+	router->custom_scan_tlist = scan_tlist;
+	router->custom_exprs = values;
+	router->custom_private = list_make4(makeString(sql), param_ids, relids, output_attnums);
+	router->methods = &router_scan_methods;
+
+	/* plan_node_id: unique in the statement; the new top takes one past the highest */
+	{
+		int			highest = -1;
+
+		highest_plan_node_id(below, &highest);
+		foreach(lc, planned->subplans)
+			highest_plan_node_id(lfirst(lc), &highest);
+		router->scan.plan.plan_node_id = highest + 1;
+	}
+	planned->planTree = (Plan *) router;
+	return planned;
+}
+
+/* The highest plan_node_id in a plan tree. */
+static void
+highest_plan_node_id(Plan *plan, int *highest)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	*highest = Max(*highest, plan->plan_node_id);
+	highest_plan_node_id(plan->lefttree, highest);
+	highest_plan_node_id(plan->righttree, highest);
+	switch (nodeTag(plan))
+	{
+		case T_Append:
+			foreach(lc, ((Append *) plan)->appendplans)
+				highest_plan_node_id(lfirst(lc), highest);
+			break;
+		case T_MergeAppend:
+			foreach(lc, ((MergeAppend *) plan)->mergeplans)
+				highest_plan_node_id(lfirst(lc), highest);
+			break;
+		case T_BitmapAnd:
+			foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
+				highest_plan_node_id(lfirst(lc), highest);
+			break;
+		case T_BitmapOr:
+			foreach(lc, ((BitmapOr *) plan)->bitmapplans)
+				highest_plan_node_id(lfirst(lc), highest);
+			break;
+		case T_SubqueryScan:
+			highest_plan_node_id(((SubqueryScan *) plan)->subplan, highest);
+			break;
+		case T_CustomScan:
+			foreach(lc, ((CustomScan *) plan)->custom_plans)
+				highest_plan_node_id(lfirst(lc), highest);
+			break;
+		default:
+			break;
+	}
+}
+
+/* Execution */
+
+typedef struct RouterScanState
+{
+	CustomScanState css;
+	char	   *sql;
+	List	   *param_ids;
+	List	   *relids;
+	List	   *output_attnums;
+	List	   *value_states;
+	char	  **nodes;			/* the nodes that hold every table's rows of its key, healthy ones */
+	int			nnodes;
+	bool		routed;			/* nodes were worked out (not in a plain EXPLAIN with unknown values) */
+	bool		fallback;		/* no node holds them all: the plan below runs */
+	RemoteCodec *codecs;
+	PGresult   *result;
+	int			next;
+	const char *answered_by;
+} RouterScanState;
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/*
+ * The healthy nodes that hold every table's rows of its key: for each
+ * table its key's replicas (where rows are moving, the old replicas that
+ * still hold them), intersected.  False when some key's rows cannot be
+ * placed (they are on nodes that left): the plan below says why.
+ */
+static bool
+route(RouterScanState *state, EState *estate)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	ListCell   *lr;
+	ListCell   *lv;
+	List	   *common = NIL;
+	bool		first = true;
+
+	forboth(lr, state->relids, lv, state->value_states)
+	{
+		Relation	rel = relation_open(lfirst_oid(lr), AccessShareLock);
+		TablePlacement placement;
+		uint16		replicas[PLACEMENT_MAX_REPLICAS];
+		int			n;
+		bool		isnull;
+		Datum		key = ExecEvalExpr(lfirst(lv), econtext, &isnull);
+		List	   *holders = NIL;
+
+		if (isnull)
+		{
+			/* key = NULL: no row of this table takes part, any node will do */
+			relation_close(rel, AccessShareLock);
+			continue;
+		}
+		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+		n = placement_key_replicas(&placement, key, (Datum) 0, replicas);
+		if (placement_is_moving(&placement))
+		{
+			int			move = placement_key_move(&placement, key, (Datum) 0);
+
+			if (move >= 0)
+				n = placement_move_old_replicas(&placement, move, replicas);
+		}
+		for (int i = 0; i < n; i++)
+			if (placement_node_up(&placement, replicas[i]))
+				holders = lappend(holders, placement_node_name(&placement, replicas[i]));
+		relation_close(rel, AccessShareLock);
+		if (first)
+			common = holders;
+		else
+		{
+			List	   *kept = NIL;
+			ListCell   *lc;
+			ListCell   *lh;
+
+			foreach(lc, common)
+				foreach(lh, holders)
+					if (strcmp(lfirst(lc), lfirst(lh)) == 0)
+					{
+						kept = lappend(kept, lfirst(lc));
+						break;
+					}
+			common = kept;
+		}
+		first = false;
+		if (common == NIL)
+			return false;
+	}
+	if (first)
+		return false;			/* every key NULL: the plan below answers (with no rows) */
+	state->nnodes = list_length(common);
+	state->nodes = palloc(sizeof(char *) * state->nnodes);
+	for (int i = 0; i < state->nnodes; i++)
+		state->nodes[i] = list_nth(common, i);
+	return true;
+}
+
+static void
+router_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	RouterScanState *state = (RouterScanState *) node;
+	CustomScan *plan = (CustomScan *) node->ss.ps.plan;
+	ListCell   *lc;
+
+	state->sql = strVal(linitial(plan->custom_private));
+	state->param_ids = lsecond(plan->custom_private);
+	state->relids = lthird(plan->custom_private);
+	state->output_attnums = lfourth(plan->custom_private);
+	foreach(lc, plan->custom_exprs)
+		state->value_states = lappend(state->value_states, ExecInitExpr(lfirst(lc), &node->ss.ps));
+	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
+
+	/* a plain EXPLAIN of a generic plan has no parameter values: no route then */
+	state->routed = !(eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_param_list_info != NULL ||
+		state->param_ids == NIL;
+	if (state->routed)
+		state->fallback = !route(state, estate);
+	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		outerPlanState(node) = ExecInitNode(outerPlan(plan), estate, eflags);
+	/* spread reads over the nodes that can answer */
+	for (int i = state->nnodes - 1; i > 0; i--)
+	{
+		int			j = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, i);
+		char	   *t = state->nodes[i];
+
+		state->nodes[i] = state->nodes[j];
+		state->nodes[j] = t;
+	}
+}
+
+/* The statement's parameters as the node gets them: text, printed under the pinned settings. */
+static const char **
+param_texts(RouterScanState *state, EState *estate)
+{
+	ParamListInfo params = estate->es_param_list_info;
+	const char **texts = palloc0(sizeof(char *) * Max(list_length(state->param_ids), 1));
+	int			i = 0;
+	ListCell   *lc;
+
+	foreach(lc, state->param_ids)
+	{
+		int			id = lfirst_int(lc);
+		ParamExternData storage;
+		ParamExternData *param;
+
+		if (params == NULL || id <= 0 || id > params->numParams)
+			elog(ERROR, "no value for parameter $%d", id);
+		param = params->paramFetch ? params->paramFetch(params, id, false, &storage) : &params->params[id - 1];
+		texts[i++] = param->isnull ? NULL : remote_value_text(param->ptype, param->value, true);
+	}
+	return texts;
+}
+
+/* Send the statement to a node that can answer and keep its rows; the next node if one cannot be reached. */
+static void
+run_on_node(RouterScanState *state, EState *estate)
+{
+	const char **params = param_texts(state, estate);
+	Oid			userid = GetUserId();
+	int			nfields = list_length(state->output_attnums);
+
+	for (int i = 0; i < state->nnodes; i++)
+	{
+		RemoteConnection *conn = remote_connection(state->nodes[i], userid);
+		bool		in_transaction;
+		RemoteResult out;
+		const void *owner = state;
+
+		remote_connect_all(&conn, 1, true);
+		if (conn->link != LINK_IDLE && conn->link != LINK_BUSY)
+			continue;
+		in_transaction = IsTransactionBlock() || conn->xact != RXACT_NONE;
+		remote_send_params(conn, state->sql, list_length(state->param_ids), params, in_transaction, state);
+		if (!remote_owner_pending(conn, state))
+			continue;			/* the link failed while sending */
+		remote_receive_owned(&conn, &owner, 1, &out, 0, 0);
+		if (out.lost)
+			continue;			/* nothing came back: the next node answers */
+		if (!out.ok)
+			remote_report_error(ERROR, conn, out.result, state->sql);
+		remote_expect_rows(conn, out.result, nfields, 0, -1, "a router statement");
+		remote_expect_formats(conn, out.result, 0, NULL, "a router statement");
+		state->result = out.result;
+		state->answered_by = state->nodes[i];
+		return;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("no node holding the rows of this statement could be reached"),
+			 errhint("Check the nodes with ringshard.node_health().")));
+}
+
+static TupleTableSlot *
+router_exec(CustomScanState *node)
+{
+	RouterScanState *state = (RouterScanState *) node;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
+	CHECK_FOR_INTERRUPTS();
+	ExecClearTuple(slot);
+	if (state->fallback)
+	{
+		TupleTableSlot *below = ExecProcNode(outerPlanState(node));
+		ListCell   *lc;
+		int			i = 0;
+
+		if (TupIsNull(below))
+			return slot;
+		slot_getallattrs(below);
+		foreach(lc, state->output_attnums)
+		{
+			slot->tts_values[i] = below->tts_values[lfirst_int(lc) - 1];
+			slot->tts_isnull[i] = below->tts_isnull[lfirst_int(lc) - 1];
+			i++;
+		}
+		return ExecStoreVirtualTuple(slot);
+	}
+	if (state->result == NULL)
+		run_on_node(state, node->ss.ps.state);
+	if (state->next >= PQntuples(state->result))
+		return slot;
+	for (int j = 0; j < natts; j++)
+	{
+		int			row = state->next;
+
+		slot->tts_isnull[j] = PQgetisnull(state->result, row, j);
+		slot->tts_values[j] = slot->tts_isnull[j] ? (Datum) 0
+			: remote_codec_decode(&state->codecs[j], PQgetvalue(state->result, row, j),
+								  PQgetlength(state->result, row, j), state->answered_by);
+	}
+	state->next++;
+	return ExecStoreVirtualTuple(slot);
+}
+
+static void
+router_end(CustomScanState *node)
+{
+	RouterScanState *state = (RouterScanState *) node;
+
+	if (outerPlanState(node))
+		ExecEndNode(outerPlanState(node));
+	if (state->result)
+		remote_result_free(state->result);
+	state->result = NULL;
+}
+
+static void
+router_rescan(CustomScanState *node)
+{
+	RouterScanState *state = (RouterScanState *) node;
+
+	/* the parameters may have changed: ask again */
+	if (state->fallback)
+		ExecReScan(outerPlanState(node));
+	if (state->result)
+		remote_result_free(state->result);
+	state->result = NULL;
+	state->next = 0;
+}
+
+static void
+router_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	RouterScanState *state = (RouterScanState *) node;
+
+	ExplainPropertyText("Router", "the whole statement to one healthy node holding every table's rows of its key", es);
+	if (state->routed && !state->fallback)
+	{
+		char	  **sorted = palloc(sizeof(char *) * state->nnodes);
+		StringInfoData buf;
+
+		memcpy(sorted, state->nodes, sizeof(char *) * state->nnodes);
+		qsort(sorted, state->nnodes, sizeof(char *), compare_names);
+		initStringInfo(&buf);
+		for (int i = 0; i < state->nnodes; i++)
+			appendStringInfo(&buf, "%s%s", i ? ", " : "", sorted[i]);
+		ExplainPropertyText("Nodes", buf.data, es);
+	}
+	else if (state->routed)
+		ExplainPropertyText("Nodes", "none holds every row: the plan below runs", es);
+	if (es->verbose)
+		ExplainPropertyText("Remote SQL", state->sql, es);
+	if (es->analyze && state->answered_by)
+		ExplainPropertyText("Answered by", state->answered_by, es);
+}
+
+static CustomExecMethods router_exec_methods = {
+	.CustomName = "ringshard router",
+	.BeginCustomScan = router_begin,
+	.ExecCustomScan = router_exec,
+	.EndCustomScan = router_end,
+	.ReScanCustomScan = router_rescan,
+	.ExplainCustomScan = router_explain,
+};
+
+static Node *
+router_create_scan_state(CustomScan *plan)
+{
+	RouterScanState *state = (RouterScanState *) newNode(sizeof(RouterScanState), T_CustomScanState);
+
+	state->css.methods = &router_exec_methods;
+	return (Node *) state;
+}
+
+static CustomScanMethods router_scan_methods = {
+	.CustomName = "ringshard router",
+	.CreateCustomScanState = router_create_scan_state,
+};
+
+void
+rsfdw_router_init(void)
+{
+	RegisterCustomScanMethods(&router_scan_methods);
+}
