@@ -1,0 +1,222 @@
+--
+-- Router statements (src/fdw/router.c): a SELECT whose every distributed
+-- table is fixed to one key goes whole to one node holding those rows
+-- (joins, aggregates, window functions, CTEs, correlated subqueries), and
+-- gives what a local table gives.  When no single healthy node holds them
+-- all, the usual plan below the router runs instead.
+--
+-- The nodes are databases of this server; the coordinator is a database of
+-- its own.  The server needs max_prepared_transactions.
+--
+SET client_min_messages = warning;
+CREATE DATABASE router_coord;
+CREATE DATABASE router_w1;
+CREATE DATABASE router_w2;
+CREATE DATABASE router_w3;
+\c router_w1
+CREATE EXTENSION ringshard;
+\c router_w2
+CREATE EXTENSION ringshard;
+\c router_w3
+CREATE EXTENSION ringshard;
+\c router_coord
+SET client_min_messages = warning;
+CREATE EXTENSION ringshard;
+LOAD 'ringshard';
+SELECT format('host=%s port=%s',
+			  coalesce(nullif(split_part(current_setting('unix_socket_directories'), ',', 1), ''), 'localhost'),
+			  current_setting('port')) AS server \gset
+SELECT ringshard.create_ring('pair', replication_factor => 2);
+SELECT ringshard.add_node('w' || i, format('%s dbname=router_w%s', :'server', i), 'pair') FROM generate_series(1, 3) i;
+SELECT count(*) FROM ringshard.sync_topology();
+
+-- Customers, their orders and refunds, on one ring by customer, and local twins.
+CREATE TABLE customers_local (id bigint PRIMARY KEY, name text NOT NULL, region text, since date);
+CREATE TABLE orders_local (customer_id bigint, id bigint, amount numeric(10,2), placed date, PRIMARY KEY (customer_id, id));
+CREATE TABLE refunds_local (customer_id bigint, order_id bigint, reason text);
+INSERT INTO customers_local
+SELECT g, 'customer ' || g, (ARRAY['north', 'south', NULL])[1 + g % 3], date '2024-01-01' + g FROM generate_series(1, 60) g;
+INSERT INTO orders_local
+SELECT 1 + g % 60, g, (g % 17) * 2.5, date '2024-02-01' + g % 40 FROM generate_series(1, 900) g;
+INSERT INTO refunds_local
+SELECT 1 + g % 60, g, CASE WHEN g % 2 = 0 THEN E'late\n  again' ELSE 'it''s broken' END FROM generate_series(1, 900, 11) g;
+CREATE TABLE customers (LIKE customers_local INCLUDING ALL);
+CREATE TABLE orders (LIKE orders_local INCLUDING ALL);
+CREATE TABLE refunds (LIKE refunds_local INCLUDING ALL);
+SELECT ringshard.distribute_table('customers', 'id', 'pair');
+SELECT ringshard.distribute_table('orders', 'customer_id', 'pair');
+SELECT ringshard.distribute_table('refunds', 'customer_id', 'pair');
+SELECT ringshard.create_distributed_table('customers');
+SELECT ringshard.create_distributed_table('orders');
+SELECT ringshard.create_distributed_table('refunds');
+INSERT INTO customers SELECT * FROM customers_local;
+INSERT INTO orders SELECT * FROM orders_local;
+INSERT INTO refunds SELECT * FROM refunds_local;
+
+-- A query over the distributed tables (%1$s customers, %2$s orders, %3$s
+-- refunds) against the same query over the twins: the rows that differ.
+CREATE FUNCTION differences(query text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+BEGIN
+	EXECUTE format('SELECT count(*) FROM (((%s) EXCEPT ALL (%s)) UNION ALL ((%s) EXCEPT ALL (%s))) d',
+				   format(query, 'customers', 'orders', 'refunds'), format(query, 'customers_local', 'orders_local', 'refunds_local'),
+				   format(query, 'customers_local', 'orders_local', 'refunds_local'), format(query, 'customers', 'orders', 'refunds'))
+	  INTO n;
+	RETURN n;
+END $$;
+-- Whether the query over the distributed tables is planned as a router statement.
+CREATE FUNCTION routed(query text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || format(query, 'customers', 'orders', 'refunds') LOOP
+		IF line LIKE '%ringshard router%' THEN
+			RETURN true;
+		END IF;
+	END LOOP;
+	RETURN false;
+END $$;
+CREATE TABLE queries (n serial, query text);
+INSERT INTO queries (query) VALUES
+	-- a join and an aggregate of one customer
+	('SELECT c.name, count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 7 GROUP BY c.name'),
+	-- an integer literal for a bigint key; the key fixed through the join
+	('SELECT o.id, o.amount FROM %2$s o JOIN %1$s c ON c.id = o.customer_id WHERE o.customer_id = 8'),
+	-- window functions
+	('SELECT id, amount, rank() OVER (ORDER BY amount DESC, id), sum(amount) OVER (ORDER BY id) FROM %2$s WHERE customer_id = 9'),
+	-- a CTE, and a LEFT JOIN whose ON fixes its nullable side
+	('WITH r AS (SELECT * FROM %3$s WHERE customer_id = 10) SELECT o.id, r.reason FROM %2$s o LEFT JOIN r ON r.order_id = o.id WHERE o.customer_id = 10'),
+	('SELECT o.id, f.reason FROM %2$s o LEFT JOIN %3$s f ON f.customer_id = o.customer_id AND f.order_id = o.id WHERE o.customer_id = 11'),
+	-- correlated subqueries: NOT EXISTS, EXISTS, a scalar subquery
+	('SELECT o.id FROM %2$s o WHERE o.customer_id = 12 AND NOT EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = o.customer_id AND f.order_id = o.id)'),
+	('SELECT c.id, c.name FROM %1$s c WHERE c.id = 13 AND EXISTS (SELECT 1 FROM %2$s o WHERE o.customer_id = c.id AND o.amount > 30)'),
+	('SELECT c.name, (SELECT max(amount) FROM %2$s o WHERE o.customer_id = c.id) FROM %1$s c WHERE c.id = 14'),
+	-- USING, and the key in the WHERE through the join column
+	('SELECT customer_id, count(*) FROM %2$s JOIN %3$s USING (customer_id) WHERE customer_id = 15 GROUP BY customer_id'),
+	-- DISTINCT, HAVING, ORDER BY, LIMIT and OFFSET, CASE, COALESCE, string functions
+	('SELECT DISTINCT placed FROM %2$s WHERE customer_id = 16'),
+	('SELECT placed, count(*) FROM %2$s WHERE customer_id = 17 GROUP BY placed HAVING count(*) > 1'),
+	('SELECT * FROM (SELECT id, amount FROM %2$s WHERE customer_id = 18 ORDER BY amount DESC, id LIMIT 4 OFFSET 1) t'),
+	('SELECT CASE WHEN amount > 20 THEN ''big'' ELSE ''small'' END, coalesce(upper(c.region), ''none''), length(c.name) FROM %2$s o JOIN %1$s c ON c.id = o.customer_id WHERE c.id = 19'),
+	-- a literal with a newline and a quote: one table, sent whole by its own scan already
+	('SELECT order_id FROM %3$s WHERE customer_id = 20 AND reason IN (E''late\n  again'', ''it''''s broken'')'),
+	-- UNION of two keys: routed where one node holds both
+	('SELECT id FROM %1$s WHERE id = 21 UNION ALL SELECT customer_id FROM %2$s WHERE customer_id = 22'),
+	-- key = NULL: no rows
+	('SELECT count(*) FROM %2$s WHERE customer_id = NULL::bigint'),
+	-- not routed, and still the same: two keys, a stable function, a local table,
+	-- a volatile function, an outer join ON that does not fix its left side
+	('SELECT count(*) FROM %2$s WHERE customer_id IN (23, 24)'),
+	('SELECT count(*) FROM %2$s WHERE customer_id = 25 AND placed < now()'),
+	('SELECT count(*) FROM %2$s WHERE customer_id = 26 AND id > (SELECT count(*) FROM pg_catalog.pg_am WHERE amname = ''nothing'')'),
+	('SELECT count(*) FROM %2$s WHERE customer_id = 27 AND random() >= 0'),
+	('SELECT count(*) FROM %2$s o LEFT JOIN %3$s f ON f.customer_id = o.customer_id AND o.customer_id = 28');
+SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
+
+-- What EXPLAIN shows: the nodes that can answer, the SQL they get, and the
+-- plan that runs if none can.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.name, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.id = 7 GROUP BY c.name;
+SELECT replicas_for(7::bigint, 'pair');
+SELECT c.name, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.id = 7 GROUP BY c.name;
+-- EXPLAIN ANALYZE names the node that answered (either replica: reads spread).
+CREATE FUNCTION explained(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+		RETURN NEXT regexp_replace(line, 'Answered by: (w1|w3)$', 'Answered by: w1 or w3');
+	END LOOP;
+END $$;
+SELECT explained('SELECT count(*) FROM orders o JOIN refunds f ON f.customer_id = o.customer_id WHERE o.customer_id = 7');
+
+-- Values are the session's in any DateStyle: the literal is read here, sent as ISO.
+SET DateStyle = 'SQL, DMY';
+SELECT id, placed FROM orders WHERE customer_id = 3 AND placed = '03/02/2024' ORDER BY id;
+SELECT id, placed FROM orders_local WHERE customer_id = 3 AND placed = '03/02/2024' ORDER BY id;
+RESET DateStyle;
+
+-- Parameters: prepared, custom and generic plans, each value its own route;
+-- a parameter of another type than the key (int4), and NULL.
+PREPARE by_customer(int4) AS
+	SELECT c.name, count(o.id), sum(o.amount) FROM customers c LEFT JOIN orders o ON o.customer_id = c.id
+	 WHERE c.id = $1 GROUP BY c.name;
+PREPARE by_customer_local(int4) AS
+	SELECT c.name, count(o.id), sum(o.amount) FROM customers_local c LEFT JOIN orders_local o ON o.customer_id = c.id
+	 WHERE c.id = $1 GROUP BY c.name;
+EXECUTE by_customer(30);
+EXECUTE by_customer_local(30);
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE by_customer(31);
+EXECUTE by_customer(31);
+EXECUTE by_customer_local(31);
+EXECUTE by_customer(32);
+EXECUTE by_customer_local(32);
+EXECUTE by_customer(NULL);
+PREPARE two_params(bigint, numeric) AS SELECT id FROM orders WHERE customer_id = $1 AND amount > $2 ORDER BY id;
+EXECUTE two_params(33, 30);
+SELECT id FROM orders_local WHERE customer_id = 33 AND amount > 30 ORDER BY id;
+RESET plan_cache_mode;
+
+-- Inside a transaction the node's reads share its snapshot, and see the
+-- transaction's own writes.
+BEGIN;
+INSERT INTO orders VALUES (34, 5000, 99.50, '2024-03-01');
+SELECT count(*), sum(amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.id = 34;
+ROLLBACK;
+SELECT count(*), sum(amount) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.id = 34;
+SELECT count(*), sum(amount) FROM orders_local o JOIN customers_local c ON c.id = o.customer_id WHERE c.id = 34;
+
+-- A cursor reads forwards; a scrollable one takes the usual plan.
+BEGIN;
+DECLARE forwards CURSOR FOR SELECT id FROM orders WHERE customer_id = 35 ORDER BY id;
+FETCH 2 FROM forwards;
+FETCH 2 FROM forwards;
+CLOSE forwards;
+DECLARE backwards SCROLL CURSOR FOR SELECT id FROM orders WHERE customer_id = 35 ORDER BY id;
+FETCH 2 FROM backwards;
+FETCH PRIOR FROM backwards;
+COMMIT;
+
+-- Privileges are the coordinator's: a role that may not read refunds is
+-- stopped here, before any node is asked.
+CREATE ROLE regress_router_reader;
+GRANT SELECT ON customers, orders TO regress_router_reader;
+SET ROLE regress_router_reader;
+SELECT count(*) FROM orders o WHERE customer_id = 36 AND NOT EXISTS (SELECT 1 FROM refunds f WHERE f.customer_id = o.customer_id);
+RESET ROLE;
+DROP OWNED BY regress_router_reader;
+DROP ROLE regress_router_reader;
+
+-- A node down: the other replica answers.  Two keys whose only healthy
+-- replicas differ: no node holds both, the plan below answers.
+SELECT k AS lone_key FROM generate_series(1, 60) k
+ WHERE replicas_for(k::bigint, 'pair') = ARRAY['w1', 'w2'] ORDER BY k LIMIT 1 \gset
+SELECT k AS other_key FROM generate_series(1, 60) k
+ WHERE replicas_for(k::bigint, 'pair') IN (ARRAY['w1', 'w3'], ARRAY['w3', 'w1']) ORDER BY k LIMIT 1 \gset
+SELECT ringshard.mark_node_down('w1');
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.id = :lone_key;
+SELECT count(*) = (SELECT count(*) FROM orders_local WHERE customer_id = :lone_key) AS same
+  FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.id = :lone_key;
+EXPLAIN (COSTS OFF) SELECT id FROM customers WHERE id = :lone_key UNION ALL SELECT id FROM orders WHERE customer_id = :other_key;
+SELECT differences(format('SELECT id FROM %%1$s WHERE id = %s UNION ALL SELECT id FROM %%2$s WHERE customer_id = %s', :lone_key, :other_key));
+SELECT ringshard.mark_node_up('w1');
+
+-- A topology change the rows have not followed yet: keys whose rows move
+-- are read where they still are, and every answer stays the same.
+SELECT ringshard.set_node_weight('w1', 3, 'pair');
+SELECT count(*) AS moving_tables FROM ringshard.table_overview WHERE layout <> 'in place';
+SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
+SELECT ringshard.set_node_weight('w1', 1, 'pair');
+
+-- Off, the same statements are planned table by table.
+SET ringshard.router_statements = off;
+SELECT count(*) FILTER (WHERE routed(query)) AS routed, sum(differences(query)) AS differences FROM queries;
+RESET ringshard.router_statements;
+
+\c contrib_regression
+DROP DATABASE router_coord WITH (FORCE);
+DROP DATABASE router_w1 WITH (FORCE);
+DROP DATABASE router_w2 WITH (FORCE);
+DROP DATABASE router_w3 WITH (FORCE);
