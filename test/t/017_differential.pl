@@ -19,6 +19,9 @@
 #   RINGSHARD_DIFF_STATEMENTS=n  how many statement units (default 3000)
 #   RINGSHARD_DIFF_DUMP=file     write every compared statement and both answers to a file
 #
+# Router statements (a SELECT fixed to one key over tables of several
+# families) are compared the same way, and most must go whole to one node.
+#
 # A refusal by design (SQLSTATE 0A000 on the distributed table only: an
 # UPDATE of the key, an UPDATE, DELETE or upsert that cannot be sent whole)
 # is not a difference; refusals are counted and listed apart, and most
@@ -1462,6 +1465,73 @@ sub gen_cursor
 	return { cat => 'cursor', stmts => \@stmts, txn => 1 };
 }
 
+# Router statements: every table fixed to one key, joined with a table of
+# another family ({pair}, {text}, {single}, {map}: the same side's table),
+# in joins, aggregates, window functions, CTEs, correlated subqueries and
+# UNION; prepared, generic plans too; after a write in a transaction.  Each
+# is run whole on one node holding those rows, where one does.
+my @router_partners = ('pair', 'text', 'single', 'map');
+sub gen_router
+{
+	my ($fam, $S) = @_;
+	my $k = some_id($fam);
+	my $x = '{' . pick(@router_partners) . '}';
+	my $kind = rint(0, 9);
+	my $date = lit_sql('date', $S, 'date');
+	my $cols = sub { my ($alias) = @_; join(', ', map { "$alias.$_" } grep { chance(0.5) } qw(i8 n n2 f8 fx d ts tz iv t vc e ip ia)) || "$alias.t" };
+	my $key = wpick([ 4, "a.id = $k" ], [ 1, "a.id = ${k}::int8" ], [ 1, "$k = a.id" ], [ 1, "a.id IN ($k)" ]);
+	my $sql;
+	if ($kind == 0)
+	{
+		$sql = "SELECT a.id, " . $cols->('a') . ', ' . $cols->('b') . " FROM {t} a JOIN $x b ON b.id = a.id WHERE $key";
+	}
+	elsif ($kind == 1)
+	{
+		$sql = "SELECT count(*), count(b.id), sum(a.i8), max(b.d), min(a.n2), sum(b.iv) FROM {t} a LEFT JOIN $x b ON b.id = a.id WHERE $key";
+	}
+	elsif ($kind == 2)
+	{
+		$sql = "SELECT id, rank() OVER (ORDER BY f8 NULLS LAST, id), count(*) OVER (), sum(n) OVER (ORDER BY id) FROM {t} a WHERE $key";
+	}
+	elsif ($kind == 3)
+	{
+		$sql = "WITH x AS (SELECT * FROM $x WHERE id = $k) SELECT a.id, x.n, x.iv, a.d FROM {t} a, x WHERE $key";
+	}
+	elsif ($kind == 4)
+	{
+		$sql = "SELECT a.id, a.d FROM {t} a WHERE $key AND " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.d > $date)";
+	}
+	elsif ($kind == 5)
+	{
+		$sql = "SELECT a.id, (SELECT b.t FROM $x b WHERE b.id = a.id), (SELECT count(*) FROM $x c WHERE c.id = a.id AND c.f8 > 0) FROM {t} a WHERE $key";
+	}
+	elsif ($kind == 6)
+	{
+		my $k2 = chance(0.5) ? $k : some_id($fam);
+		$sql = "SELECT id, t, d FROM {t} WHERE id = $k UNION ALL SELECT id, t, d FROM $x WHERE id = $k2";
+	}
+	elsif ($kind == 7)
+	{
+		$sql = "SELECT id, a.iv, b.iv, CASE WHEN a.n > b.n THEN 'a' ELSE coalesce(b.t, 'none') END FROM {t} a JOIN $x b USING (id) WHERE id = $k";
+	}
+	elsif ($kind == 8)
+	{
+		my @stmts = (stmt('SET plan_cache_mode = ' . pick('force_generic_plan', 'auto', 'force_custom_plan'), nocompare => 1));
+		push @stmts, stmt("PREPARE {p}(int4) AS SELECT a.id, a.f8, b.d, b.n FROM {t} a LEFT JOIN $x b ON b.id = a.id WHERE a.id = \$1");
+		push @stmts, stmt('EXECUTE {p}(' . some_id($fam) . ')') for 1 .. rint(2, 6);
+		push @stmts, stmt('DEALLOCATE {p}', nocompare => 1);
+		return { cat => 'router', stmts => \@stmts };
+	}
+	else
+	{
+		my $v = lit_sql('float8', $S, 'float8');
+		return { cat => 'router', writes => 1, txn => 1, stmts => [ stmt('BEGIN'), stmt("UPDATE {t} SET f8 = $v WHERE id = $k"),
+			stmt("SELECT a.id, a.f8, b.f8 FROM {t} a LEFT JOIN $x b ON b.id = a.id WHERE a.id = $k"),
+			stmt(chance(0.5) ? 'COMMIT' : 'ROLLBACK') ] };
+	}
+	return { cat => 'router', stmts => [ stmt($sql, explain => 1) ] };
+}
+
 # Upserts (INSERT ... ON CONFLICT): new and existing ids, a key twice in
 # one statement (DO UPDATE must fail with 21000, DO NOTHING skip it), new
 # values from the existing row (alias x), EXCLUDED, constants, stable functions; a
@@ -1703,6 +1773,7 @@ sub gen_unit
 		[ 3, sub { gen_transaction($fam, $S) } ],
 		[ 2, sub { gen_cursor($fam, $S) } ],
 		[ 8, sub { gen_upsert($fam, $S) } ],
+		[ 6, sub { gen_router($fam, $S) } ],
 		[ 0.6, sub { gen_refused($fam, $S) } ]);
 	return $g->();
 }
@@ -1723,11 +1794,13 @@ if ($ENV{RINGSHARD_DIFF_DUMP})
 
 sub instantiate
 {
-	my ($u, $table, $tag) = @_;
+	my ($u, $table, $tag, $side) = @_;
 	return map {
 		my %s = %$_;
 		# outside string literals only: a generated text value may hold "{t}"
 		$s{sql} =~ s/('(?:[^']|'')*')|\{t\}/defined $1 ? $1 : $table/ge;
+		# router statements: a table of another family, on the same side
+		$s{sql} =~ s/('(?:[^']|'')*')|\{(pair|text|single|map)\}/defined $1 ? $1 : $families{$2}{$side}/ge;
 		$s{sql} =~ s/('(?:[^']|'')*')|\{p\}/defined $1 ? $1 : "rs_$tag"/ge;
 		\%s
 	} @{ $u->{stmts} };
@@ -1812,7 +1885,7 @@ sub run_unit
 	my $cat = $u->{cat};
 	$unit_no++;
 	$stats{$cat}{units}++;
-	my @d_stmts = instantiate($u, $fam->{dist}, "d$unit_no");
+	my @d_stmts = instantiate($u, $fam->{dist}, "d$unit_no", 'dist');
 	my ($set, @dres) = ps_run(stmt(settings_sql($S)), @d_stmts);
 	die "settings were refused: $set->{err}" if $set->{state} ne '00000' && $set->{state} ne 'LOST';
 	my $refused;
@@ -1824,7 +1897,7 @@ sub run_unit
 			last;
 		}
 	}
-	my @l_stmts = instantiate($u, $fam->{local}, "l$unit_no");
+	my @l_stmts = instantiate($u, $fam->{local}, "l$unit_no", 'local');
 	my $offset = 0;
 	if (defined $refused && $cat ne 'refused')
 	{
@@ -1874,6 +1947,14 @@ sub run_unit
 			settings => settings_text($current), dist => answer_text($d), local => answer_text($l));
 		$diverged = 1;
 		last;
+	}
+	# how many router statements are planned to go whole (EXPLAIN, on the distributed side)
+	for my $st (grep { $_->{explain} } @d_stmts)
+	{
+		my ($plan) = ps_run({ sql => "EXPLAIN (COSTS OFF) $st->{sql}" });
+		next if $plan->{state} ne '00000';
+		$stats{$cat}{explained}++;
+		$stats{$cat}{routed}++ if grep { /ringshard router/ } @{ $plan->{rows} };
 	}
 	$dirty{ $fam->{name} } = 1 if $u->{writes};
 	check_contents($fam, "after unit $unit_no") if $diverged && $u->{writes};
@@ -2104,6 +2185,12 @@ for my $cat ('upsert', 'keys_upsert')
 	my $n = $stats{$cat}{statements} // 0;
 	my $refused = $stats{$cat}{refusals} // 0;
 	ok($n >= 20 && $refused <= $n * 0.15, "$cat: $refused of $n statements refused (at most 15 %)");
+}
+# Most single-key statements over several tables go whole to one node.
+{
+	my ($explained, $routed) = ($stats{router}{explained} // 0, $stats{router}{routed} // 0);
+	diag("router statements: $routed of $explained planned to go whole to one node");
+	ok($explained >= 20 && $routed >= $explained * 0.5, "router: $routed of $explained statements go whole (at least half)");
 }
 for my $cat (sort keys %stats)
 {
