@@ -111,7 +111,12 @@ INSERT INTO queries (query) VALUES
 	('SELECT count(*) FROM %2$s WHERE customer_id = 25 AND placed < now()'),
 	('SELECT count(*) FROM %2$s WHERE customer_id = 26 AND id > (SELECT count(*) FROM pg_catalog.pg_am WHERE amname = ''nothing'')'),
 	('SELECT count(*) FROM %2$s WHERE customer_id = 27 AND random() >= 0'),
-	('SELECT count(*) FROM %2$s o LEFT JOIN %3$s f ON f.customer_id = o.customer_id AND o.customer_id = 28');
+	('SELECT count(*) FROM %2$s o LEFT JOIN %3$s f ON f.customer_id = o.customer_id AND o.customer_id = 28'),
+	-- a derived table: the outer condition on its output fixes its tables (routed) ...
+	('SELECT * FROM (SELECT o.id, o.customer_id, c.name FROM %2$s o JOIN %1$s c ON c.id = o.customer_id) s WHERE s.customer_id = 38'),
+	-- ... but not through grouping or a LIMIT, which read other keys' rows too (not routed)
+	('SELECT * FROM (SELECT customer_id, count(*) FROM %2$s GROUP BY customer_id) s WHERE s.customer_id = 39'),
+	('SELECT * FROM (SELECT customer_id, id FROM %2$s ORDER BY id LIMIT 100) s WHERE s.customer_id = 40');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 
 -- What EXPLAIN shows: the nodes that can answer, the SQL they get, and the
@@ -188,6 +193,26 @@ SELECT count(*) FROM orders o WHERE customer_id = 36 AND NOT EXISTS (SELECT 1 FR
 RESET ROLE;
 DROP OWNED BY regress_router_reader;
 DROP ROLE regress_router_reader;
+
+-- Views: a view of distributed tables is a subquery, routed as one; the
+-- nodes are asked as the view's owner, as they are for its tables.  A
+-- security barrier view takes the usual plan (its conditions must run first).
+CREATE VIEW big_orders AS SELECT customer_id, id, amount FROM orders WHERE amount > 30;
+CREATE VIEW big_orders_local AS SELECT customer_id, id, amount FROM orders_local WHERE amount > 30;
+CREATE VIEW guarded_orders WITH (security_barrier) AS SELECT customer_id, id, amount FROM orders WHERE amount > 30;
+SELECT routed('SELECT count(*), sum(amount) FROM big_orders WHERE customer_id = 37') AS view_routed,
+	   routed('SELECT count(*), sum(amount) FROM guarded_orders WHERE customer_id = 37') AS barrier_routed;
+SELECT count(*), sum(amount) FROM big_orders WHERE customer_id = 37;
+SELECT count(*), sum(amount) FROM big_orders_local WHERE customer_id = 37;
+SELECT count(*), sum(amount) FROM guarded_orders WHERE customer_id = 37;
+CREATE ROLE regress_router_viewer;
+GRANT SELECT ON big_orders TO regress_router_viewer;
+SET ROLE regress_router_viewer;
+SELECT count(*), sum(amount) FROM big_orders WHERE customer_id = 37;
+SELECT count(*) FROM orders WHERE customer_id = 37;
+RESET ROLE;
+DROP OWNED BY regress_router_viewer;
+DROP ROLE regress_router_viewer;
 
 -- A node down: the other replica answers.  Two keys whose only healthy
 -- replicas differ: no node holds both, the plan below answers.

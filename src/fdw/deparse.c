@@ -14,15 +14,17 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "nodes/parsenodes.h"
-#include "utils/array.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -578,6 +580,8 @@ query_unshippable_part(Query *query, ShipContext *ctx)
 
 		if (rte->securityQuals != NIL)
 			return "a table with row security";
+		if (rte->rtekind == RTE_SUBQUERY && rte->security_barrier)
+			return "a security barrier view (the node would not keep its conditions first)";
 		if (rte->rtekind == RTE_TABLEFUNC || rte->rtekind == RTE_NAMEDTUPLESTORE)
 			return "a table function";
 		if (rte->rtekind == RTE_FUNCTION && rte->funcordinality)
@@ -1651,5 +1655,97 @@ rsfdw_deparse_column_type(Oid relid, AttrNumber attnum)
 					   quote_qualified_identifier(get_namespace_name(form->collnamespace), NameStr(form->collname)));
 		ReleaseSysCache(tuple);
 	}
+	return sql;
+}
+
+/* Parameters of the node's statement: $n renumbered from 1 in order of use, each with an explicit cast. */
+typedef struct ParamRenumbering
+{
+	List	   *original_ids;	/* of the node's $1, $2, ... */
+} ParamRenumbering;
+
+static Node *
+renumber_params_mutator(Node *node, ParamRenumbering *ctx)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Query))
+		return (Node *) query_tree_mutator((Query *) node, renumber_params_mutator, ctx, 0);
+	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+	{
+		Param	   *param = (Param *) copyObject(node);
+		int			position = -1;
+		ListCell   *lc;
+
+		foreach(lc, ctx->original_ids)
+			if (lfirst_int(lc) == param->paramid)
+				position = foreach_current_index(lc);
+		if (position < 0)
+		{
+			ctx->original_ids = lappend_int(ctx->original_ids, param->paramid);
+			position = list_length(ctx->original_ids) - 1;
+		}
+		param->paramid = position + 1;
+		/* $1::type: the node must not infer another type from the context */
+		return (Node *) makeRelabelType((Expr *) param, param->paramtype, param->paramtypmod, param->paramcollid,
+										COERCE_EXPLICIT_CAST);
+	}
+	return expression_tree_mutator(node, renumber_params_mutator, ctx);
+}
+
+/*
+ * ruleutils indents its output over many lines: one line reads better in
+ * EXPLAIN and in the node's log.  Runs of white space outside literals and
+ * quoted names become one space (inside quotes, '' and "" toggle twice).
+ */
+static char *
+one_line(const char *sql)
+{
+	StringInfoData buf;
+	char		quote = 0;
+	bool		space = false;
+
+	initStringInfo(&buf);
+	for (const char *p = sql; *p; p++)
+	{
+		if (quote == 0 && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		{
+			space = buf.len > 0;
+			continue;
+		}
+		if (space)
+			appendStringInfoChar(&buf, ' ');
+		space = false;
+		if (quote == 0 && (*p == '\'' || *p == '"'))
+			quote = *p;
+		else if (quote != 0 && *p == quote)
+			quote = 0;
+		appendStringInfoChar(&buf, *p);
+	}
+	return buf.data;
+}
+
+/*
+ * A router statement (fdw/router.c) as a node runs it: PostgreSQL's own
+ * deparsing of the whole query, with every name qualified (search_path is
+ * pg_catalog meanwhile), literals printed under the pinned transmission
+ * settings, and the parameters it uses renumbered $1..$n, each with an
+ * explicit cast; *param_ids are their numbers in the statement.
+ */
+char *
+rsfdw_router_sql_text(Query *query, List **param_ids)
+{
+	ParamRenumbering ctx = {NIL};
+	Query	   *copy = query_tree_mutator(copyObject(query), renumber_params_mutator, &ctx, 0);
+	int			transmission = remote_transmission_begin(true);
+	int			nest = NewGUCNestLevel();
+	char	   *sql;
+
+	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+							 false);
+	sql = one_line(pg_get_querydef(copy, false));
+	AtEOXact_GUC(true, nest);
+	remote_transmission_end(transmission);
+	*param_ids = ctx.original_ids;
 	return sql;
 }

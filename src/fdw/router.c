@@ -29,7 +29,7 @@
  * we would goes whole: built-in immutable functions and operators, built-in
  * types, collations the node derives (deparse.c); a stable function such as
  * now() would be the node's own, so such statements take the usual plan.
- * The SQL is PostgreSQL's own deparsing of the statement (ruleutils), with
+ * The SQL is PostgreSQL's own deparsing of the statement (deparse.c), with
  * every name qualified and every literal printed under the pinned
  * transmission settings; parameters travel as text with their types.
  */
@@ -54,7 +54,6 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/ruleutils.h"
 #include "utils/typcache.h"
 
 #include "commands/ddl.h"
@@ -72,7 +71,9 @@ typedef struct RoutedTable
 	AttrNumber	key_attnum;
 	Oid			key_type;
 	Oid			key_eqop;
+	Oid			check_as_user;	/* a view's owner, or InvalidOid: the current user */
 	Expr	   *value;			/* of key_type, no columns: constants and parameters */
+	bool		subquery_column;	/* not a table: an output column (key_attnum) of a subquery in FROM */
 } RoutedTable;
 
 /* One query level of the statement, for correlated references. */
@@ -104,7 +105,7 @@ typedef struct SubqueryWalk
 	RouterAnalysis *analysis;
 } SubqueryWalk;
 
-static void analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis);
+static void analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *analysis);
 static bool subquery_walker(Node *node, SubqueryWalk *walk);
 static void highest_plan_node_id(Plan *plan, int *highest);
 
@@ -115,8 +116,9 @@ strip_casts(Node *node)
 	return strip_implicit_coercions(node);
 }
 
+/* The table (or subquery column) of this level whose key is column attnum of entry rti. */
 static RoutedTable *
-level_table(QueryLevel *level, Index rti)
+level_key(QueryLevel *level, Index rti, AttrNumber attnum)
 {
 	ListCell   *lc;
 
@@ -124,7 +126,7 @@ level_table(QueryLevel *level, Index rti)
 	{
 		RoutedTable *t = lfirst(lc);
 
-		if (t->rti == rti)
+		if (t->rti == rti && t->key_attnum == attnum)
 			return t;
 	}
 	return NULL;
@@ -173,9 +175,9 @@ key_column_table(QueryLevel *level, Node *node, int *levelsup)
 	column = *(Var *) node;
 	column.varlevelsup = 0;
 	var = underlying_column(at, &column);
-	table = level_table(at, var->varno);
+	table = level_key(at, var->varno, var->varattno);
 	*levelsup = (int) ((Var *) node)->varlevelsup;
-	return table && table->key_attnum == var->varattno ? table : NULL;
+	return table;
 }
 
 /* Whether an expression (without sublinks) has a column of any query level. */
@@ -310,9 +312,85 @@ fix_by(QueryLevel *level, FixingClause *fc, Node *target, Node *other, bool targ
 	return true;
 }
 
+/*
+ * A subquery in FROM whose output rows are its input rows filtered, joined
+ * and projected (a view, a derived table): a condition on an output column
+ * that is a table's key restricts that table's rows.  Not so through
+ * grouping, DISTINCT, LIMIT, window functions or set operations, which
+ * read rows the condition does not keep.
+ */
+static bool
+is_simple_subquery(Query *query)
+{
+	return query->commandType == CMD_SELECT && !query->hasAggs && !query->hasWindowFuncs &&
+		!query->hasTargetSRFs && query->groupClause == NIL && query->groupingSets == NIL &&
+		query->havingQual == NULL && query->distinctClause == NIL && query->limitCount == NULL &&
+		query->limitOffset == NULL && query->setOperations == NULL;
+}
+
+/* The output columns of this level's simple subqueries in FROM, to be fixed like keys. */
+static void
+add_subquery_columns(QueryLevel *level)
+{
+	ListCell   *lc;
+	Index		rti = 0;
+
+	foreach(lc, level->query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ListCell   *lt;
+
+		rti++;
+		if (rte->rtekind != RTE_SUBQUERY || rte->lateral || !is_simple_subquery(rte->subquery))
+			continue;
+		foreach(lt, rte->subquery->targetList)
+		{
+			TargetEntry *tle = lfirst(lt);
+			RoutedTable *column;
+			Node	   *expr = strip_casts((Node *) tle->expr);
+
+			if (tle->resjunk || expr == NULL || !IsA(expr, Var))
+				continue;
+			column = palloc0(sizeof(RoutedTable));
+			column->rti = rti;
+			column->key_attnum = tle->resno;
+			column->key_type = exprType((Node *) tle->expr);
+			column->key_eqop = lookup_type_cache(column->key_type, TYPECACHE_EQ_OPR)->eq_opr;
+			column->subquery_column = true;
+			if (OidIsValid(column->key_eqop))
+				level->tables = lappend(level->tables, column);
+		}
+	}
+}
+
+/*
+ * The subquery's tables fixed by the outer query's conditions on its output
+ * columns (seeds: the outer level's fixed subquery columns of this rti).
+ */
+static void
+apply_seeds(QueryLevel *level, List *seeds)
+{
+	ListCell   *lc;
+
+	foreach(lc, seeds)
+	{
+		RoutedTable *seed = lfirst(lc);
+		TargetEntry *tle = get_tle_by_resno(level->query->targetList, seed->key_attnum);
+		int			levelsup = 0;
+		RoutedTable *table;
+
+		if (tle == NULL || exprType((Node *) tle->expr) != seed->key_type)
+			continue;
+		table = key_column_table(level, (Node *) tle->expr, &levelsup);
+		if (table == NULL || levelsup != 0 || table->value != NULL || table->key_type != seed->key_type)
+			continue;
+		table->value = seed->value;
+	}
+}
+
 /* Fix this level's tables from its clauses, then analyze the queries below it. */
 static void
-analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
+analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *analysis)
 {
 	QueryLevel	level = {query, outer, NIL};
 	List	   *clauses = NIL;
@@ -327,6 +405,8 @@ analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
 		rti++;
 		if (rte->rtekind != RTE_RELATION)
 			continue;
+		if (rte->relkind == RELKIND_VIEW && !rte->inFromCl)
+			continue;			/* a view's own entry, kept for its privileges: the view is a subquery */
 		if (rte->relkind == RELKIND_FOREIGN_TABLE && is_distributed_table(rte->relid))
 		{
 			RoutedTable *table = palloc0(sizeof(RoutedTable));
@@ -334,6 +414,7 @@ analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
 
 			table->rti = rti;
 			table->relid = rte->relid;
+			table->check_as_user = rte->checkAsUser;
 			rsfdw_table_info(rte->relid, &table->key_attnum, &table->key_type, &keyspace_attnum);
 			table->key_eqop = lookup_type_cache(table->key_type, TYPECACHE_EQ_OPR)->eq_opr;
 			if (keyspace_attnum > 0 || !OidIsValid(table->key_eqop))
@@ -345,10 +426,12 @@ analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
 		}
 		else
 		{
-			analysis->failed = true;	/* a local table, a view's own entry, ...: not on the nodes */
+			analysis->failed = true;	/* a local table: not on the nodes */
 			return;
 		}
 	}
+	apply_seeds(&level, seeds);
+	add_subquery_columns(&level);
 
 	collect_clauses(query, (Node *) query->jointree, NULL, true, &clauses);
 	do
@@ -372,6 +455,8 @@ analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
 	{
 		RoutedTable *table = lfirst(lc);
 
+		if (table->subquery_column)
+			continue;
 		if (table->value == NULL)
 		{
 			analysis->failed = true;
@@ -380,11 +465,48 @@ analyze_level(Query *query, QueryLevel *outer, RouterAnalysis *analysis)
 		analysis->tables = lappend(analysis->tables, table);
 	}
 
-	/* the subqueries of this level: in FROM, in WITH, and sublinks anywhere */
+	/*
+	 * The queries below this level: subqueries in FROM (with what this
+	 * level's conditions fix of their output), then those in functions and
+	 * VALUES of FROM, in WITH, and sublinks anywhere.
+	 */
 	{
 		SubqueryWalk walk = {&level, analysis};
 
-		(void) query_tree_walker(query, subquery_walker, &walk, 0);
+		rti = 0;
+		foreach(lc, query->rtable)
+		{
+			RangeTblEntry *rte = lfirst(lc);
+			List	   *subquery_seeds = NIL;
+			ListCell   *lt;
+
+			rti++;
+			if (analysis->failed)
+				return;
+			switch (rte->rtekind)
+			{
+				case RTE_SUBQUERY:
+					foreach(lt, level.tables)
+					{
+						RoutedTable *column = lfirst(lt);
+
+						if (column->subquery_column && column->rti == rti && column->value != NULL)
+							subquery_seeds = lappend(subquery_seeds, column);
+					}
+					analyze_level(rte->subquery, &level, subquery_seeds, analysis);
+					break;
+				case RTE_FUNCTION:
+					(void) subquery_walker((Node *) rte->functions, &walk);
+					break;
+				case RTE_VALUES:
+					(void) subquery_walker((Node *) rte->values_lists, &walk);
+					break;
+				default:
+					break;
+			}
+		}
+		if (!analysis->failed)
+			(void) query_tree_walker(query, subquery_walker, &walk, QTW_IGNORE_RANGE_TABLE);
 	}
 }
 
@@ -396,7 +518,7 @@ subquery_walker(Node *node, SubqueryWalk *walk)
 		return walk->analysis->failed;
 	if (IsA(node, Query))
 	{
-		analyze_level((Query *) node, walk->level, walk->analysis);
+		analyze_level((Query *) node, walk->level, NIL, walk->analysis);
 		return walk->analysis->failed;
 	}
 	return expression_tree_walker(node, subquery_walker, (void *) walk);
@@ -455,93 +577,11 @@ rsfdw_router_candidate(Query *parse, int cursor_options)
 	return rsfdw_query_unshippable_reason(parse) == NULL;
 }
 
-/* Parameters of the node's statement: $n renumbered from 1 in order of use, each with an explicit cast. */
-typedef struct ParamRenumbering
-{
-	List	   *original_ids;	/* of the node's $1, $2, ... */
-} ParamRenumbering;
-
-static Node *
-renumber_params_mutator(Node *node, ParamRenumbering *ctx)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Query))
-		return (Node *) query_tree_mutator((Query *) node, renumber_params_mutator, ctx, 0);
-	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
-	{
-		Param	   *param = (Param *) copyObject(node);
-		int			position = -1;
-		ListCell   *lc;
-
-		foreach(lc, ctx->original_ids)
-			if (lfirst_int(lc) == param->paramid)
-				position = foreach_current_index(lc);
-		if (position < 0)
-		{
-			ctx->original_ids = lappend_int(ctx->original_ids, param->paramid);
-			position = list_length(ctx->original_ids) - 1;
-		}
-		param->paramid = position + 1;
-		/* $1::type: the node must not infer another type from the context */
-		return (Node *) makeRelabelType((Expr *) param, param->paramtype, param->paramtypmod, param->paramcollid,
-										COERCE_EXPLICIT_CAST);
-	}
-	return expression_tree_mutator(node, renumber_params_mutator, ctx);
-}
-
 /*
- * ruleutils indents its output over many lines: one line reads better in
- * EXPLAIN and in the node's log.  Runs of white space outside literals and
- * quoted names become one space (inside quotes, '' and "" toggle twice).
+ * custom_private: [0] node SQL, [1] the original ids of its parameters,
+ * [2] relids, [3] output attnums of the plan below, [4] the role to read as
+ * (InvalidOid: the current user)
  */
-static char *
-one_line(const char *sql)
-{
-	StringInfoData buf;
-	char		quote = 0;
-	bool		space = false;
-
-	initStringInfo(&buf);
-	for (const char *p = sql; *p; p++)
-	{
-		if (quote == 0 && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-		{
-			space = buf.len > 0;
-			continue;
-		}
-		if (space)
-			appendStringInfoChar(&buf, ' ');
-		space = false;
-		if (quote == 0 && (*p == '\'' || *p == '"'))
-			quote = *p;
-		else if (quote != 0 && *p == quote)
-			quote = 0;
-		appendStringInfoChar(&buf, *p);
-	}
-	return buf.data;
-}
-
-/* The statement as a node runs it: every name qualified, literals printed under pinned settings. */
-static char *
-node_sql(Query *query, List **param_ids)
-{
-	ParamRenumbering ctx = {NIL};
-	Query	   *copy = query_tree_mutator(copyObject(query), renumber_params_mutator, &ctx, 0);
-	int			transmission = remote_transmission_begin(true);
-	int			nest = NewGUCNestLevel();
-	char	   *sql;
-
-	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-							 false);
-	sql = one_line(pg_get_querydef(copy, false));
-	AtEOXact_GUC(true, nest);
-	remote_transmission_end(transmission);
-	*param_ids = ctx.original_ids;
-	return sql;
-}
-
-/* custom_private: [0] node SQL, [1] the original ids of its parameters, [2] relids, [3] output attnums of the plan below */
 static CustomScanMethods router_scan_methods;
 
 /*
@@ -567,17 +607,24 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	/* a statement the usual plan already sends whole, in one scan, gains nothing */
 	if (IsA(below, ForeignScan) && planned->subplans == NIL)
 		return planned;
-	analyze_level(original, NULL, &analysis);
+	analyze_level(original, NULL, NIL, &analysis);
 	if (analysis.failed || analysis.tables == NIL)
 		return planned;
 	foreach(lc, analysis.tables)
 	{
 		RoutedTable *table = lfirst(lc);
 
+		/*
+		 * The node is asked as one role: the one each table would be read
+		 * as (a view's owner for the tables in the view).  Tables read as
+		 * different roles take the usual plan.
+		 */
+		if (table->check_as_user != ((RoutedTable *) linitial(analysis.tables))->check_as_user)
+			return planned;
 		relids = lappend_oid(relids, table->relid);
 		values = lappend(values, table->value);
 	}
-	sql = node_sql(original, &param_ids);
+	sql = rsfdw_router_sql_text(original, &param_ids);
 
 	/* the rows the statement returns: the plan's target list without its junk columns */
 	foreach(lc, below->targetlist)
@@ -609,7 +656,8 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	router->scan.scanrelid = 0;
 	router->custom_scan_tlist = scan_tlist;
 	router->custom_exprs = values;
-	router->custom_private = list_make4(makeString(sql), param_ids, relids, output_attnums);
+	router->custom_private = list_make5(makeString(sql), param_ids, relids, output_attnums,
+										list_make1_oid(((RoutedTable *) linitial(analysis.tables))->check_as_user));
 	router->methods = &router_scan_methods;
 
 	/* plan_node_id: unique in the statement; the new top takes one past the highest */
@@ -675,6 +723,7 @@ typedef struct RouterScanState
 	List	   *param_ids;
 	List	   *relids;
 	List	   *output_attnums;
+	Oid			userid;
 	List	   *value_states;
 	char	  **nodes;			/* the nodes that hold every table's rows of its key, healthy ones */
 	int			nnodes;
@@ -777,6 +826,9 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	state->param_ids = lsecond(plan->custom_private);
 	state->relids = lthird(plan->custom_private);
 	state->output_attnums = lfourth(plan->custom_private);
+	state->userid = linitial_oid((List *) list_nth(plan->custom_private, 4));
+	if (!OidIsValid(state->userid))
+		state->userid = GetUserId();
 	foreach(lc, plan->custom_exprs)
 		state->value_states = lappend(state->value_states, ExecInitExpr(lfirst(lc), &node->ss.ps));
 	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
@@ -827,7 +879,7 @@ static void
 run_on_node(RouterScanState *state, EState *estate)
 {
 	const char **params = param_texts(state, estate);
-	Oid			userid = GetUserId();
+	Oid			userid = state->userid;
 	int			nfields = list_length(state->output_attnums);
 
 	for (int i = 0; i < state->nnodes; i++)
