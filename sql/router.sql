@@ -235,6 +235,102 @@ SELECT count(*) AS moving_tables FROM ringshard.table_overview WHERE layout <> '
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 SELECT ringshard.set_node_weight('w1', 1, 'pair');
 
+-- Writes that read other tables, every table fixed to one key (UPDATE ...
+-- FROM, DELETE ... USING, subqueries, WITH): whole on every replica of the
+-- key at once, in one atomic commit; 1.1 refused them.  Each runs on both
+-- sides; the row counts and then the tables must be the same.
+CREATE FUNCTION write_both(statement text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	distributed bigint;
+	local bigint;
+BEGIN
+	EXECUTE format(statement, 'customers', 'orders', 'refunds');
+	GET DIAGNOSTICS distributed = ROW_COUNT;
+	EXECUTE format(statement, 'customers_local', 'orders_local', 'refunds_local');
+	GET DIAGNOSTICS local = ROW_COUNT;
+	RETURN format('%s rows, %s locally', distributed, local);
+END $$;
+SELECT write_both('UPDATE %2$s o SET amount = o.amount + 1 FROM %1$s c WHERE c.id = o.customer_id AND c.id = 42 AND c.region = ''north''');
+SELECT write_both('DELETE FROM %3$s f USING %2$s o WHERE o.customer_id = f.customer_id AND f.customer_id = 43 AND o.id = f.order_id AND o.amount > 20');
+SELECT write_both('UPDATE %1$s c SET name = c.name || '' (refunded)'' WHERE c.id = 44 AND EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = c.id)');
+SELECT write_both('WITH big AS (SELECT id FROM %2$s WHERE customer_id = 45 AND amount > 30) DELETE FROM %2$s o WHERE o.customer_id = 45 AND o.id IN (SELECT id FROM big)');
+SELECT write_both('UPDATE %2$s o SET amount = 0 FROM (SELECT id FROM %1$s WHERE region IS NULL) c WHERE c.id = o.customer_id AND o.customer_id = 47');
+SELECT routed('UPDATE %2$s o SET amount = o.amount + 1 FROM %1$s c WHERE c.id = o.customer_id AND c.id = 42') AS update_routed,
+	   routed('DELETE FROM %3$s f USING %2$s o WHERE o.customer_id = f.customer_id AND f.customer_id = 43') AS delete_routed,
+	   routed('UPDATE %2$s SET amount = 1 WHERE customer_id = 42') AS single_table_routed;
+EXPLAIN (VERBOSE, COSTS OFF)
+UPDATE orders o SET amount = o.amount + 1 FROM customers c WHERE c.id = o.customer_id AND c.id = 42 RETURNING o.id, o.amount;
+UPDATE orders o SET amount = o.amount + 1 FROM customers c WHERE c.id = o.customer_id AND c.id = 42 AND o.id = 41
+RETURNING o.id, o.amount, c.name;
+UPDATE orders_local o SET amount = o.amount + 1 FROM customers_local c WHERE c.id = o.customer_id AND c.id = 42 AND o.id = 41
+RETURNING o.id, o.amount, c.name;
+-- prepared, a generic plan: each execution its own key
+PREPARE pay(bigint, numeric) AS
+	UPDATE orders o SET amount = o.amount - $2 FROM customers c WHERE c.id = o.customer_id AND o.customer_id = $1 AND c.since < '2024-03-01';
+PREPARE pay_local(bigint, numeric) AS
+	UPDATE orders_local o SET amount = o.amount - $2 FROM customers_local c WHERE c.id = o.customer_id AND o.customer_id = $1 AND c.since < '2024-03-01';
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE pay(48, 0.5);
+EXECUTE pay(48, 0.5);
+EXECUTE pay_local(48, 0.5);
+EXECUTE pay(49, 1.25);
+EXECUTE pay_local(49, 1.25);
+RESET plan_cache_mode;
+-- rolled back: nothing stays
+BEGIN;
+UPDATE orders o SET amount = 1000 FROM customers c WHERE c.id = o.customer_id AND c.id = 50;
+SELECT max(amount) FROM orders WHERE customer_id = 50;
+ROLLBACK;
+SELECT differences('TABLE %1$s') AS customers, differences('TABLE %2$s') AS orders, differences('TABLE %3$s') AS refunds;
+SELECT count(*) AS diverged FROM ringshard.verify_table('orders');
+SELECT count(*) AS diverged FROM ringshard.verify_table('customers');
+SELECT count(*) AS diverged FROM ringshard.verify_table('refunds');
+-- still refused, as the table-by-table path refuses them: no key, a new key, now()
+UPDATE orders o SET amount = 0 FROM customers c WHERE c.id = o.customer_id;
+UPDATE orders o SET customer_id = 99 FROM customers c WHERE c.id = o.customer_id AND c.id = 46;
+UPDATE orders o SET placed = now() FROM customers c WHERE c.id = o.customer_id AND c.id = 46;
+-- a read-only transaction, and privileges: the coordinator's
+BEGIN READ ONLY;
+UPDATE orders o SET amount = 0 FROM customers c WHERE c.id = o.customer_id AND c.id = 46;
+ROLLBACK;
+CREATE ROLE regress_router_writer;
+GRANT SELECT, UPDATE ON orders TO regress_router_writer;
+SET ROLE regress_router_writer;
+UPDATE orders o SET amount = 0 FROM customers c WHERE c.id = o.customer_id AND c.id = 46;
+RESET ROLE;
+DROP OWNED BY regress_router_writer;
+DROP ROLE regress_router_writer;
+-- a table on another ring does not hold the rows on the same nodes
+SELECT ringshard.create_ring('solo');
+SELECT ringshard.add_node('w' || i, ring => 'solo') FROM generate_series(1, 3) i;
+SELECT count(*) FROM ringshard.sync_topology();
+CREATE TABLE notes (customer_id bigint, note text);
+SELECT ringshard.distribute_table('notes', 'customer_id', 'solo');
+SELECT ringshard.create_distributed_table('notes');
+INSERT INTO notes VALUES (46, 'vip');
+UPDATE orders o SET amount = 0 FROM notes n WHERE n.customer_id = o.customer_id AND o.customer_id = 46;
+-- a replica down: refused, nothing changed (no queue for such a write)
+SELECT ringshard.mark_node_down('w1');
+UPDATE orders o SET amount = 0 FROM customers c WHERE c.id = o.customer_id AND c.id = :lone_key;
+SELECT ringshard.mark_node_up('w1');
+-- replicas that hold different rows: the statement fails, nothing changes
+-- (a row of the key changed behind the coordinator's back, on w2)
+\c router_w2
+UPDATE orders SET amount = amount + 1000 WHERE customer_id = :lone_key AND id = :lone_key - 1;
+\c router_coord
+SET client_min_messages = warning;
+SELECT replicas_for(:lone_key::bigint, 'pair');
+\set VERBOSITY sqlstate
+UPDATE orders o SET amount = 0 FROM customers c WHERE c.id = o.customer_id AND c.id = :lone_key AND o.amount > 1000 RETURNING o.id;
+DELETE FROM orders o USING customers c WHERE c.id = o.customer_id AND c.id = :lone_key AND o.amount > 1000;
+\set VERBOSITY default
+UPDATE orders o SET amount = 0 FROM customers c WHERE c.id = o.customer_id AND c.id = :lone_key AND o.amount > 1000 RETURNING o.id;
+\c router_w2
+UPDATE orders SET amount = amount - 1000 WHERE customer_id = :lone_key AND id = :lone_key - 1;
+\c router_coord
+SET client_min_messages = warning;
+SELECT differences('TABLE %2$s') AS orders;
+
 -- Off, the same statements are planned table by table.
 SET ringshard.router_statements = off;
 SELECT count(*) FILTER (WHERE routed(query)) AS routed, sum(differences(query)) AS differences FROM queries;

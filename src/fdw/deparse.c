@@ -49,6 +49,7 @@ typedef struct ShipContext
 	Index		excluded_varno; /* an upsert's EXCLUDED row (its columns are the table's), or 0 */
 	Oid			relid;
 	bool		whole_query;	/* a router statement: columns of any table, subqueries, aggregates */
+	Query	   *top_write;		/* ... that is this UPDATE or DELETE */
 	const char *reason;			/* why the first part that does not ship does not */
 } ShipContext;
 
@@ -568,7 +569,9 @@ query_unshippable_part(Query *query, ShipContext *ctx)
 {
 	ListCell   *lc;
 
-	if (query->commandType != CMD_SELECT || query->utilityStmt != NULL)
+	if (query->utilityStmt != NULL ||
+		(query->commandType != CMD_SELECT && !(query == ctx->top_write &&
+											   (query->commandType == CMD_UPDATE || query->commandType == CMD_DELETE))))
 		return "a statement that writes";
 	if (query->rowMarks != NIL || query->hasForUpdate)
 		return "FOR UPDATE or FOR SHARE";
@@ -604,8 +607,8 @@ query_unshippable_part(Query *query, ShipContext *ctx)
 }
 
 /*
- * Why a whole SELECT (a router statement, fdw/router.c) cannot be sent to a
- * node as it is, or NULL.  Volatile and stable functions stay here (the
+ * Why a whole SELECT, UPDATE or DELETE (a router statement, fdw/router.c)
+ * cannot be sent to a node as it is, or NULL.  Volatile and stable functions stay here (the
  * node would give its own now()), as do types the nodes may not have.
  */
 const char *
@@ -616,6 +619,7 @@ rsfdw_query_unshippable_reason(Query *query)
 
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.whole_query = true;
+	ctx.top_write = query->commandType == CMD_SELECT ? NULL : query;
 	if (contain_volatile_functions((Node *) query))
 		return "a volatile function";
 	why = query_unshippable_part(query, &ctx);

@@ -56,6 +56,8 @@ extern Expr *rsfdw_value_as_key(Expr *value, Oid value_type, Oid key_type, bool 
 /* router.c: a SELECT fixed to one key on every table, sent whole to one node */
 extern bool rsfdw_router_candidate(Query *parse, int cursor_options);
 extern PlannedStmt *rsfdw_plan_router(Query *original, PlannedStmt *planned);
+extern bool rsfdw_router_write_candidate(Query *parse);
+extern PlannedStmt *rsfdw_plan_router_write(Query *parse);
 extern void rsfdw_router_init(void);
 
 extern void rsGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid);

@@ -56,10 +56,13 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
+#include "fdw/write_locks.h"
+
 #include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
 #include "remote/connection.h"
+#include "remote/transaction.h"
 #include "remote/values.h"
 #include "routing/placement.h"
 
@@ -74,6 +77,7 @@ typedef struct RoutedTable
 	Oid			check_as_user;	/* a view's owner, or InvalidOid: the current user */
 	Expr	   *value;			/* of key_type, no columns: constants and parameters */
 	bool		subquery_column;	/* not a table: an output column (key_attnum) of a subquery in FROM */
+	Query	   *query;			/* the query level whose range table entry rti it is */
 } RoutedTable;
 
 /* One query level of the statement, for correlated references. */
@@ -108,6 +112,7 @@ typedef struct SubqueryWalk
 static void analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *analysis);
 static bool subquery_walker(Node *node, SubqueryWalk *walk);
 static void highest_plan_node_id(Plan *plan, int *highest);
+static bool collect_relations_walker(Node *node, void *context);
 
 /* Strip relabelings and implicit casts. */
 static Node *
@@ -353,6 +358,7 @@ add_subquery_columns(QueryLevel *level)
 				continue;
 			column = palloc0(sizeof(RoutedTable));
 			column->rti = rti;
+			column->query = level->query;
 			column->key_attnum = tle->resno;
 			column->key_type = exprType((Node *) tle->expr);
 			column->key_eqop = lookup_type_cache(column->key_type, TYPECACHE_EQ_OPR)->eq_opr;
@@ -413,6 +419,7 @@ analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *anal
 			AttrNumber	keyspace_attnum;
 
 			table->rti = rti;
+			table->query = query;
 			table->relid = rte->relid;
 			table->check_as_user = rte->checkAsUser;
 			rsfdw_table_info(rte->relid, &table->key_attnum, &table->key_type, &keyspace_attnum);
@@ -853,14 +860,14 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 
 /* The statement's parameters as the node gets them: text, printed under the pinned settings. */
 static const char **
-param_texts(RouterScanState *state, EState *estate)
+param_texts(List *param_ids, EState *estate)
 {
 	ParamListInfo params = estate->es_param_list_info;
-	const char **texts = palloc0(sizeof(char *) * Max(list_length(state->param_ids), 1));
+	const char **texts = palloc0(sizeof(char *) * Max(list_length(param_ids), 1));
 	int			i = 0;
 	ListCell   *lc;
 
-	foreach(lc, state->param_ids)
+	foreach(lc, param_ids)
 	{
 		int			id = lfirst_int(lc);
 		ParamExternData storage;
@@ -878,7 +885,7 @@ param_texts(RouterScanState *state, EState *estate)
 static void
 run_on_node(RouterScanState *state, EState *estate)
 {
-	const char **params = param_texts(state, estate);
+	const char **params = param_texts(state->param_ids, estate);
 	Oid			userid = state->userid;
 	int			nfields = list_length(state->output_attnums);
 
@@ -1031,8 +1038,576 @@ static CustomScanMethods router_scan_methods = {
 	.CreateCustomScanState = router_create_scan_state,
 };
 
+/*
+ * Router writes: an UPDATE or DELETE of a distributed table that reads other
+ * tables (UPDATE ... FROM, DELETE ... USING, subqueries, WITH), every table
+ * fixed to one key.  It runs whole on every replica of the target's key,
+ * in the transaction's remote transactions (so it commits with the rest, in
+ * two phases), after the key's write lock; the replicas must agree on what
+ * they changed.  Each replica must hold the rows the statement reads too:
+ * the tables must be colocated on those nodes, every one of them up, and
+ * the key's rows not moving.  Otherwise the statement fails, with why; the
+ * table-by-table path cannot run such a statement either.  A write of one
+ * table alone keeps that path (with its queue for nodes that are down).
+ */
+
+static CustomScanMethods router_write_methods;
+
+/* Whether an UPDATE or DELETE reads more than its target: other tables, subqueries, WITH. */
+bool
+rsfdw_router_write_candidate(Query *parse)
+{
+	RangeTblEntry *target;
+	Relation	rel;
+	bool		triggers;
+	bool		reads_more = parse->hasSubLinks || parse->cteList != NIL;
+	ListCell   *lc;
+	AttrNumber	key_attnum;
+	Oid			key_type;
+	AttrNumber	keyspace_attnum;
+
+	if (!ringshard_router_statements || parse->utilityStmt != NULL ||
+		(parse->commandType != CMD_UPDATE && parse->commandType != CMD_DELETE) || parse->resultRelation <= 0)
+		return false;
+	target = rt_fetch(parse->resultRelation, parse->rtable);
+	if (target->rtekind != RTE_RELATION || target->relkind != RELKIND_FOREIGN_TABLE ||
+		!is_distributed_table(target->relid))
+		return false;
+	foreach(lc, parse->rtable)
+		if (foreach_current_index(lc) + 1 != parse->resultRelation &&
+			((RangeTblEntry *) lfirst(lc))->rtekind != RTE_JOIN)
+			reads_more = true;
+	if (!reads_more)
+		return false;
+	/* triggers of the coordinator's table would not fire */
+	rel = relation_open(target->relid, NoLock);
+	triggers = rel->trigdesc != NULL;
+	relation_close(rel, NoLock);
+	if (triggers)
+		return false;
+	/* a new key moves the row to other nodes: the table-by-table path refuses it */
+	rsfdw_table_info(target->relid, &key_attnum, &key_type, &keyspace_attnum);
+	foreach(lc, parse->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+
+		if (!tle->resjunk && (tle->resno == key_attnum || tle->resno == keyspace_attnum))
+			return false;
+	}
+	/* RETURNING comes back as text: no anonymous records */
+	foreach(lc, parse->returningList)
+	{
+		Oid			type = exprType((Node *) ((TargetEntry *) lfirst(lc))->expr);
+
+		if (type_is_rowtype(type) || get_typtype(type) == TYPTYPE_PSEUDO)
+			return false;
+	}
+	return rsfdw_query_unshippable_reason(parse) == NULL;
+}
+
+/* Every relation of every query level, for the executor's privilege checks and locks. */
+static void
+collect_relations(Query *query, List **rtable, List **relids)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION)
+		{
+			*rtable = lappend(*rtable, copyObject(rte));
+			*relids = list_append_unique_oid(*relids, rte->relid);
+		}
+	}
+	(void) query_tree_walker(query, collect_relations_walker, (void *) list_make2(rtable, relids), 0);
+}
+
+static bool
+collect_relations_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		collect_relations((Query *) node, (List **) linitial((List *) context), (List **) lsecond((List *) context));
+		return false;
+	}
+	return expression_tree_walker(node, collect_relations_walker, context);
+}
+
+/*
+ * The planned statement of a router write, or NULL when some table is not
+ * fixed to one key (the usual planner then says what it cannot do).
+ */
+PlannedStmt *
+rsfdw_plan_router_write(Query *parse)
+{
+	RouterAnalysis analysis = {NIL, false};
+	PlannedStmt *stmt;
+	CustomScan *router;
+	List	   *relids = NIL;
+	List	   *values = NIL;
+	List	   *param_ids;
+	List	   *scan_tlist = NIL;
+	List	   *tlist = NIL;
+	List	   *rtable = NIL;
+	List	   *locked = NIL;
+	int			target = -1;
+	Oid			as_user;
+	ListCell   *lc;
+	char	   *sql;
+
+	analyze_level(parse, NULL, NIL, &analysis);
+	if (analysis.failed || analysis.tables == NIL)
+		return NULL;
+	as_user = ((RoutedTable *) linitial(analysis.tables))->check_as_user;
+	foreach(lc, analysis.tables)
+	{
+		RoutedTable *table = lfirst(lc);
+
+		if (table->check_as_user != as_user)
+			return NULL;
+		if (table->query == parse && table->rti == (Index) parse->resultRelation)
+			target = list_length(relids);
+		relids = lappend_oid(relids, table->relid);
+		values = lappend(values, table->value);
+	}
+	if (target < 0)
+		return NULL;
+	sql = rsfdw_router_sql_text(parse, &param_ids);
+
+	/* RETURNING: what the nodes return, as they return it */
+	foreach(lc, parse->returningList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Node	   *expr = (Node *) tle->expr;
+		Var		   *from_scan;
+
+		scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) copyObject(expr), list_length(scan_tlist) + 1,
+														 tle->resname, false));
+		from_scan = makeVar(INDEX_VAR, list_length(scan_tlist), exprType(expr), exprTypmod(expr),
+							exprCollation(expr), 0);
+		tlist = lappend(tlist, makeTargetEntry((Expr *) from_scan, list_length(tlist) + 1, tle->resname, false));
+	}
+
+	router = makeNode(CustomScan);
+	router->scan.plan.targetlist = tlist;
+	router->scan.plan.plan_rows = 1;
+	router->scan.plan.startup_cost = 25.0;
+	router->scan.plan.total_cost = 25.0;
+	router->scan.scanrelid = 0;
+	router->custom_scan_tlist = scan_tlist;
+	router->custom_exprs = values;
+	router->custom_private = list_make5(makeString(sql), param_ids, relids, list_make1_int(target),
+										list_make1_oid(as_user));
+	router->methods = &router_write_methods;
+
+	/*
+	 * The range table: the statement's own entries first, as they are (so
+	 * that EXPLAIN names RETURNING's columns), then every relation of the
+	 * queries below, for the executor's privilege checks and a cached plan's
+	 * locks.
+	 */
+	rtable = copyObject(parse->rtable);
+	foreach(lc, rtable)
+		if (((RangeTblEntry *) lfirst(lc))->rtekind == RTE_RELATION)
+			locked = list_append_unique_oid(locked, ((RangeTblEntry *) lfirst(lc))->relid);
+	(void) query_tree_walker(parse, collect_relations_walker, (void *) list_make2(&rtable, &locked), 0);
+
+	stmt = makeNode(PlannedStmt);
+	stmt->commandType = parse->commandType;
+	stmt->queryId = parse->queryId;
+	stmt->hasReturning = parse->returningList != NIL;
+	stmt->canSetTag = parse->canSetTag;
+	stmt->planTree = (Plan *) router;
+	stmt->rtable = rtable;
+	stmt->relationOids = locked;
+	stmt->stmt_location = parse->stmt_location;
+	stmt->stmt_len = parse->stmt_len;
+	return stmt;
+}
+
+typedef struct RouterWriteState
+{
+	CustomScanState css;
+	char	   *sql;
+	List	   *param_ids;
+	List	   *relids;
+	int			target;
+	Oid			userid;
+	List	   *value_states;
+	char	  **nodes;			/* the target key's replicas: all of them take the statement */
+	int			nnodes;
+	uint32		lock_slot;
+	bool		routed;
+	bool		nothing;		/* the target's key is NULL: no row can match */
+	const char *why_not;		/* EXPLAIN only: why it would fail now */
+	RemoteCodec *codecs;
+	PGresult   *result;			/* the first replica's RETURNING rows */
+	int			next;
+	bool		done;
+} RouterWriteState;
+
+/* The replicas (names) of a table's key that are up, the old ones where its rows are moving. */
+static List *
+key_holders(TablePlacement *placement, Datum key, bool *moving, List **down)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			n = placement_key_replicas(placement, key, (Datum) 0, replicas);
+	List	   *up = NIL;
+
+	*moving = false;
+	if (placement_is_moving(placement))
+	{
+		int			move = placement_key_move(placement, key, (Datum) 0);
+
+		if (move >= 0)
+		{
+			*moving = true;
+			n = placement_move_old_replicas(placement, move, replicas);
+		}
+	}
+	for (int i = 0; i < n; i++)
+	{
+		if (placement_node_up(placement, replicas[i]))
+			up = lappend(up, placement_node_name(placement, replicas[i]));
+		else if (down)
+			*down = lappend(*down, placement_node_name(placement, replicas[i]));
+	}
+	return up;
+}
+
+static bool
+has_name(List *names, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+		if (strcmp(lfirst(lc), name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Where the write goes: every replica of the target's key, each holding the
+ * rows the statement reads of the other tables.  An ERROR (or, under a
+ * plain EXPLAIN, why_not) when that cannot be.
+ */
+static void
+route_write(RouterWriteState *state, bool explain_only)
+{
+	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
+	List	   *targets = NIL;
+	char	   *target_name = get_rel_name(list_nth_oid(state->relids, state->target));
+	ListCell   *lr;
+	ListCell   *lv;
+	int			pass;
+
+	/* the target first, then each other table against it */
+	for (pass = 0; pass < 2; pass++)
+		forboth(lr, state->relids, lv, state->value_states)
+		{
+			int			i = foreach_current_index(lr);
+			Relation	rel;
+			TablePlacement placement;
+			bool		isnull;
+			bool		moving;
+			List	   *down = NIL;
+			List	   *holders;
+			Datum		key;
+			ListCell   *lt;
+
+			if ((pass == 0) != (i == state->target))
+				continue;
+			key = ExecEvalExpr(lfirst(lv), econtext, &isnull);
+			if (isnull)
+			{
+				if (i == state->target)
+				{
+					state->nothing = true;	/* key = NULL: no row of the target matches */
+					return;
+				}
+				continue;
+			}
+			rel = relation_open(lfirst_oid(lr), AccessShareLock);
+			table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+			holders = key_holders(&placement, key, &moving, &down);
+			if (i == state->target)
+			{
+				if (moving)
+				{
+					state->why_not = psprintf("the rows of this key of table %s are moving", target_name);
+					if (!explain_only)
+						ereport(ERROR,
+								(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+								 errmsg("the rows of this key of table %s are not on their nodes yet", target_name),
+								 errdetail("An UPDATE or DELETE that reads other tables runs whole on every replica "
+										   "of the key; this key's rows wait for a rebalance."),
+								 errhint("Move them with CALL ringshard.rebalance('%s').", target_name)));
+				}
+				else if (down != NIL)
+				{
+					state->why_not = psprintf("node \"%s\" is down", (char *) linitial(down));
+					if (!explain_only)
+						ereport(ERROR,
+								(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+								 errmsg("node \"%s\", a replica of the key of table %s, is down", (char *) linitial(down),
+										target_name),
+								 errdetail("An UPDATE or DELETE that reads other tables runs whole on every replica of the "
+										   "key at once; it is not queued for a replica that is down."),
+								 errhint("Retry once the node is back (see ringshard.node_health()).")));
+				}
+				targets = holders;
+				state->lock_slot = placement_key_lock_slot(&placement, key, (Datum) 0);
+			}
+			else
+				foreach(lt, targets)
+					if (!has_name(holders, lfirst(lt)))
+					{
+						state->why_not = psprintf("node \"%s\" does not hold the rows of table %s it reads",
+												  (char *) lfirst(lt), RelationGetRelationName(rel));
+						if (!explain_only)
+							ereport(ERROR,
+									(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+									 errmsg("this %s of distributed table %s cannot run on the nodes of its key: "
+											"node \"%s\" does not hold the rows of table %s it reads",
+											state->css.ss.ps.state->es_plannedstmt->commandType == CMD_UPDATE ? "UPDATE" : "DELETE",
+											target_name, (char *) lfirst(lt), RelationGetRelationName(rel)),
+									 errdetail("It runs whole on every replica of the key, which must hold the rows it "
+											   "reads of the other tables: tables on the same ring, keys of the same "
+											   "replicas, every replica up."),
+									 errhint("Select the rows to change first, then change them by key.")));
+						break;
+					}
+			relation_close(rel, AccessShareLock);
+		}
+	state->nnodes = list_length(targets);
+	state->nodes = palloc(sizeof(char *) * Max(state->nnodes, 1));
+	foreach(lr, targets)
+		state->nodes[foreach_current_index(lr)] = lfirst(lr);
+	state->routed = true;
+}
+
+static void
+router_write_begin(CustomScanState *node, EState *estate, int eflags)
+{
+	RouterWriteState *state = (RouterWriteState *) node;
+	CustomScan *plan = (CustomScan *) node->ss.ps.plan;
+	ListCell   *lc;
+	bool		explain_only = (eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0;
+
+	state->sql = strVal(linitial(plan->custom_private));
+	state->param_ids = lsecond(plan->custom_private);
+	state->relids = lthird(plan->custom_private);
+	state->target = linitial_int((List *) lfourth(plan->custom_private));
+	state->userid = linitial_oid((List *) list_nth(plan->custom_private, 4));
+	if (!OidIsValid(state->userid))
+		state->userid = GetUserId();
+	foreach(lc, plan->custom_exprs)
+		state->value_states = lappend(state->value_states, ExecInitExpr(lfirst(lc), &node->ss.ps));
+	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
+	if (!explain_only || estate->es_param_list_info != NULL || state->param_ids == NIL)
+		route_write(state, explain_only);
+}
+
+/* A result's rows as sorted texts, to compare two replicas' RETURNING. */
+static char **
+sorted_rows(PGresult *res)
+{
+	int			n = PQntuples(res);
+	char	  **rows = palloc(sizeof(char *) * Max(n, 1));
+
+	for (int r = 0; r < n; r++)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (int c = 0; c < PQnfields(res); c++)
+		{
+			if (PQgetisnull(res, r, c))
+				appendStringInfoString(&buf, "\\N");
+			else
+				appendBinaryStringInfo(&buf, PQgetvalue(res, r, c), PQgetlength(res, r, c));
+			appendStringInfoChar(&buf, '\x1f');
+		}
+		rows[r] = buf.data;
+	}
+	qsort(rows, n, sizeof(char *), compare_names);
+	return rows;
+}
+
+/* Every replica changed the same rows: the same count and, with RETURNING, the same rows. */
+static void
+check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResult *out, int n)
+{
+	const char *target_name = get_rel_name(list_nth_oid(state->relids, state->target));
+	char	  **first = sorted_rows(out[0].result);
+
+	for (int j = 1; j < n; j++)
+	{
+		bool		same = strcmp(PQcmdTuples(out[0].result), PQcmdTuples(out[j].result)) == 0 &&
+			PQntuples(out[0].result) == PQntuples(out[j].result);
+
+		if (same)
+		{
+			char	  **other = sorted_rows(out[j].result);
+
+			for (int r = 0; same && r < PQntuples(out[0].result); r++)
+				same = strcmp(first[r], other[r]) == 0;
+		}
+		if (!same)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("replicas \"%s\" and \"%s\" of table %s changed different rows", conns[0]->node,
+							conns[j]->node, target_name),
+					 errdetail("Node \"%s\" changed %s rows, node \"%s\" %s: the replicas hold different rows for the key.",
+							   conns[0]->node, PQcmdTuples(out[0].result), conns[j]->node, PQcmdTuples(out[j].result)),
+					 errhint("Nothing was changed.  Compare and mend the replicas with ringshard.verify_table() and "
+							 "ringshard.repair_table().")));
+	}
+}
+
+/* Send the statement to every replica at once, in the transaction, and check what they did. */
+static void
+run_write(RouterWriteState *state, EState *estate)
+{
+	const char **params = param_texts(state->param_ids, estate);
+	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(state->nnodes, 1));
+	const void **owners = palloc(sizeof(void *) * Max(state->nnodes, 1));
+	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(state->nnodes, 1));
+	bool		returning = estate->es_plannedstmt->hasReturning;
+	const char *tag = estate->es_plannedstmt->commandType == CMD_UPDATE ? "UPDATE" : "DELETE";
+	const char *what = psprintf("a %s of table %s", tag, get_rel_name(list_nth_oid(state->relids, state->target)));
+
+	/* writers of one key queue here, before any replica (write_locks.c) */
+	rsfdw_lock_key_for_write(list_nth_oid(state->relids, state->target), state->lock_slot);
+	for (int i = 0; i < state->nnodes; i++)
+	{
+		conns[i] = remote_connection(state->nodes[i], state->userid);
+		owners[i] = state;
+	}
+	remote_connect_all(conns, state->nnodes, false);
+	for (int i = 0; i < state->nnodes; i++)
+	{
+		remote_note_write(conns[i]);
+		remote_send_params(conns[i], state->sql, list_length(state->param_ids), params, true, state);
+	}
+	remote_receive_owned(conns, owners, state->nnodes, out, 0, 0);
+	for (int i = 0; i < state->nnodes; i++)
+	{
+		(void) remote_answer(conns[i], &out[i], state->sql, what);
+		if (returning)
+		{
+			remote_expect_rows(conns[i], out[i].result, list_length(state->css.ss.ps.plan->targetlist), 0, -1, what);
+			remote_expect_formats(conns[i], out[i].result, 0, NULL, what);
+		}
+		else
+			remote_expect_command(conns[i], out[i].result, tag, -1, what);
+	}
+	check_write_agrees(state, conns, out, state->nnodes);
+	estate->es_processed += strtoull(PQcmdTuples(out[0].result), NULL, 10);
+	state->result = out[0].result;
+	for (int i = 1; i < state->nnodes; i++)
+		remote_result_free(out[i].result);
+}
+
+static TupleTableSlot *
+router_write_exec(CustomScanState *node)
+{
+	RouterWriteState *state = (RouterWriteState *) node;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+
+	CHECK_FOR_INTERRUPTS();
+	ExecClearTuple(slot);
+	if (!state->done)
+	{
+		state->done = true;
+		if (!state->nothing && state->nnodes > 0)
+			run_write(state, node->ss.ps.state);
+	}
+	if (state->result == NULL || state->next >= PQntuples(state->result))
+		return slot;
+	for (int j = 0; j < slot->tts_tupleDescriptor->natts; j++)
+	{
+		slot->tts_isnull[j] = PQgetisnull(state->result, state->next, j);
+		slot->tts_values[j] = slot->tts_isnull[j] ? (Datum) 0
+			: remote_codec_decode(&state->codecs[j], PQgetvalue(state->result, state->next, j),
+								  PQgetlength(state->result, state->next, j), state->nodes[0]);
+	}
+	state->next++;
+	return ExecStoreVirtualTuple(slot);
+}
+
+static void
+router_write_end(CustomScanState *node)
+{
+	RouterWriteState *state = (RouterWriteState *) node;
+
+	if (state->result)
+		remote_result_free(state->result);
+	state->result = NULL;
+}
+
+static void
+router_write_rescan(CustomScanState *node)
+{
+	/* a write runs once */
+}
+
+static void
+router_write_explain(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	RouterWriteState *state = (RouterWriteState *) node;
+
+	ExplainPropertyText("Router", "the whole statement to every replica of its key, in one atomic commit", es);
+	if (state->nothing)
+		ExplainPropertyText("Nodes", "none (the key is NULL)", es);
+	else if (state->why_not)
+		ExplainPropertyText("Nodes", psprintf("none now: %s", state->why_not), es);
+	else if (state->routed)
+	{
+		char	  **sorted = palloc(sizeof(char *) * Max(state->nnodes, 1));
+		StringInfoData buf;
+
+		memcpy(sorted, state->nodes, sizeof(char *) * state->nnodes);
+		qsort(sorted, state->nnodes, sizeof(char *), compare_names);
+		initStringInfo(&buf);
+		for (int i = 0; i < state->nnodes; i++)
+			appendStringInfo(&buf, "%s%s", i ? ", " : "", sorted[i]);
+		ExplainPropertyText("Nodes", buf.data, es);
+	}
+	if (es->verbose)
+		ExplainPropertyText("Remote SQL", state->sql, es);
+}
+
+static CustomExecMethods router_write_exec_methods = {
+	.CustomName = "ringshard router write",
+	.BeginCustomScan = router_write_begin,
+	.ExecCustomScan = router_write_exec,
+	.EndCustomScan = router_write_end,
+	.ReScanCustomScan = router_write_rescan,
+	.ExplainCustomScan = router_write_explain,
+};
+
+static Node *
+router_write_create_state(CustomScan *plan)
+{
+	RouterWriteState *state = (RouterWriteState *) newNode(sizeof(RouterWriteState), T_CustomScanState);
+
+	state->css.methods = &router_write_exec_methods;
+	return (Node *) state;
+}
+
+static CustomScanMethods router_write_methods = {
+	.CustomName = "ringshard router write",
+	.CreateCustomScanState = router_write_create_state,
+};
+
 void
 rsfdw_router_init(void)
 {
 	RegisterCustomScanMethods(&router_scan_methods);
+	RegisterCustomScanMethods(&router_write_methods);
 }

@@ -177,6 +177,13 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 	Query	   *router_original = NULL;
 
 	refuse_upsert_in_with(parse);
+	/* an UPDATE or DELETE that reads other tables, all fixed to one key, goes whole to the key's replicas */
+	if (rsfdw_router_write_candidate(parse))
+	{
+		result = rsfdw_plan_router_write(parse);
+		if (result)
+			return result;
+	}
 	/* planning scribbles on the statement: a router statement is deparsed from a copy */
 	if (rsfdw_router_candidate(parse, cursor_options))
 		router_original = copyObject(parse);
