@@ -1469,14 +1469,16 @@ sub gen_cursor
 # another family ({pair}, {text}, {single}, {map}: the same side's table),
 # in joins, aggregates, window functions, CTEs, correlated subqueries and
 # UNION; prepared, generic plans too; after a write in a transaction.  Each
-# is run whole on one node holding those rows, where one does.
+# is run whole on one node holding those rows, where one does.  Writes that
+# read another table (UPDATE ... FROM, DELETE ... USING, EXISTS) run whole on
+# every replica of the key where the other table's rows are there too.
 my @router_partners = ('pair', 'text', 'single', 'map');
 sub gen_router
 {
 	my ($fam, $S) = @_;
 	my $k = some_id($fam);
 	my $x = '{' . pick(@router_partners) . '}';
-	my $kind = rint(0, 9);
+	my $kind = rint(0, 12);
 	my $date = lit_sql('date', $S, 'date');
 	my $cols = sub { my ($alias) = @_; join(', ', map { "$alias.$_" } grep { chance(0.5) } qw(i8 n n2 f8 fx d ts tz iv t vc e ip ia)) || "$alias.t" };
 	my $key = wpick([ 4, "a.id = $k" ], [ 1, "a.id = ${k}::int8" ], [ 1, "$k = a.id" ], [ 1, "a.id IN ($k)" ]);
@@ -1513,6 +1515,16 @@ sub gen_router
 	elsif ($kind == 7)
 	{
 		$sql = "SELECT id, a.iv, b.iv, CASE WHEN a.n > b.n THEN 'a' ELSE coalesce(b.t, 'none') END FROM {t} a JOIN $x b USING (id) WHERE id = $k";
+	}
+	elsif ($kind >= 10)
+	{
+		# writes that read another table: refused (0A000) where that table's rows are not on the same nodes
+		my $v = lit_sql('float8', $S, 'float8');
+		$sql = $kind == 10 ? "UPDATE {t} a SET f8 = b.f8, n = a.n + 1, iv = coalesce(b.iv, a.iv) FROM $x b WHERE $key AND b.id = a.id"
+		  : $kind == 11 ? "DELETE FROM {t} a USING $x b WHERE $key AND b.id = a.id AND b.d > $date"
+		  : "UPDATE {t} a SET f8 = $v WHERE $key AND " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.f8 > 0)";
+		$sql .= ' RETURNING a.id, a.f8, a.n' if chance(0.3);
+		return { cat => 'router', writes => 1, stmts => [ stmt($sql) ] };
 	}
 	elsif ($kind == 8)
 	{
