@@ -61,11 +61,45 @@ typedef struct ShipContext
  * every node, and every copy of a row, gets the same value.
  */
 static bool
+column_or_sublink_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	/* a CASE's or a domain check's placeholder stands for a value computed in place, like a column */
+	if (IsA(node, Var) || IsA(node, CaseTestExpr) || IsA(node, CoerceToDomainValue) ||
+		(IsA(node, Param) && ((Param *) node)->paramkind == PARAM_SUBLINK))
+		return true;
+	return expression_tree_walker(node, column_or_sublink_walker, context);
+}
+
+static bool
 is_value_hole(Node *node)
 {
-	if (node == NULL || IsA(node, Const) || IsA(node, Param) || IsA(node, List) || checkExprHasSubLink(node))
+	if (node == NULL)
 		return false;
-	return !contain_var_clause(node) && !contain_volatile_functions(node) && !contain_subplans(node) &&
+	switch (nodeTag(node))
+	{
+		case T_Const:
+		case T_Param:
+		case T_List:
+		case T_Query:
+		case T_TargetEntry:
+		case T_FromExpr:
+		case T_JoinExpr:
+		case T_RangeTblRef:
+		case T_RangeTblFunction:
+		case T_CommonTableExpr:
+		case T_SetOperationStmt:
+		case T_SortGroupClause:
+		case T_CaseWhen:
+			return false;
+		default:
+			break;
+	}
+	/* no sublink first: the other walkers do not descend into queries; no column of an outer query either */
+	if (checkExprHasSubLink(node) || column_or_sublink_walker(node, NULL))
+		return false;
+	return !contain_volatile_functions(node) && !contain_subplans(node) &&
 		!contain_agg_clause(node) && !contain_window_function(node) && !expression_returns_set(node);
 }
 
@@ -345,8 +379,11 @@ ship_walker(Node *node, ShipContext *ctx)
 			default:
 				break;			/* the rest as for one table */
 		}
+		/* an immutable expression of constants ships as it is; a stable one is a value sent */
+		if (is_value_hole(node) && !contain_mutable_functions(node))
+			goto walk_as_expression;
 	}
-	else if (is_value_hole(node))
+	if (is_value_hole(node))
 	{
 		/* evaluated here once, sent as a value */
 		if (!type_is_shippable(exprType(node), ctx))
@@ -354,6 +391,7 @@ ship_walker(Node *node, ShipContext *ctx)
 											 format_type_be(exprType(node))));
 		return false;
 	}
+walk_as_expression:
 	switch (nodeTag(node))
 	{
 		case T_Var:
@@ -1665,7 +1703,8 @@ rsfdw_deparse_column_type(Oid relid, AttrNumber attnum)
 /* Parameters of the node's statement: $n renumbered from 1 in order of use, each with an explicit cast. */
 typedef struct ParamRenumbering
 {
-	List	   *original_ids;	/* of the node's $1, $2, ... */
+	List	   *original_ids;	/* of the node's $1, $2, ...: the statement's, or 0 for a value computed here */
+	List	   *computed;		/* the expressions of those computed here, in order */
 } ParamRenumbering;
 
 static Node *
@@ -1675,6 +1714,22 @@ renumber_params_mutator(Node *node, ParamRenumbering *ctx)
 		return NULL;
 	if (IsA(node, Query))
 		return (Node *) query_tree_mutator((Query *) node, renumber_params_mutator, ctx, 0);
+	if (is_value_hole(node) && contain_mutable_functions(node))
+	{
+		/* now(), current_date, a stable function of a parameter: evaluated here once, sent as a parameter */
+		Param	   *param = makeNode(Param);
+
+		ctx->original_ids = lappend_int(ctx->original_ids, 0);
+		ctx->computed = lappend(ctx->computed, copyObject(node));
+		param->paramkind = PARAM_EXTERN;
+		param->paramid = list_length(ctx->original_ids);
+		param->paramtype = exprType(node);
+		param->paramtypmod = exprTypmod(node);
+		param->paramcollid = exprCollation(node);
+		param->location = -1;
+		return (Node *) makeRelabelType((Expr *) param, param->paramtype, param->paramtypmod, param->paramcollid,
+										COERCE_EXPLICIT_CAST);
+	}
 	if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
 	{
 		Param	   *param = (Param *) copyObject(node);
@@ -1734,12 +1789,15 @@ one_line(const char *sql)
  * deparsing of the whole query, with every name qualified (search_path is
  * pg_catalog meanwhile), literals printed under the pinned transmission
  * settings, and the parameters it uses renumbered $1..$n, each with an
- * explicit cast; *param_ids are their numbers in the statement.
+ * explicit cast; *param_ids are their numbers in the statement.  A value
+ * known when the statement starts (now(), current_setting(...)) becomes a
+ * parameter too, its id 0 and its expression in *computed: the node gets the
+ * coordinator's value, as a write of one table does.
  */
 char *
-rsfdw_router_sql_text(Query *query, List **param_ids)
+rsfdw_router_sql_text(Query *query, List **param_ids, List **computed)
 {
-	ParamRenumbering ctx = {NIL};
+	ParamRenumbering ctx = {NIL, NIL};
 	Query	   *copy = query_tree_mutator(copyObject(query), renumber_params_mutator, &ctx, 0);
 	int			transmission = remote_transmission_begin(true);
 	int			nest = NewGUCNestLevel();
@@ -1751,5 +1809,6 @@ rsfdw_router_sql_text(Query *query, List **param_ids)
 	AtEOXact_GUC(true, nest);
 	remote_transmission_end(transmission);
 	*param_ids = ctx.original_ids;
+	*computed = ctx.computed;
 	return sql;
 }

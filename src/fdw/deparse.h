@@ -50,7 +50,7 @@ extern const char *rsfdw_unshippable_reason(PlannerInfo *root, RelOptInfo *rel, 
 extern const char *rsfdw_upsert_unshippable_reason(Oid relid, Index varno, Index excluded_varno, Expr *expr);
 
 extern const char *rsfdw_query_unshippable_reason(Query *query);
-extern char *rsfdw_router_sql_text(Query *query, List **param_ids);
+extern char *rsfdw_router_sql_text(Query *query, List **param_ids, List **computed);
 
 /* Start a context; params collects the expressions of parameter holes. */
 extern void rsfdw_deparse_init(DeparseContext *ctx, PlannerInfo *root, RelOptInfo *rel,

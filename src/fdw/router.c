@@ -605,6 +605,7 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	List	   *relids = NIL;
 	List	   *values = NIL;
 	List	   *param_ids;
+	List	   *computed;
 	List	   *output_attnums = NIL;
 	List	   *scan_tlist = NIL;
 	List	   *tlist = NIL;
@@ -631,7 +632,7 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 		relids = lappend_oid(relids, table->relid);
 		values = lappend(values, table->value);
 	}
-	sql = rsfdw_router_sql_text(original, &param_ids);
+	sql = rsfdw_router_sql_text(original, &param_ids, &computed);
 
 	/* the rows the statement returns: the plan's target list without its junk columns */
 	foreach(lc, below->targetlist)
@@ -662,7 +663,8 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	router->scan.plan.parallel_safe = false;
 	router->scan.scanrelid = 0;
 	router->custom_scan_tlist = scan_tlist;
-	router->custom_exprs = values;
+	/* the keys' values, then the values computed here for the node's parameters */
+	router->custom_exprs = list_concat(values, computed);
 	router->custom_private = list_make5(makeString(sql), param_ids, relids, output_attnums,
 										list_make1_oid(((RoutedTable *) linitial(analysis.tables))->check_as_user));
 	router->methods = &router_scan_methods;
@@ -732,6 +734,7 @@ typedef struct RouterScanState
 	List	   *output_attnums;
 	Oid			userid;
 	List	   *value_states;
+	List	   *computed_states;	/* values computed here for the node's parameters */
 	char	  **nodes;			/* the nodes that hold every table's rows of its key, healthy ones */
 	int			nnodes;
 	bool		routed;			/* nodes were worked out (not in a plain EXPLAIN with unknown values) */
@@ -822,6 +825,18 @@ route(RouterScanState *state, EState *estate)
 	return true;
 }
 
+/* Whether the node's parameters include the statement's own (not only values computed here). */
+static bool
+uses_statement_params(List *param_ids)
+{
+	ListCell   *lc;
+
+	foreach(lc, param_ids)
+		if (lfirst_int(lc) != 0)
+			return true;
+	return false;
+}
+
 static void
 router_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -837,12 +852,19 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!OidIsValid(state->userid))
 		state->userid = GetUserId();
 	foreach(lc, plan->custom_exprs)
-		state->value_states = lappend(state->value_states, ExecInitExpr(lfirst(lc), &node->ss.ps));
+	{
+		ExprState  *expr = ExecInitExpr(lfirst(lc), &node->ss.ps);
+
+		if (foreach_current_index(lc) < list_length(state->relids))
+			state->value_states = lappend(state->value_states, expr);
+		else
+			state->computed_states = lappend(state->computed_states, expr);
+	}
 	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
 
 	/* a plain EXPLAIN of a generic plan has no parameter values: no route then */
 	state->routed = !(eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_param_list_info != NULL ||
-		state->param_ids == NIL;
+		!uses_statement_params(state->param_ids);
 	if (state->routed)
 		state->fallback = !route(state, estate);
 	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
@@ -858,25 +880,42 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	}
 }
 
-/* The statement's parameters as the node gets them: text, printed under the pinned settings. */
+/*
+ * The node's parameters: text, printed under the pinned settings, of the
+ * statement's own parameters and of the values computed here (id 0).
+ */
 static const char **
-param_texts(List *param_ids, EState *estate)
+param_texts(List *param_ids, List *computed_states, ExprContext *econtext)
 {
-	ParamListInfo params = estate->es_param_list_info;
+	ParamListInfo params = econtext->ecxt_param_list_info;
 	const char **texts = palloc0(sizeof(char *) * Max(list_length(param_ids), 1));
+	ListCell   *next_computed = list_head(computed_states);
 	int			i = 0;
 	ListCell   *lc;
 
 	foreach(lc, param_ids)
 	{
 		int			id = lfirst_int(lc);
-		ParamExternData storage;
-		ParamExternData *param;
 
-		if (params == NULL || id <= 0 || id > params->numParams)
-			elog(ERROR, "no value for parameter $%d", id);
-		param = params->paramFetch ? params->paramFetch(params, id, false, &storage) : &params->params[id - 1];
-		texts[i++] = param->isnull ? NULL : remote_value_text(param->ptype, param->value, true);
+		if (id == 0)
+		{
+			ExprState  *expr = lfirst(next_computed);
+			bool		isnull;
+			Datum		value = ExecEvalExpr(expr, econtext, &isnull);
+
+			next_computed = lnext(computed_states, next_computed);
+			texts[i++] = isnull ? NULL : remote_value_text(exprType((Node *) expr->expr), value, true);
+		}
+		else
+		{
+			ParamExternData storage;
+			ParamExternData *param;
+
+			if (params == NULL || id <= 0 || id > params->numParams)
+				elog(ERROR, "no value for parameter $%d", id);
+			param = params->paramFetch ? params->paramFetch(params, id, false, &storage) : &params->params[id - 1];
+			texts[i++] = param->isnull ? NULL : remote_value_text(param->ptype, param->value, true);
+		}
 	}
 	return texts;
 }
@@ -885,7 +924,7 @@ param_texts(List *param_ids, EState *estate)
 static void
 run_on_node(RouterScanState *state, EState *estate)
 {
-	const char **params = param_texts(state->param_ids, estate);
+	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext);
 	Oid			userid = state->userid;
 	int			nfields = list_length(state->output_attnums);
 
@@ -1150,6 +1189,7 @@ rsfdw_plan_router_write(Query *parse)
 	List	   *relids = NIL;
 	List	   *values = NIL;
 	List	   *param_ids;
+	List	   *computed;
 	List	   *scan_tlist = NIL;
 	List	   *tlist = NIL;
 	List	   *rtable = NIL;
@@ -1176,7 +1216,7 @@ rsfdw_plan_router_write(Query *parse)
 	}
 	if (target < 0)
 		return NULL;
-	sql = rsfdw_router_sql_text(parse, &param_ids);
+	sql = rsfdw_router_sql_text(parse, &param_ids, &computed);
 
 	/* RETURNING: what the nodes return, as they return it */
 	foreach(lc, parse->returningList)
@@ -1199,7 +1239,8 @@ rsfdw_plan_router_write(Query *parse)
 	router->scan.plan.total_cost = 25.0;
 	router->scan.scanrelid = 0;
 	router->custom_scan_tlist = scan_tlist;
-	router->custom_exprs = values;
+	/* the keys' values, then the values computed here for the node's parameters */
+	router->custom_exprs = list_concat(values, computed);
 	router->custom_private = list_make5(makeString(sql), param_ids, relids, list_make1_int(target),
 										list_make1_oid(as_user));
 	router->methods = &router_write_methods;
@@ -1238,6 +1279,7 @@ typedef struct RouterWriteState
 	int			target;
 	Oid			userid;
 	List	   *value_states;
+	List	   *computed_states;	/* values computed here for the node's parameters */
 	char	  **nodes;			/* the target key's replicas: all of them take the statement */
 	int			nnodes;
 	uint32		lock_slot;
@@ -1406,9 +1448,16 @@ router_write_begin(CustomScanState *node, EState *estate, int eflags)
 	if (!OidIsValid(state->userid))
 		state->userid = GetUserId();
 	foreach(lc, plan->custom_exprs)
-		state->value_states = lappend(state->value_states, ExecInitExpr(lfirst(lc), &node->ss.ps));
+	{
+		ExprState  *expr = ExecInitExpr(lfirst(lc), &node->ss.ps);
+
+		if (foreach_current_index(lc) < list_length(state->relids))
+			state->value_states = lappend(state->value_states, expr);
+		else
+			state->computed_states = lappend(state->computed_states, expr);
+	}
 	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
-	if (!explain_only || estate->es_param_list_info != NULL || state->param_ids == NIL)
+	if (!explain_only || estate->es_param_list_info != NULL || !uses_statement_params(state->param_ids))
 		route_write(state, explain_only);
 }
 
@@ -1473,7 +1522,7 @@ check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResu
 static void
 run_write(RouterWriteState *state, EState *estate)
 {
-	const char **params = param_texts(state->param_ids, estate);
+	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(state->nnodes, 1));
 	const void **owners = palloc(sizeof(void *) * Max(state->nnodes, 1));
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(state->nnodes, 1));

@@ -1501,7 +1501,9 @@ sub gen_router
 	}
 	elsif ($kind == 4)
 	{
-		$sql = "SELECT a.id, a.d FROM {t} a WHERE $key AND " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.d > $date)";
+		# a literal in the session's DateStyle, or the coordinator's own date (sent as a value)
+		my $when = pick($date, 'current_date - 9000', "(now() - interval '20 years')::date");
+		$sql = "SELECT a.id, a.d FROM {t} a WHERE $key AND " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.d > $when)";
 	}
 	elsif ($kind == 5)
 	{
