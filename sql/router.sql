@@ -220,6 +220,62 @@ RESET ROLE;
 DROP OWNED BY regress_router_viewer;
 DROP ROLE regress_router_viewer;
 
+-- What the nodes could read otherwise than we do, or what only the
+-- coordinator checks, keeps the usual plan or is checked here: a child
+-- table (its rows are not on the nodes), an object identifier (the node's
+-- own), an aggregate that prints values inside (in the node's TimeZone).
+CREATE TABLE customers_extra (vip boolean) INHERITS (customers);
+INSERT INTO customers_extra (id, name, vip) VALUES (53, 'inherited', true);
+SELECT routed('SELECT c.id, c.name FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 53') AS with_child;
+SELECT c.id, c.name FROM customers c WHERE c.id = 53 ORDER BY c.name;
+DROP TABLE customers_extra;
+SELECT routed('SELECT c.id, c.name FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 53') AS child_dropped;
+SELECT routed('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 53 AND ''customers''::regclass IS NOT NULL') AS regclass_constant,
+	   routed('SELECT jsonb_object_agg(o.id, o.placed) FROM %2$s o JOIN %1$s c ON c.id = o.customer_id WHERE c.id = 53') AS jsonb_object_agg,
+	   routed('SELECT count(*), string_agg(o.id::text, '','' ORDER BY o.id) FROM %2$s o JOIN %1$s c ON c.id = o.customer_id WHERE c.id = 53') AS string_agg;
+-- Backslashes mean the same on the node in any session: both sides read
+-- SQL with standard_conforming_strings on, whatever the session or the
+-- node's own settings say (a node that reads them off cannot be made to
+-- run a literal as SQL).
+INSERT INTO refunds VALUES (54, 1, 'back\slash'), (54, 2, 'x'' OR true --');
+INSERT INTO refunds_local VALUES (54, 1, 'back\slash'), (54, 2, 'x'' OR true --');
+SET escape_string_warning = off;
+SET standard_conforming_strings = off;
+SELECT routed('SELECT f.order_id FROM %3$s f JOIN %2$s o ON o.customer_id = f.customer_id WHERE f.customer_id = 54 AND f.reason = ''back\\slash''') AS routed;
+SELECT DISTINCT f.order_id FROM refunds f JOIN orders o ON o.customer_id = f.customer_id WHERE f.customer_id = 54 AND f.reason = 'back\\slash';
+SELECT DISTINCT f.order_id FROM refunds_local f JOIN orders_local o ON o.customer_id = f.customer_id WHERE f.customer_id = 54 AND f.reason = 'back\\slash';
+RESET standard_conforming_strings;
+RESET escape_string_warning;
+ALTER DATABASE router_w1 SET standard_conforming_strings = off;
+ALTER DATABASE router_w2 SET standard_conforming_strings = off;
+ALTER DATABASE router_w3 SET standard_conforming_strings = off;
+\c router_coord
+SET client_min_messages = warning;
+SELECT DISTINCT f.order_id, f.reason FROM refunds f JOIN orders o ON o.customer_id = f.customer_id
+ WHERE f.customer_id = 54 AND f.reason IN ('x\', ') OR true --') ORDER BY 1;
+SELECT DISTINCT f.order_id, f.reason FROM refunds f JOIN orders o ON o.customer_id = f.customer_id
+ WHERE f.customer_id = 54 AND f.reason IN ('back\slash') ORDER BY 1;
+ALTER DATABASE router_w1 RESET standard_conforming_strings;
+ALTER DATABASE router_w2 RESET standard_conforming_strings;
+ALTER DATABASE router_w3 RESET standard_conforming_strings;
+\c router_coord
+SET client_min_messages = warning;
+DELETE FROM refunds WHERE customer_id = 54;
+DELETE FROM refunds_local WHERE customer_id = 54;
+-- EXECUTE privileges of functions are checked as for any statement.
+CREATE ROLE regress_router_caller;
+GRANT SELECT, UPDATE ON customers, orders TO regress_router_caller;
+BEGIN;
+REVOKE EXECUTE ON FUNCTION pg_catalog.md5(text) FROM PUBLIC;
+SET LOCAL ROLE regress_router_caller;
+SAVEPOINT s;
+SELECT md5(c.name) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.id = 55 LIMIT 1;
+ROLLBACK TO s;
+UPDATE customers c SET name = md5(c.name) WHERE c.id = 55 AND EXISTS (SELECT FROM orders o WHERE o.customer_id = c.id);
+ROLLBACK;
+DROP OWNED BY regress_router_caller;
+DROP ROLE regress_router_caller;
+
 -- A node down: the other replica answers.  Two keys whose only healthy
 -- replicas differ: no node holds both, the plan below answers.
 SELECT k AS lone_key FROM generate_series(1, 60) k

@@ -329,6 +329,55 @@ function_description(Oid funcid)
 
 static const char *query_unshippable_part(Query *query, ShipContext *ctx);
 
+/*
+ * Aggregates a node computes as we do.  Others are immutable too, yet some
+ * print values inside (jsonb_object_agg renders a timestamptz in the
+ * session's TimeZone): only these go whole.
+ */
+static bool
+aggregate_is_shippable(Oid aggfnoid)
+{
+	static const char *const names[] = {"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every",
+		"bit_and", "bit_or", "bit_xor", "array_agg", "string_agg", "stddev", "stddev_pop", "stddev_samp",
+	"variance", "var_pop", "var_samp"};
+	char	   *name;
+
+	if (!function_is_shippable(aggfnoid) || get_func_namespace(aggfnoid) != PG_CATALOG_NAMESPACE)
+		return false;
+	name = get_func_name(aggfnoid);
+	for (int i = 0; name && i < lengthof(names); i++)
+		if (strcmp(name, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Expression nodes whose result type exprType() gives (not CASE's WHEN, lists, join trees, ...). */
+static bool
+has_value_type(Node *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_Const:
+		case T_FuncExpr:
+		case T_OpExpr:
+		case T_DistinctExpr:
+		case T_NullIfExpr:
+		case T_RelabelType:
+		case T_CoerceViaIO:
+		case T_ArrayCoerceExpr:
+		case T_CaseExpr:
+		case T_CoalesceExpr:
+		case T_MinMaxExpr:
+		case T_ArrayExpr:
+		case T_SubLink:
+		case T_SQLValueFunction:
+		case T_CollateExpr:
+			return true;
+		default:
+			return false;
+	}
+}
+
 static bool
 ship_walker(Node *node, ShipContext *ctx)
 {
@@ -346,10 +395,14 @@ ship_walker(Node *node, ShipContext *ctx)
 			case T_Var:
 				if (((Var *) node)->varattno <= 0)
 					return refuse_part(ctx, "a system column or a whole row");
+				if (remote_type_is_object_reference(((Var *) node)->vartype))
+					return refuse_part(ctx, "an object identifier (regclass, ...), which means another object on a node");
 				return false;
 			case T_Param:
 				if (((Param *) node)->paramkind != PARAM_EXTERN && ((Param *) node)->paramkind != PARAM_SUBLINK)
 					return refuse_part(ctx, "a parameter of a sublink");
+				if (remote_type_is_object_reference(((Param *) node)->paramtype))
+					return refuse_part(ctx, "an object identifier (regclass, ...), which means another object on a node");
 				if (!is_builtin(((Param *) node)->paramtype))
 					return refuse_part(ctx, "a parameter of a type the nodes may not have");
 				return false;
@@ -369,16 +422,21 @@ ship_walker(Node *node, ShipContext *ctx)
 					return refuse_part(ctx, "an ordering or grouping by an operator that is not built in");
 				return false;
 			case T_Aggref:
-				if (!function_is_shippable(((Aggref *) node)->aggfnoid))
-					return refuse_part(ctx, psprintf("aggregate %s", function_description(((Aggref *) node)->aggfnoid)));
+				if (!aggregate_is_shippable(((Aggref *) node)->aggfnoid) || ((Aggref *) node)->aggdirectargs != NIL)
+					return refuse_part(ctx, psprintf("aggregate %s() (only count, sum, avg, min, max, bool_and, "
+													 "bool_or, bit_and, bit_or, array_agg, string_agg, stddev and "
+													 "variance are sent)", get_func_name(((Aggref *) node)->aggfnoid)));
 				return expression_tree_walker(node, ship_walker, (void *) ctx);
 			case T_WindowFunc:
-				if (!function_is_shippable(((WindowFunc *) node)->winfnoid))
+				if (((WindowFunc *) node)->winagg ? !aggregate_is_shippable(((WindowFunc *) node)->winfnoid)
+					: !function_is_shippable(((WindowFunc *) node)->winfnoid))
 					return refuse_part(ctx, psprintf("window %s", function_description(((WindowFunc *) node)->winfnoid)));
 				return expression_tree_walker(node, ship_walker, (void *) ctx);
 			default:
 				break;			/* the rest as for one table */
 		}
+		if (has_value_type(node) && remote_type_is_object_reference(exprType(node)))
+			return refuse_part(ctx, "an object identifier (regclass, ...), which means another object on a node");
 		/* an immutable expression of constants ships as it is; a stable one is a value sent */
 		if (is_value_hole(node) && !contain_mutable_functions(node))
 			goto walk_as_expression;

@@ -37,6 +37,7 @@
 
 #include "access/relation.h"
 #include "access/xact.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
 #include "common/pg_prng.h"
@@ -50,6 +51,7 @@
 #include "optimizer/prep.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -113,6 +115,7 @@ static void analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAn
 static bool subquery_walker(Node *node, SubqueryWalk *walk);
 static void highest_plan_node_id(Plan *plan, int *highest);
 static bool collect_relations_walker(Node *node, void *context);
+static bool collect_functions_walker(Node *node, List **funcs);
 
 /* Strip relabelings and implicit casts. */
 static Node *
@@ -417,6 +420,13 @@ analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *anal
 		{
 			RoutedTable *table = palloc0(sizeof(RoutedTable));
 			AttrNumber	keyspace_attnum;
+
+			/* a child table's rows are not in the nodes' table (relhassubclass may outlive the children) */
+			if (rte->inh && has_subclass(rte->relid) && find_inheritance_children(rte->relid, NoLock) != NIL)
+			{
+				analysis->failed = true;
+				return;
+			}
 
 			table->rti = rti;
 			table->query = query;
@@ -740,6 +750,7 @@ typedef struct RouterScanState
 	bool		routed;			/* nodes were worked out (not in a plain EXPLAIN with unknown values) */
 	bool		fallback;		/* no node holds them all: the plan below runs */
 	RemoteCodec *codecs;
+	Oid		   *output_types;	/* of the node's answer's columns */
 	PGresult   *result;
 	int			next;
 	const char *answered_by;
@@ -861,14 +872,22 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 			state->computed_states = lappend(state->computed_states, expr);
 	}
 	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
+	state->output_types = palloc(sizeof(Oid) * Max(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts, 1));
+	for (int i = 0; i < node->ss.ss_ScanTupleSlot->tts_tupleDescriptor->natts; i++)
+		state->output_types[i] = TupleDescAttr(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, i)->atttypid;
 
 	/* a plain EXPLAIN of a generic plan has no parameter values: no route then */
 	state->routed = !(eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_param_list_info != NULL ||
 		!uses_statement_params(state->param_ids);
 	if (state->routed)
 		state->fallback = !route(state, estate);
-	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
-		outerPlanState(node) = ExecInitNode(outerPlan(plan), estate, eflags);
+
+	/*
+	 * The plan below is initialized even when the node answers: that checks
+	 * the EXECUTE privilege of each function as PostgreSQL does, and it
+	 * opens no connection until it runs.
+	 */
+	outerPlanState(node) = ExecInitNode(outerPlan(plan), estate, eflags);
 	/* spread reads over the nodes that can answer */
 	for (int i = state->nnodes - 1; i > 0; i--)
 	{
@@ -948,15 +967,13 @@ run_on_node(RouterScanState *state, EState *estate)
 		if (!out.ok)
 			remote_report_error(ERROR, conn, out.result, state->sql);
 		remote_expect_rows(conn, out.result, nfields, 0, -1, "a router statement");
-		remote_expect_formats(conn, out.result, 0, NULL, "a router statement");
+		remote_expect_formats(conn, out.result, 0, state->output_types, "a router statement");
 		state->result = out.result;
 		state->answered_by = state->nodes[i];
 		return;
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_CONNECTION_FAILURE),
-			 errmsg("no node holding the rows of this statement could be reached"),
-			 errhint("Check the nodes with ringshard.node_health().")));
+	/* none could be reached: the plan below reads each table from its replicas (and says what fails) */
+	state->fallback = true;
 }
 
 static TupleTableSlot *
@@ -986,7 +1003,11 @@ router_exec(CustomScanState *node)
 		return ExecStoreVirtualTuple(slot);
 	}
 	if (state->result == NULL)
+	{
 		run_on_node(state, node->ss.ps.state);
+		if (state->fallback)
+			return router_exec(node);
+	}
 	if (state->next >= PQntuples(state->result))
 		return slot;
 	for (int j = 0; j < natts; j++)
@@ -1022,6 +1043,9 @@ router_rescan(CustomScanState *node)
 	/* the parameters may have changed: ask again */
 	if (state->fallback)
 		ExecReScan(outerPlanState(node));
+	state->fallback = false;
+	if (state->routed)
+		state->fallback = !route(state, node->ss.ps.state);
 	if (state->result)
 		remote_result_free(state->result);
 	state->result = NULL;
@@ -1144,6 +1168,45 @@ rsfdw_router_write_candidate(Query *parse)
 	return rsfdw_query_unshippable_reason(parse) == NULL;
 }
 
+/*
+ * The functions a statement calls (operators' and aggregates' too), at any
+ * depth: a router write has no plan below to check their EXECUTE privilege
+ * as PostgreSQL does when it initializes expressions, so it checks them.
+ */
+static bool
+collect_functions_walker(Node *node, List **funcs)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, collect_functions_walker, (void *) funcs, 0);
+	switch (nodeTag(node))
+	{
+		case T_FuncExpr:
+			*funcs = list_append_unique_oid(*funcs, ((FuncExpr *) node)->funcid);
+			break;
+		case T_OpExpr:
+		case T_DistinctExpr:
+		case T_NullIfExpr:
+			set_opfuncid((OpExpr *) node);
+			*funcs = list_append_unique_oid(*funcs, ((OpExpr *) node)->opfuncid);
+			break;
+		case T_ScalarArrayOpExpr:
+			set_sa_opfuncid((ScalarArrayOpExpr *) node);
+			*funcs = list_append_unique_oid(*funcs, ((ScalarArrayOpExpr *) node)->opfuncid);
+			break;
+		case T_Aggref:
+			*funcs = list_append_unique_oid(*funcs, ((Aggref *) node)->aggfnoid);
+			break;
+		case T_WindowFunc:
+			*funcs = list_append_unique_oid(*funcs, ((WindowFunc *) node)->winfnoid);
+			break;
+		default:
+			break;
+	}
+	return expression_tree_walker(node, collect_functions_walker, (void *) funcs);
+}
+
 /* Every relation of every query level, for the executor's privilege checks and locks. */
 static void
 collect_relations(Query *query, List **rtable, List **relids)
@@ -1243,6 +1306,12 @@ rsfdw_plan_router_write(Query *parse)
 	router->custom_exprs = list_concat(values, computed);
 	router->custom_private = list_make5(makeString(sql), param_ids, relids, list_make1_int(target),
 										list_make1_oid(as_user));
+	{
+		List	   *funcs = NIL;
+
+		(void) query_tree_walker(parse, collect_functions_walker, (void *) &funcs, 0);
+		router->custom_private = lappend(router->custom_private, funcs);
+	}
 	router->methods = &router_write_methods;
 
 	/*
@@ -1447,6 +1516,14 @@ router_write_begin(CustomScanState *node, EState *estate, int eflags)
 	state->userid = linitial_oid((List *) list_nth(plan->custom_private, 4));
 	if (!OidIsValid(state->userid))
 		state->userid = GetUserId();
+	/* as ExecInitFunc would: the current user may call every function of the statement */
+	foreach(lc, (List *) list_nth(plan->custom_private, 5))
+	{
+		AclResult	aclresult = pg_proc_aclcheck(lfirst_oid(lc), GetUserId(), ACL_EXECUTE);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(lfirst_oid(lc)));
+	}
 	foreach(lc, plan->custom_exprs)
 	{
 		ExprState  *expr = ExecInitExpr(lfirst(lc), &node->ss.ps);

@@ -9,6 +9,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "port/pg_bswap.h"
+#include "parser/parser.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/bytea.h"
@@ -42,6 +43,10 @@ remote_transmission_begin(bool money)
 								 false);
 	if (!Array_nulls)
 		(void) set_config_option("array_nulls", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* SQL text printed here (literals of a router statement) quotes backslashes as the node reads them */
+	if (!standard_conforming_strings)
+		(void) set_config_option("standard_conforming_strings", "on", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+								 true, 0, false);
 	if (xmloption != XMLOPTION_CONTENT)
 		(void) set_config_option("xmloption", "content", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 								 false);
@@ -69,8 +74,8 @@ type_tuple(Oid typid)
 }
 
 /* Whether a built-in type's values are object identifiers, which mean other objects on another server. */
-static bool
-is_object_reference(Oid typid)
+bool
+remote_type_is_object_reference(Oid typid)
 {
 	switch (typid)
 	{
@@ -107,7 +112,7 @@ binary_safe(Oid typid, int depth)
 	else if (t->typtype == TYPTYPE_ENUM)
 		safe = true;			/* sent as the label's text */
 	else if (!OidIsValid(t->typsend) || !OidIsValid(t->typreceive) || typid >= FirstGenbkiObjectId ||
-			 t->typtype == TYPTYPE_PSEUDO || t->typtype == TYPTYPE_COMPOSITE || is_object_reference(typid))
+			 t->typtype == TYPTYPE_PSEUDO || t->typtype == TYPTYPE_COMPOSITE || remote_type_is_object_reference(typid))
 		safe = false;			/* an extension's type, a row (its binary form names column types), an OID of an object */
 	else if (OidIsValid(t->typelem) && t->typsubscript == F_ARRAY_SUBSCRIPT_HANDLER)
 		/* an array's binary form names its element type: it must be the same type everywhere */

@@ -29,7 +29,7 @@
  */
 #define REMOTE_PINNED_SETTINGS \
 	"-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 -c bytea_output=hex " \
-	"-c lc_monetary=C -c xmloption=content -c array_nulls=on"
+	"-c lc_monetary=C -c xmloption=content -c array_nulls=on -c standard_conforming_strings=on"
 
 /*
  * Pin our side for text conversions; returns the GUC nest level to pass to
@@ -42,6 +42,9 @@ extern void remote_transmission_end(int nestlevel);
 
 /* Whether values of a type may travel in binary: the same bytes mean the same value on every node. */
 extern bool remote_type_binary_safe(Oid typid);
+
+/* Whether a type's values are object identifiers (regclass, ...), which mean other objects on another server. */
+extern bool remote_type_is_object_reference(Oid typid);
 
 /* Whether a type's text form involves money (so lc_monetary must be pinned). */
 extern bool remote_type_involves_money(Oid typid);
