@@ -89,7 +89,7 @@ endif
 
 REGRESS = ringtoken token_vectors bad_input ring_murmur3 ring_ketama ring_zones ring_tokens ring_admin ring_info \
 	partitions partition_config annotated_tables privileges definer_hijack \
-	previews keys pushdown upserts router version
+	previews keys pushdown upserts router reference version
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION) --encoding=UTF8
 
 TAP_TESTS = 1

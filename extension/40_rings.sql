@@ -353,6 +353,13 @@ BEGIN
 		 WHERE m.ring_name = ring AND m.node_name = node;
 	END IF;
 	PERFORM ringshard.validate_ring(ring);
+	-- every node holds the reference tables (create_reference_table): it gets them with their rebalance
+	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference')
+	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node) THEN
+		INSERT INTO ringshard.ring_members (ring_name, node_name, weight) VALUES ('reference', node, 1);
+		RAISE NOTICE 'node "%" holds a copy of the reference tables too', node
+			USING HINT = 'Copy them to it with CALL ringshard.rebalance(table) for each table of ring "reference".';
+	END IF;
 	SELECT b.points, b.share INTO balance FROM ringshard.ring_balance(ring) b WHERE b.node = add_node.node;
 	RETURN format('node "%s" added to ring "%s" with weight %s%s%s: %s points, %s of the ring', node, ring, weight,
 	              CASE WHEN zone IS NOT NULL THEN format(' in zone "%s"', zone) ELSE '' END,

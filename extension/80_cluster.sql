@@ -338,6 +338,56 @@ CREATE FUNCTION ringshard.create_distributed_table(table_name regclass) RETURNS 
 COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
 	'makes an annotated table a distributed table: creates it on every node, moves its rows to their replicas, and replaces it by a foreign table of the same name; returns the rows moved';
 
+-- A reference table: a copy on every node (the ring "reference", whose every
+-- key has as many copies as it has nodes), so that a join with it runs on
+-- the node that holds the other tables' rows.  Writes reach every copy in the
+-- transaction's atomic commit, reads one copy; a node that joins any ring
+-- joins this one too (add_node) and gets the copies with its rebalance.
+CREATE FUNCTION ringshard.create_reference_table(table_name regclass) RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	key name;
+	moved bigint;
+	copies integer;
+	shown text := table_name::text;	-- the table is replaced by a foreign table of that name
+BEGIN
+	IF table_name IS NULL THEN
+		RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	-- the first column of the primary key places each row for reads by key
+	SELECT a.attname INTO key
+	  FROM pg_catalog.pg_index i
+	  JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+	 WHERE i.indrelid = table_name AND i.indisprimary;
+	IF key IS NULL THEN
+		RAISE EXCEPTION 'table % has no primary key', table_name
+			USING ERRCODE = 'invalid_table_definition',
+			      HINT = 'A reference table needs one: its first column spreads reads by key over the copies.';
+	END IF;
+	IF NOT EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference') THEN
+		PERFORM ringshard.create_ring('reference', replication_factor => 64);
+	END IF;
+	-- every node with an address holds a copy
+	PERFORM ringshard.add_node(n.node_name, ring => 'reference')
+	   FROM ringshard.nodes n
+	  WHERE n.server_name IS NOT NULL
+	    AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = n.node_name)
+	  ORDER BY n.node_name;
+	SELECT count(*) INTO copies FROM ringshard.ring_members m WHERE m.ring_name = 'reference';
+	IF copies = 0 THEN
+		RAISE EXCEPTION 'there are no nodes to hold table %', table_name
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Add nodes with ringshard.add_node(node, address, ring).';
+	END IF;
+	PERFORM ringshard.sync_topology();
+	PERFORM ringshard.distribute_table(table_name, key, 'reference');
+	moved := ringshard.create_distributed_table(table_name);
+	RETURN format('table %s is a reference table: a copy of its %s rows on each of %s nodes', shown, moved, copies);
+END
+$$;
+COMMENT ON FUNCTION ringshard.create_reference_table(regclass) IS
+	'makes a table a reference table: a copy on every node (ring "reference"), written on all copies in one atomic commit, read from one; joins with it run on the nodes';
+
 -- DDL on a distributed table goes through the library's ProcessUtility hook,
 -- which sends it to the nodes; in a session where the library was not loaded
 -- yet, this refuses the command instead of changing the coordinator alone.

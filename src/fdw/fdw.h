@@ -137,5 +137,6 @@ extern void rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restar
 
 /* The annotation of a distributed table for planning; ERROR if it has none. */
 extern void rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *keyspace_attnum);
+extern bool rsfdw_table_on_every_node(Oid relid);
 
 #endif							/* RINGSHARD_FDW_H */

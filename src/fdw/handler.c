@@ -204,3 +204,34 @@ rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *k
 	SPI_finish();
 	*key_type = get_atttype(relid, *key_attnum);
 }
+
+/*
+ * Whether every node of the table's ring holds every row: a ring whose
+ * replication factor is at least its node count (the reference ring, made
+ * by ringshard.create_reference_table()).
+ */
+bool
+rsfdw_table_on_every_node(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	bool		everywhere = false;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT r.replication_factor OPERATOR(pg_catalog.>=) "
+							  "(SELECT pg_catalog.count(*) FROM ringshard.ring_members m "
+							  "  WHERE m.ring_name OPERATOR(pg_catalog.=) r.ring_name) "
+							  "FROM ringshard.distributed_tables d JOIN ringshard.rings r ON r.ring_name OPERATOR(pg_catalog.=) d.ring_name "
+							  "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read ringshard.distributed_tables");
+	if (SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		everywhere = !isnull && DatumGetBool(d);
+	}
+	SPI_finish();
+	return everywhere;
+}

@@ -79,6 +79,7 @@ typedef struct RoutedTable
 	Oid			check_as_user;	/* a view's owner, or InvalidOid: the current user */
 	Expr	   *value;			/* of key_type, no columns: constants and parameters */
 	bool		subquery_column;	/* not a table: an output column (key_attnum) of a subquery in FROM */
+	bool		everywhere;		/* a reference table: every node holds every row, no key need be fixed */
 	Query	   *query;			/* the query level whose range table entry rti it is */
 } RoutedTable;
 
@@ -432,6 +433,7 @@ analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *anal
 			table->query = query;
 			table->relid = rte->relid;
 			table->check_as_user = rte->checkAsUser;
+			table->everywhere = rsfdw_table_on_every_node(rte->relid);
 			rsfdw_table_info(rte->relid, &table->key_attnum, &table->key_type, &keyspace_attnum);
 			table->key_eqop = lookup_type_cache(table->key_type, TYPECACHE_EQ_OPR)->eq_opr;
 			if (keyspace_attnum > 0 || !OidIsValid(table->key_eqop))
@@ -474,7 +476,7 @@ analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *anal
 
 		if (table->subquery_column)
 			continue;
-		if (table->value == NULL)
+		if (table->value == NULL && !table->everywhere)
 		{
 			analysis->failed = true;
 			return;
@@ -763,6 +765,30 @@ compare_names(const void *a, const void *b)
 }
 
 /*
+ * The healthy nodes of a reference table (every node holds every row), or
+ * NIL with *usable false when the table is not laid out so now: its ring
+ * has more nodes than copies, or a node that joined has not got its copy yet.
+ */
+static List *
+every_node_holders(TablePlacement *placement, bool *usable, List **down)
+{
+	List	   *up = NIL;
+
+	*usable = placement->ring != NULL && placement->ring->replication_factor >= placement_node_count(placement) &&
+		!placement_is_moving(placement);
+	if (!*usable)
+		return NIL;
+	for (int i = 0; i < placement_node_count(placement); i++)
+	{
+		if (placement_node_up(placement, i))
+			up = lappend(up, placement_node_name(placement, i));
+		else if (down)
+			*down = lappend(*down, placement_node_name(placement, i));
+	}
+	return up;
+}
+
+/*
  * The healthy nodes that hold every table's rows of its key: for each
  * table its key's replicas (where rows are moving, the old replicas that
  * still hold them), intersected.  False when some key's rows cannot be
@@ -783,10 +809,22 @@ route(RouterScanState *state, EState *estate)
 		TablePlacement placement;
 		uint16		replicas[PLACEMENT_MAX_REPLICAS];
 		int			n;
-		bool		isnull;
-		Datum		key = ExecEvalExpr(lfirst(lv), econtext, &isnull);
+		bool		isnull = false;
+		Datum		key = lfirst(lv) ? ExecEvalExpr(lfirst(lv), econtext, &isnull) : (Datum) 0;
 		List	   *holders = NIL;
 
+		if (lfirst(lv) == NULL)
+		{
+			/* a reference table, no key fixed: its healthy nodes, if it is on every node now */
+			bool		usable;
+
+			table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+			holders = every_node_holders(&placement, &usable, NULL);
+			relation_close(rel, AccessShareLock);
+			if (!usable)
+				return false;
+			goto intersect;
+		}
 		if (isnull)
 		{
 			/* key = NULL: no row of this table takes part, any node will do */
@@ -806,6 +844,7 @@ route(RouterScanState *state, EState *estate)
 			if (placement_node_up(&placement, replicas[i]))
 				holders = lappend(holders, placement_node_name(&placement, replicas[i]));
 		relation_close(rel, AccessShareLock);
+intersect:
 		if (first)
 			common = holders;
 		else
@@ -1352,6 +1391,7 @@ typedef struct RouterWriteState
 	char	  **nodes;			/* the target key's replicas: all of them take the statement */
 	int			nnodes;
 	uint32		lock_slot;
+	bool		lock_table;		/* a reference table's rows, any of them: the table's write lock */
 	bool		routed;
 	bool		nothing;		/* the target's key is NULL: no row can match */
 	const char *why_not;		/* EXPLAIN only: why it would fail now */
@@ -1432,7 +1472,8 @@ route_write(RouterWriteState *state, bool explain_only)
 
 			if ((pass == 0) != (i == state->target))
 				continue;
-			key = ExecEvalExpr(lfirst(lv), econtext, &isnull);
+			isnull = false;
+			key = lfirst(lv) ? ExecEvalExpr(lfirst(lv), econtext, &isnull) : (Datum) 0;
 			if (isnull)
 			{
 				if (i == state->target)
@@ -1444,7 +1485,18 @@ route_write(RouterWriteState *state, bool explain_only)
 			}
 			rel = relation_open(lfirst_oid(lr), AccessShareLock);
 			table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
-			holders = key_holders(&placement, key, &moving, &down);
+			if (lfirst(lv) == NULL)
+			{
+				/* a reference table, no key fixed: all its rows, on every node */
+				bool		usable;
+
+				holders = every_node_holders(&placement, &usable, &down);
+				moving = !usable;
+				if (i == state->target)
+					state->lock_table = true;
+			}
+			else
+				holders = key_holders(&placement, key, &moving, &down);
 			if (i == state->target)
 			{
 				if (moving)
@@ -1608,7 +1660,10 @@ run_write(RouterWriteState *state, EState *estate)
 	const char *what = psprintf("a %s of table %s", tag, get_rel_name(list_nth_oid(state->relids, state->target)));
 
 	/* writers of one key queue here, before any replica (write_locks.c) */
-	rsfdw_lock_key_for_write(list_nth_oid(state->relids, state->target), state->lock_slot);
+	if (state->lock_table)
+		rsfdw_lock_table_for_write(list_nth_oid(state->relids, state->target));
+	else
+		rsfdw_lock_key_for_write(list_nth_oid(state->relids, state->target), state->lock_slot);
 	for (int i = 0; i < state->nnodes; i++)
 	{
 		conns[i] = remote_connection(state->nodes[i], state->userid);
