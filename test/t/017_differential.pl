@@ -119,6 +119,14 @@ for my $name (sort keys %key_tables)
 	$setup .= "SELECT ringshard.distribute_table('${name}_dist', '$key', 'pair');\n";
 	$setup .= "SELECT ringshard.create_distributed_table('${name}_dist');\n";
 }
+# A reference table (a copy on every node), joined by router statements.
+$setup .= q{
+	CREATE TABLE lt_ref (id int4 PRIMARY KEY, v text, n numeric, d date);
+	INSERT INTO lt_ref SELECT g, 'site ' || g, g * 1.25, date '2024-01-01' + g FROM generate_series(1, 50) g;
+	CREATE TABLE dt_ref (LIKE lt_ref INCLUDING ALL);
+	INSERT INTO dt_ref SELECT * FROM lt_ref;
+	SELECT ringshard.create_reference_table('dt_ref');
+};
 $coordinator->safe_psql('postgres', $setup);
 # a crashed backend is a difference to report, not the end of the run
 $coordinator->append_conf('postgresql.conf', 'restart_after_crash = on');
@@ -1478,7 +1486,7 @@ sub gen_router
 	my ($fam, $S) = @_;
 	my $k = some_id($fam);
 	my $x = '{' . pick(@router_partners) . '}';
-	my $kind = rint(0, 12);
+	my $kind = rint(0, 14);
 	my $date = lit_sql('date', $S, 'date');
 	my $cols = sub { my ($alias) = @_; join(', ', map { "$alias.$_" } grep { chance(0.5) } qw(i8 n n2 f8 fx d ts tz iv t vc e ip ia)) || "$alias.t" };
 	my $key = wpick([ 4, "a.id = $k" ], [ 1, "a.id = ${k}::int8" ], [ 1, "$k = a.id" ], [ 1, "a.id IN ($k)" ]);
@@ -1517,6 +1525,21 @@ sub gen_router
 	elsif ($kind == 7)
 	{
 		$sql = "SELECT id, a.iv, b.iv, CASE WHEN a.n > b.n THEN 'a' ELSE coalesce(b.t, 'none') END FROM {t} a JOIN $x b USING (id) WHERE id = $k";
+	}
+	elsif ($kind == 13)
+	{
+		# the reference table: joined on the node holding the key's rows
+		$sql = "SELECT a.id, a.n, r.v, r.n, r.d FROM {t} a " . pick('JOIN', 'LEFT JOIN') . " {ref} r ON r.id = a.id % 60 + 1 WHERE $key"
+		  . pick('', ' AND r.d > ' . $date, " AND EXISTS (SELECT 1 FROM {ref} q WHERE q.id = r.id AND q.n > 10)");
+	}
+	elsif ($kind == 14)
+	{
+		# a write of the reference table (every copy), then a join with it
+		my $r = rint(1, 55);
+		return { cat => 'router', writes => 1, txn => 1, stmts => [ stmt('BEGIN'),
+			stmt(pick("UPDATE {ref} SET n = n + 1, d = d + 1 WHERE id = $r", "UPDATE {ref} SET v = v || 'x' WHERE id IN ($r, " . ($r + 7) . ')')),
+			stmt("SELECT a.id, r.v, r.n FROM {t} a JOIN {ref} r ON r.id = $r WHERE $key"),
+			stmt(chance(0.7) ? 'COMMIT' : 'ROLLBACK') ] };
 	}
 	elsif ($kind >= 10)
 	{
@@ -1813,8 +1836,9 @@ sub instantiate
 		my %s = %$_;
 		# outside string literals only: a generated text value may hold "{t}"
 		$s{sql} =~ s/('(?:[^']|'')*')|\{t\}/defined $1 ? $1 : $table/ge;
-		# router statements: a table of another family, on the same side
+		# router statements: a table of another family, on the same side, or the reference table
 		$s{sql} =~ s/('(?:[^']|'')*')|\{(pair|text|single|map)\}/defined $1 ? $1 : $families{$2}{$side}/ge;
+		$s{sql} =~ s/('(?:[^']|'')*')|\{ref\}/defined $1 ? $1 : ($side eq 'dist' ? 'dt_ref' : 'lt_ref')/ge;
 		$s{sql} =~ s/('(?:[^']|'')*')|\{p\}/defined $1 ? $1 : "rs_$tag"/ge;
 		\%s
 	} @{ $u->{stmts} };
@@ -2164,6 +2188,14 @@ for my $i (1 .. $nunits)
 }
 my $loop_time = time() - $loop_started;
 check_all('at the end');
+# every copy of the reference table the same, and the twin's
+{
+	my ($verified) = ps_internal("SELECT count(*) FROM ringshard.verify_table('dt_ref')");
+	is($verified, 0, 'the reference table: every copy holds the same rows');
+	ps_internal(settings_sql(\%canonical));
+	my ($differ) = ps_internal('SELECT count(*) FROM ((TABLE dt_ref EXCEPT ALL TABLE lt_ref) UNION ALL (TABLE lt_ref EXCEPT ALL TABLE dt_ref)) d');
+	is($differ, 0, 'the reference table holds its twin\'s rows');
+}
 
 # ---------------------------------------------------------------------------
 # What was found.
