@@ -205,6 +205,14 @@ for t in faces faces_peer faces_local; do
 SELECT nik, score, payload FROM $t WHERE nik = :k;
 EOF
 done
+# a join of one key (a self-join: faces is colocated with itself), as a router
+# statement, table by table (ringshard.router_statements = off), and locally
+for t in faces faces_local; do
+	cat >"$D/join_$t.sql" <<EOF
+\\set k 3201000000000000 + random(1, $NROWS)
+SELECT a.score, b.payload FROM $t a JOIN $t b ON b.nik = a.nik WHERE a.nik = :k;
+EOF
+done
 # the lookups of one round, split by the owners' shares
 share() { echo $(( ($1 * $2 + total_owned / 2) / total_owned )); }
 
@@ -249,6 +257,9 @@ point_run() {	# point_run VARIANT N ROUND
 		sel_coord) ms=$(pgb "$C" "$D/sel_faces.sql" "$n" "FROM faces WHERE") ;;
 		sel_peer) ms=$(pgb "$C" "$D/sel_faces_peer.sql" "$n" "FROM faces_peer WHERE") ;;
 		sel_local) ms=$(pgb "$C" "$D/sel_faces_local.sql" "$n" "FROM faces_local WHERE") ;;
+		join_router) ms=$(pgb "$C" "$D/join_faces.sql" "$n" "JOIN faces b") ;;
+		join_table) ms=$(PGOPTIONS="${PGOPTIONS:-} -c ringshard.router_statements=off" pgb "$C" "$D/join_faces.sql" "$n" "JOIN faces b") ;;
+		join_local) ms=$(pgb "$C" "$D/join_faces_local.sql" "$n" "JOIN faces_local b") ;;
 		diag_scan) ms=$(timed bench_w1 "SELECT 1 FROM faces LIMIT 1;" "SELECT count(*) FROM faces;") ;;
 		diag_filter)
 			# diagnostic: what the fan-out filter costs a node (not fatal if its signature changed)
@@ -277,7 +288,7 @@ point_run() {	# point_run VARIANT N ROUND
 	esac
 	[ "$r" = 0 ] || record "$r" "$v" "$ms"
 }
-reads="sel_coord sel_peer sel_direct sel_local agg_coord agg_direct topk_coord topk_peer diag_scan diag_filter"
+reads="sel_coord sel_peer sel_direct sel_local join_router join_table join_local agg_coord agg_direct topk_coord topk_peer diag_scan diag_filter"
 log "part 5: reads, 1 warm-up round + $ROUNDS rounds ($NSEL point lookups per variant and round)"
 for v in $reads; do point_run $v $(( NSEL / 10 )) 0; done
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -287,6 +298,13 @@ done
 
 # ---------------------------------------------------------------- 6: writes, one at a time
 for t in faces faces_local; do
+	# a single-key UPDATE of an existing row
+	cat >"$D/upd_$t.sql" <<EOF
+\\set k 3201000000000000 + random(1, $NROWS)
+UPDATE $t SET score = score + 0.000001 WHERE nik = :k;
+EOF
+done
+for t in faces faces_r1 faces_local; do
 	cat >"$D/ins_$t.sql" <<EOF
 \\set n :n + 1
 \\set k :base + :n
@@ -308,12 +326,15 @@ write_run() {	# write_run VARIANT N ROUND
 		ins_local) ms=$(pgb "$C" "$D/ins_faces_local.sql" "$n" - -D n=0 -D base=$((base + 1000000000000))) ;;
 		ins_2pc) ms=$(pgb "$C" "$D/ins_faces.sql" "$n" - -D n=0 -D base=$((base + 2000000000000))) ;;
 		ins_1pc) ms=$(PGOPTIONS="${PGOPTIONS:-} -c ringshard.two_phase_commit=off" pgb "$C" "$D/ins_faces.sql" "$n" - -D n=0 -D base=$((base + 3000000000000))) ;;
+		ins_r1) ms=$(pgb "$C" "$D/ins_faces_r1.sql" "$n" - -D n=0 -D base=$((base + 6000000000000))) ;;
+		upd_local) ms=$(pgb "$C" "$D/upd_faces_local.sql" "$n" -) ;;
+		upd_2pc) ms=$(pgb "$C" "$D/upd_faces.sql" "$n" -) ;;
 		tx10_2pc) ms=$(pgb "$C" "$D/tx10.sql" "$n" - -D n=0 -D base=$((base + 4000000000000))) ;;
 		tx10_1pc) ms=$(PGOPTIONS="${PGOPTIONS:-} -c ringshard.two_phase_commit=off" pgb "$C" "$D/tx10.sql" "$n" - -D n=0 -D base=$((base + 5000000000000))) ;;
 	esac
 	[ "$r" = 0 ] || record "$r" "$v" "$ms"
 }
-writes="ins_local ins_2pc ins_1pc tx10_2pc tx10_1pc"
+writes="ins_local ins_2pc ins_1pc ins_r1 upd_local upd_2pc tx10_2pc tx10_1pc"
 log "part 6: single-row INSERTs, 1 warm-up round + $WROUNDS rounds ($NINS single-row transactions, $NTX10 of 10 rows, per variant and round)"
 for v in $writes; do
 	case $v in tx10*) write_run $v $(( NTX10 / 10 )) 0 ;; *) write_run $v $(( NINS / 10 )) 0 ;; esac

@@ -82,6 +82,10 @@ END {
 		row("sel_direct", "SELECT ... FROM faces WHERE nik = $1        (directly on the owning workers)", "us", 1000)
 		row("sel_peer", "SELECT ... FROM faces_peer WHERE nik = $1   (postgres_fdw peer)", "us", 1000)
 		row("sel_local", "  diagnostic: the same on faces_local, the coordinator's local table", "us", 1000)
+		print  "      A join of one key: SELECT a.score, b.payload FROM t a JOIN t b ON b.nik = a.nik WHERE a.nik = $1"
+		row("join_router", "  faces  (coordinator: a router statement, whole on one replica)", "us", 1000)
+		row("join_table", "  faces  (coordinator, ringshard.router_statements = off: table by table)", "us", 1000)
+		row("join_local", "  faces_local  (plain local table)", "us", 1000)
 		print  "      Scans: psql's \\timing of the query, in a session that ran a point lookup first (links up, caches warm)."
 		row("agg_coord", "SELECT count(*), sum(score) FROM faces      (coordinator)", "ms", 1)
 		row("agg_direct", "  its Remote SQL directly on the slowest worker (max of the three, per round)", "ms", 1)
@@ -104,6 +108,7 @@ END {
 		       agg_rows != "" && agg_rows + 0 <= nnodes,
 		       sprintf("(rows sent by the nodes: %s; target %d, one per node)", agg_rows == "" ? "?" : agg_rows, nnodes))
 		target("ORDER BY score DESC LIMIT 10: coordinator / postgres_fdw peer", "topk_coord", "topk_peer", 0.5)
+		target("join of one key: router statement / table by table", "join_router", "join_table", 1.0)
 	} else {
 		printf "  Single-row INSERTs in autocommit (%d transactions per variant and round) and transactions of\n", nins
 		printf "  10 single-row INSERTs between BEGIN and COMMIT (%d per variant and round), pgbench -n -M prepared,\n", ntx10
@@ -112,12 +117,17 @@ END {
 		row("ins_local", "INSERT INTO faces_local   (plain local table)", "ms", 1)
 		row("ins_2pc", "INSERT INTO faces         (coordinator, R = 2, two-phase commit)", "ms", 1)
 		row("ins_1pc", "INSERT INTO faces         (coordinator, R = 2, ringshard.two_phase_commit = off)", "ms", 1)
+		row("ins_r1", "INSERT INTO faces_r1      (coordinator, R = 1: one node, one-phase commit)", "ms", 1)
+		row("upd_local", "UPDATE faces_local SET score = score + 0.000001 WHERE nik = $1   (plain local table)", "ms", 1)
+		row("upd_2pc", "UPDATE faces SET ... WHERE nik = $1   (coordinator, R = 2, two-phase commit)", "ms", 1)
 		row("tx10_2pc", "BEGIN; 10 x INSERT INTO faces; COMMIT   (two-phase commit)", "ms", 1)
 		row("tx10_1pc", "BEGIN; 10 x INSERT INTO faces; COMMIT   (two_phase_commit = off)", "ms", 1)
 		printf "  prepared transactions left on the server afterwards: %s\n", leftover
 		print ""
 		print "  Targets of part 6 (and part 5's single-row INSERT)"
 		target("single-row INSERT: coordinator (R = 2) / plain local table", "ins_2pc", "ins_local", 4)
+		target("single-row INSERT: coordinator (R = 1) / plain local table", "ins_r1", "ins_local", 2)
+		target("single-key UPDATE: coordinator (R = 2) / plain local table", "upd_2pc", "upd_local", 4)
 		target("single-row INSERT: two-phase / one-phase commit", "ins_2pc", "ins_1pc", 1.5)
 		target("10-row multi-node transaction: two-phase / one-phase commit", "tx10_2pc", "tx10_1pc", 1.5)
 	}

@@ -101,8 +101,8 @@ typedef struct RouterAnalysis
 typedef struct FixingClause
 {
 	Expr	   *clause;
-	Relids		fixes;			/* NULL: any of the level */
-	bool		any;
+	Relids		fixes;			/* the range table entries it may fix ... */
+	bool		any;			/* ... or any of the level (WHERE) */
 } FixingClause;
 
 /* What the walk over one query level's subqueries carries. */
@@ -117,6 +117,8 @@ static bool subquery_walker(Node *node, SubqueryWalk *walk);
 static void highest_plan_node_id(Plan *plan, int *highest);
 static bool collect_relations_walker(Node *node, void *context);
 static bool collect_functions_walker(Node *node, List **funcs);
+static bool count_distributed_walker(Node *node, void *context);
+static int	count_distributed_tables(Node *node, Relids *top);
 
 /* Strip relabelings and implicit casts. */
 static Node *
@@ -210,76 +212,67 @@ is_closed_value(Node *node)
 		!expression_returns_set(node);
 }
 
-/* Collect the clauses of a join tree that may fix keys, with what each may fix. */
+/*
+ * Collect the clauses of a join tree that may fix keys, with what each may
+ * fix: WHERE any table of the level; an inner join's ON both its sides; a
+ * LEFT JOIN's only its right side (its left rows all come out), a RIGHT
+ * JOIN's only its left, a FULL JOIN's neither.  A join nested on an outer
+ * join's side restricts its own rows still: those are the rows that side
+ * contributes.
+ */
 static void
-collect_clauses(Query *query, Node *jtnode, Relids fixable, bool any, List **out)
+collect_clauses(Node *jtnode, List **out)
 {
+	ListCell   *lc;
+
 	if (jtnode == NULL || IsA(jtnode, RangeTblRef))
 		return;
 	if (IsA(jtnode, FromExpr))
 	{
 		FromExpr   *f = (FromExpr *) jtnode;
-		ListCell   *lc;
 
 		foreach(lc, make_ands_implicit((Expr *) f->quals))
 		{
 			FixingClause *fc = palloc0(sizeof(FixingClause));
 
 			fc->clause = lfirst(lc);
-			fc->fixes = fixable;
-			fc->any = any;
+			fc->any = true;
 			*out = lappend(*out, fc);
 		}
 		foreach(lc, f->fromlist)
-			collect_clauses(query, lfirst(lc), fixable, any, out);
+			collect_clauses(lfirst(lc), out);
 		return;
 	}
 	if (IsA(jtnode, JoinExpr))
 	{
 		JoinExpr   *j = (JoinExpr *) jtnode;
-		Relids		left = get_relids_in_jointree(j->larg, false);
-		Relids		right = get_relids_in_jointree(j->rarg, false);
-		Relids		both = bms_union(left, right);
 		Relids		on_fixes = NULL;
-		bool		fixes_any_of_scope = false;
-		ListCell   *lc;
 
-		/*
-		 * An inner join's ON restricts both sides; a LEFT JOIN's only the
-		 * right (its left rows all come out), a RIGHT JOIN's only the left,
-		 * a FULL JOIN's neither.
-		 */
 		switch (j->jointype)
 		{
 			case JOIN_INNER:
-				on_fixes = both;
-				fixes_any_of_scope = true;
+				on_fixes = bms_union(get_relids_in_jointree(j->larg, false), get_relids_in_jointree(j->rarg, false));
 				break;
 			case JOIN_LEFT:
-				on_fixes = right;
-				fixes_any_of_scope = true;
+				on_fixes = get_relids_in_jointree(j->rarg, false);
 				break;
 			case JOIN_RIGHT:
-				on_fixes = left;
-				fixes_any_of_scope = true;
+				on_fixes = get_relids_in_jointree(j->larg, false);
 				break;
 			default:
 				break;
 		}
-		if (!any)
-			on_fixes = bms_intersect(on_fixes, fixable);
-		if (fixes_any_of_scope)
+		if (on_fixes != NULL)
 			foreach(lc, make_ands_implicit((Expr *) j->quals))
 			{
 				FixingClause *fc = palloc0(sizeof(FixingClause));
 
 				fc->clause = lfirst(lc);
 				fc->fixes = on_fixes;
-				fc->any = false;
 				*out = lappend(*out, fc);
 			}
-		collect_clauses(query, j->larg, fixable, any, out);
-		collect_clauses(query, j->rarg, fixable, any, out);
+		collect_clauses(j->larg, out);
+		collect_clauses(j->rarg, out);
 	}
 }
 
@@ -452,7 +445,7 @@ analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *anal
 	apply_seeds(&level, seeds);
 	add_subquery_columns(&level);
 
-	collect_clauses(query, (Node *) query->jointree, NULL, true, &clauses);
+	collect_clauses((Node *) query->jointree, &clauses);
 	do
 	{
 		changed = false;
@@ -679,6 +672,12 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	router->custom_exprs = list_concat(values, computed);
 	router->custom_private = list_make5(makeString(sql), param_ids, relids, output_attnums,
 										list_make1_oid(((RoutedTable *) linitial(analysis.tables))->check_as_user));
+	{
+		List	   *funcs = NIL;
+
+		(void) query_tree_walker(original, collect_functions_walker, (void *) &funcs, 0);
+		router->custom_private = lappend(router->custom_private, funcs);
+	}
 	router->methods = &router_scan_methods;
 
 	/* plan_node_id: unique in the statement; the new top takes one past the highest */
@@ -751,6 +750,7 @@ typedef struct RouterScanState
 	int			nnodes;
 	bool		routed;			/* nodes were worked out (not in a plain EXPLAIN with unknown values) */
 	bool		fallback;		/* no node holds them all: the plan below runs */
+	int			eflags;
 	RemoteCodec *codecs;
 	Oid		   *output_types;	/* of the node's answer's columns */
 	PGresult   *result;
@@ -887,6 +887,36 @@ uses_statement_params(List *param_ids)
 	return false;
 }
 
+/* As ExecInitFunc would: the current user may call every function of the statement. */
+static void
+check_functions(List *funcs)
+{
+	ListCell   *lc;
+
+	foreach(lc, funcs)
+	{
+		AclResult	aclresult = pg_proc_aclcheck(lfirst_oid(lc), GetUserId(), ACL_EXECUTE);
+
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(lfirst_oid(lc)));
+	}
+}
+
+/* Initialize the usual plan below, once (it opens no connection until it runs). */
+static void
+start_plan_below(RouterScanState *state)
+{
+	EState	   *estate = state->css.ss.ps.state;
+	MemoryContext old;
+
+	if (outerPlanState(state) != NULL)
+		return;
+	old = MemoryContextSwitchTo(estate->es_query_cxt);
+	outerPlanState(state) = ExecInitNode(outerPlan(state->css.ss.ps.plan), estate,
+										 state->eflags);
+	MemoryContextSwitchTo(old);
+}
+
 static void
 router_begin(CustomScanState *node, EState *estate, int eflags)
 {
@@ -918,15 +948,13 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	/* a plain EXPLAIN of a generic plan has no parameter values: no route then */
 	state->routed = !(eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_param_list_info != NULL ||
 		!uses_statement_params(state->param_ids);
+	check_functions((List *) list_nth(plan->custom_private, 5));
+	state->eflags = eflags;
 	if (state->routed)
 		state->fallback = !route(state, estate);
-
-	/*
-	 * The plan below is initialized even when the node answers: that checks
-	 * the EXECUTE privilege of each function as PostgreSQL does, and it
-	 * opens no connection until it runs.
-	 */
-	outerPlanState(node) = ExecInitNode(outerPlan(plan), estate, eflags);
+	/* the plan below, for EXPLAIN and when no node holds every row */
+	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		start_plan_below(state);
 	/* spread reads over the nodes that can answer */
 	for (int i = state->nnodes - 1; i > 0; i--)
 	{
@@ -997,7 +1025,11 @@ run_on_node(RouterScanState *state, EState *estate)
 		if (conn->link != LINK_IDLE && conn->link != LINK_BUSY)
 			continue;
 		in_transaction = IsTransactionBlock() || conn->xact != RXACT_NONE;
-		remote_send_params(conn, state->sql, list_length(state->param_ids), params, in_transaction, state);
+		/* prepared on the node once per connection, where no remote transaction must be opened first */
+		if (remote_can_send_prepared(conn, in_transaction))
+			remote_send_prepared(conn, state->sql, list_length(state->param_ids), params, state);
+		else
+			remote_send_params(conn, state->sql, list_length(state->param_ids), params, in_transaction, state);
 		if (!remote_owner_pending(conn, state))
 			continue;			/* the link failed while sending */
 		remote_receive_owned(&conn, &owner, 1, &out, 0, 0);
@@ -1045,7 +1077,10 @@ router_exec(CustomScanState *node)
 	{
 		run_on_node(state, node->ss.ps.state);
 		if (state->fallback)
+		{
+			start_plan_below(state);
 			return router_exec(node);
+		}
 	}
 	if (state->next >= PQntuples(state->result))
 		return slot;
@@ -1080,11 +1115,13 @@ router_rescan(CustomScanState *node)
 	RouterScanState *state = (RouterScanState *) node;
 
 	/* the parameters may have changed: ask again */
-	if (state->fallback)
+	if (outerPlanState(node))
 		ExecReScan(outerPlanState(node));
 	state->fallback = false;
 	if (state->routed)
 		state->fallback = !route(state, node->ss.ps.state);
+	if (state->fallback)
+		start_plan_below(state);
 	if (state->result)
 		remote_result_free(state->result);
 	state->result = NULL;
@@ -1162,7 +1199,7 @@ rsfdw_router_write_candidate(Query *parse)
 	RangeTblEntry *target;
 	Relation	rel;
 	bool		triggers;
-	bool		reads_more = parse->hasSubLinks || parse->cteList != NIL;
+	bool		reads_more;
 	ListCell   *lc;
 	AttrNumber	key_attnum;
 	Oid			key_type;
@@ -1175,10 +1212,13 @@ rsfdw_router_write_candidate(Query *parse)
 	if (target->rtekind != RTE_RELATION || target->relkind != RELKIND_FOREIGN_TABLE ||
 		!is_distributed_table(target->relid))
 		return false;
-	foreach(lc, parse->rtable)
-		if (foreach_current_index(lc) + 1 != parse->resultRelation &&
-			((RangeTblEntry *) lfirst(lc))->rtekind != RTE_JOIN)
-			reads_more = true;
+	/* another table read: a distributed table other than the target, at any depth (a view's own entry is none) */
+	{
+		Relids		other = NULL;
+		int			n = count_distributed_tables((Node *) parse, &other);
+
+		reads_more = n > 1 || (n == 1 && !bms_is_member(parse->resultRelation, other));
+	}
 	if (!reads_more)
 		return false;
 	/* triggers of the coordinator's table would not fire */
@@ -1246,6 +1286,45 @@ collect_functions_walker(Node *node, List **funcs)
 	return expression_tree_walker(node, collect_functions_walker, (void *) funcs);
 }
 
+/*
+ * How many range table entries of distributed tables the statement has, at
+ * any depth; *top gets those of its own level.
+ */
+static int
+count_distributed_tables(Node *node, Relids *top)
+{
+	int			n = 0;
+	ListCell   *lc;
+	Query	   *query = (Query *) node;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relkind == RELKIND_FOREIGN_TABLE && is_distributed_table(rte->relid))
+		{
+			n++;
+			if (top)
+				*top = bms_add_member(*top, foreach_current_index(lc) + 1);
+		}
+	}
+	(void) query_tree_walker(query, count_distributed_walker, (void *) &n, 0);
+	return n;
+}
+
+static bool
+count_distributed_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Query))
+	{
+		*(int *) context += count_distributed_tables(node, NULL);
+		return false;
+	}
+	return expression_tree_walker(node, count_distributed_walker, context);
+}
+
 /* Every relation of every query level, for the executor's privilege checks and locks. */
 static void
 collect_relations(Query *query, List **rtable, List **relids)
@@ -1296,6 +1375,7 @@ rsfdw_plan_router_write(Query *parse)
 	List	   *tlist = NIL;
 	List	   *rtable = NIL;
 	List	   *locked = NIL;
+	List	   *hidden_types = NIL;
 	int			target = -1;
 	Oid			as_user;
 	ListCell   *lc;
@@ -1318,7 +1398,38 @@ rsfdw_plan_router_write(Query *parse)
 	}
 	if (target < 0)
 		return NULL;
-	sql = rsfdw_router_sql_text(parse, &param_ids, &computed);
+
+	/*
+	 * The nodes also return every row they changed, whole (after the
+	 * statement's own RETURNING): replicas that changed different rows, or
+	 * the same rows differently, are an error, not a commit.  That happens
+	 * when they hold different rows, when the statement's result depends on
+	 * the node (an UPDATE ... FROM that matches a row several times, an order
+	 * the statement does not fix) or when each replica saw the other tables
+	 * at another moment.
+	 */
+	{
+		Query	   *sent = copyObject(parse);
+		Relation	rel = relation_open(list_nth_oid(relids, target), NoLock);
+		TupleDesc	desc = RelationGetDescr(rel);
+
+		for (int i = 0; i < desc->natts; i++)
+		{
+			Form_pg_attribute attr = TupleDescAttr(desc, i);
+
+			if (attr->attisdropped)
+				continue;
+			sent->returningList = lappend(sent->returningList,
+										  makeTargetEntry((Expr *) makeVar(parse->resultRelation, attr->attnum,
+																		   attr->atttypid, attr->atttypmod,
+																		   attr->attcollation, 0),
+														  list_length(sent->returningList) + 1,
+														  pstrdup(NameStr(attr->attname)), false));
+			hidden_types = lappend_oid(hidden_types, attr->atttypid);
+		}
+		relation_close(rel, NoLock);
+		sql = rsfdw_router_sql_text(sent, &param_ids, &computed);
+	}
 
 	/* RETURNING: what the nodes return, as they return it */
 	foreach(lc, parse->returningList)
@@ -1351,6 +1462,7 @@ rsfdw_plan_router_write(Query *parse)
 		(void) query_tree_walker(parse, collect_functions_walker, (void *) &funcs, 0);
 		router->custom_private = lappend(router->custom_private, funcs);
 	}
+	router->custom_private = lappend(router->custom_private, hidden_types);
 	router->methods = &router_write_methods;
 
 	/*
@@ -1395,6 +1507,9 @@ typedef struct RouterWriteState
 	bool		routed;
 	bool		nothing;		/* the target's key is NULL: no row can match */
 	const char *why_not;		/* EXPLAIN only: why it would fail now */
+	int			nreturning;		/* the statement's RETURNING columns, before the changed rows' own */
+	int			nanswer;		/* all the columns the nodes answer */
+	Oid		   *answer_types;
 	RemoteCodec *codecs;
 	PGresult   *result;			/* the first replica's RETURNING rows */
 	int			next;
@@ -1568,14 +1683,7 @@ router_write_begin(CustomScanState *node, EState *estate, int eflags)
 	state->userid = linitial_oid((List *) list_nth(plan->custom_private, 4));
 	if (!OidIsValid(state->userid))
 		state->userid = GetUserId();
-	/* as ExecInitFunc would: the current user may call every function of the statement */
-	foreach(lc, (List *) list_nth(plan->custom_private, 5))
-	{
-		AclResult	aclresult = pg_proc_aclcheck(lfirst_oid(lc), GetUserId(), ACL_EXECUTE);
-
-		if (aclresult != ACLCHECK_OK)
-			aclcheck_error(aclresult, OBJECT_FUNCTION, get_func_name(lfirst_oid(lc)));
-	}
+	check_functions((List *) list_nth(plan->custom_private, 5));
 	foreach(lc, plan->custom_exprs)
 	{
 		ExprState  *expr = ExecInitExpr(lfirst(lc), &node->ss.ps);
@@ -1586,6 +1694,18 @@ router_write_begin(CustomScanState *node, EState *estate, int eflags)
 			state->computed_states = lappend(state->computed_states, expr);
 	}
 	state->codecs = remote_codecs_for_desc(node->ss.ss_ScanTupleSlot->tts_tupleDescriptor, false, NULL);
+	{
+		TupleDesc	desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+		List	   *hidden = (List *) list_nth(plan->custom_private, 6);
+
+		state->nreturning = desc->natts;
+		state->nanswer = desc->natts + list_length(hidden);
+		state->answer_types = palloc(sizeof(Oid) * Max(state->nanswer, 1));
+		for (int i = 0; i < desc->natts; i++)
+			state->answer_types[i] = TupleDescAttr(desc, i)->atttypid;
+		foreach(lc, hidden)
+			state->answer_types[desc->natts + foreach_current_index(lc)] = lfirst_oid(lc);
+	}
 	if (!explain_only || estate->es_param_list_info != NULL || !uses_statement_params(state->param_ids))
 		route_write(state, explain_only);
 }
@@ -1601,14 +1721,17 @@ sorted_rows(PGresult *res)
 	{
 		StringInfoData buf;
 
+		/* each field as its length (-1: NULL) and its bytes: no value can pass for another */
 		initStringInfo(&buf);
 		for (int c = 0; c < PQnfields(res); c++)
 		{
 			if (PQgetisnull(res, r, c))
-				appendStringInfoString(&buf, "\\N");
+				appendStringInfoString(&buf, "-1:");
 			else
+			{
+				appendStringInfo(&buf, "%d:", PQgetlength(res, r, c));
 				appendBinaryStringInfo(&buf, PQgetvalue(res, r, c), PQgetlength(res, r, c));
-			appendStringInfoChar(&buf, '\x1f');
+			}
 		}
 		rows[r] = buf.data;
 	}
@@ -1625,8 +1748,7 @@ check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResu
 
 	for (int j = 1; j < n; j++)
 	{
-		bool		same = strcmp(PQcmdTuples(out[0].result), PQcmdTuples(out[j].result)) == 0 &&
-			PQntuples(out[0].result) == PQntuples(out[j].result);
+		bool		same = PQntuples(out[0].result) == PQntuples(out[j].result);
 
 		if (same)
 		{
@@ -1638,12 +1760,16 @@ check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResu
 		if (!same)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("replicas \"%s\" and \"%s\" of table %s changed different rows", conns[0]->node,
+					 errmsg("replicas \"%s\" and \"%s\" of table %s would change different rows", conns[0]->node,
 							conns[j]->node, target_name),
-					 errdetail("Node \"%s\" changed %s rows, node \"%s\" %s: the replicas hold different rows for the key.",
-							   conns[0]->node, PQcmdTuples(out[0].result), conns[j]->node, PQcmdTuples(out[j].result)),
-					 errhint("Nothing was changed.  Compare and mend the replicas with ringshard.verify_table() and "
-							 "ringshard.repair_table().")));
+					 errdetail("Node \"%s\" would change %d rows, node \"%s\" %d%s.  Either the replicas hold different "
+							   "rows, or the statement's result depends on the node: an UPDATE ... FROM that matches a "
+							   "row several times, an order or a LIMIT the statement does not fix, other tables read "
+							   "at different moments.", conns[0]->node, PQntuples(out[0].result), conns[j]->node,
+							   PQntuples(out[j].result),
+							   PQntuples(out[0].result) == PQntuples(out[j].result) ? ", with other values" : ""),
+					 errhint("Nothing was changed.  Make the statement's result one (a key for every join, an ORDER "
+							 "BY for every LIMIT); compare the replicas with ringshard.verify_table().")));
 	}
 }
 
@@ -1655,7 +1781,6 @@ run_write(RouterWriteState *state, EState *estate)
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(state->nnodes, 1));
 	const void **owners = palloc(sizeof(void *) * Max(state->nnodes, 1));
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(state->nnodes, 1));
-	bool		returning = estate->es_plannedstmt->hasReturning;
 	const char *tag = estate->es_plannedstmt->commandType == CMD_UPDATE ? "UPDATE" : "DELETE";
 	const char *what = psprintf("a %s of table %s", tag, get_rel_name(list_nth_oid(state->relids, state->target)));
 
@@ -1664,6 +1789,13 @@ run_write(RouterWriteState *state, EState *estate)
 		rsfdw_lock_table_for_write(list_nth_oid(state->relids, state->target));
 	else
 		rsfdw_lock_key_for_write(list_nth_oid(state->relids, state->target), state->lock_slot);
+	/* under the lock, the replicas as they are now (a node may have gone down meanwhile) */
+	route_write(state, false);
+	if (state->nothing || state->nnodes == 0)
+		return;
+	conns = repalloc(conns, sizeof(RemoteConnection *) * Max(state->nnodes, 1));
+	owners = repalloc(owners, sizeof(void *) * Max(state->nnodes, 1));
+	out = repalloc(out, sizeof(RemoteResult) * Max(state->nnodes, 1));
 	for (int i = 0; i < state->nnodes; i++)
 	{
 		conns[i] = remote_connection(state->nodes[i], state->userid);
@@ -1679,16 +1811,22 @@ run_write(RouterWriteState *state, EState *estate)
 	for (int i = 0; i < state->nnodes; i++)
 	{
 		(void) remote_answer(conns[i], &out[i], state->sql, what);
-		if (returning)
+		/* the RETURNING rows, then each changed row whole: one row per row changed */
+		remote_expect_rows(conns[i], out[i].result, state->nanswer, 0, -1, what);
+		remote_expect_formats(conns[i], out[i].result, 0, state->answer_types, what);
+		if (strncmp(PQcmdStatus(out[i].result), tag, strlen(tag)) != 0 ||
+			strtoll(PQcmdTuples(out[i].result), NULL, 10) != PQntuples(out[i].result))
 		{
-			remote_expect_rows(conns[i], out[i].result, list_length(state->css.ss.ps.plan->targetlist), 0, -1, what);
-			remote_expect_formats(conns[i], out[i].result, 0, NULL, what);
+			remote_set_error(conns[i], psprintf("answered \"%s\" with %d rows to %s", PQcmdStatus(out[i].result),
+												PQntuples(out[i].result), what));
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("node \"%s\" answered \"%s\" with %d rows to %s", conns[i]->node,
+							PQcmdStatus(out[i].result), PQntuples(out[i].result), what)));
 		}
-		else
-			remote_expect_command(conns[i], out[i].result, tag, -1, what);
 	}
 	check_write_agrees(state, conns, out, state->nnodes);
-	estate->es_processed += strtoull(PQcmdTuples(out[0].result), NULL, 10);
+	estate->es_processed += PQntuples(out[0].result);
 	state->result = out[0].result;
 	for (int i = 1; i < state->nnodes; i++)
 		remote_result_free(out[i].result);
@@ -1708,7 +1846,8 @@ router_write_exec(CustomScanState *node)
 		if (!state->nothing && state->nnodes > 0)
 			run_write(state, node->ss.ps.state);
 	}
-	if (state->result == NULL || state->next >= PQntuples(state->result))
+	/* the changed rows' own columns after RETURNING's are for the check only */
+	if (state->result == NULL || state->nreturning == 0 || state->next >= PQntuples(state->result))
 		return slot;
 	for (int j = 0; j < slot->tts_tupleDescriptor->natts; j++)
 	{
