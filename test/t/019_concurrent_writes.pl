@@ -4,7 +4,7 @@
 # (40P01, which clients retry) within about deadlock_timeout; READ COMMITTED
 # writers of one row wait and apply instead of failing with 40001; pgbench's
 # TPC-B on distributed tables, in every query mode, keeps its invariants, with
-# every replica equal.  Then, in every query mode, pgbench -S and TPC-B while a
+# every replica equal; so do upserts and UPDATE ... FROM of one key.  Then, in every query mode, pgbench -S and TPC-B while a
 # worker is stopped (immediate) and started again: at R = 2 the reads go on
 # without an error; a TPC-B transaction either commits (its writes for the
 # stopped worker queued) or fails with an error naming the lost node, and only
@@ -93,6 +93,29 @@ for my $case ([ 'counters', 2 ], [ 'counters', 8 ], [ 'counters3', 2 ], [ 'count
 		"$clients sessions on one row at R = $copies: every update applied exactly once");
 	is(replicas_equal($table), '0', "$clients sessions on one row at R = $copies: every replica holds the same row");
 	note sprintf('%d sessions, R = %d: %d updates in %.1f s', $clients, $copies, $processed, $seconds);
+}
+
+# Upserts of one key, and writes of one key that read another table (router
+# writes: UPDATE ... FROM a colocated table), hammered by 8 sessions at R = 2:
+# they queue on the key's write lock, none fails, each applies once, and the
+# replicas stay equal (each replica returns the row it changed, compared).
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE limits (counter_id int PRIMARY KEY, step int NOT NULL);
+	INSERT INTO limits SELECT g, 1 FROM generate_series(1, 100) g;
+	SELECT ringshard.distribute_table('limits', 'counter_id');
+	SELECT ringshard.create_distributed_table('limits');
+});
+for my $case ([ 'upsert', "INSERT INTO counters AS c (id, n) VALUES (5, 1) ON CONFLICT (id) DO UPDATE SET n = c.n + 1;\n" ],
+	[ 'UPDATE ... FROM', "UPDATE counters c SET n = c.n + l.step FROM limits l WHERE l.counter_id = c.id AND c.id = 6;\n" ])
+{
+	my ($what, $script) = @$case;
+	my $id = $what eq 'upsert' ? 5 : 6;
+	my $before = $coordinator->safe_psql('postgres', "SELECT n FROM counters WHERE id = $id");
+	my ($failed, $processed, $out) = pgbench($script, [ '-c', 8, '-j', 2, '-t', 50 ]);
+	is($failed, 0, "8 sessions, one key, $what at R = 2: no statement failed") or diag $out;
+	is($coordinator->safe_psql('postgres', "SELECT n FROM counters WHERE id = $id"), $before + 8 * 50,
+		"8 sessions, one key, $what at R = 2: every one applied exactly once");
+	is(replicas_equal('counters'), '0', "8 sessions, one key, $what at R = 2: every replica holds the same rows");
 }
 
 # The same in explicit READ COMMITTED transactions that read the row first:
