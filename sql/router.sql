@@ -131,13 +131,13 @@ EXPLAIN (VERBOSE, COSTS OFF)
 SELECT c.name, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.id = 7 GROUP BY c.name;
 SELECT replicas_for(7::bigint, 'pair');
 SELECT c.name, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.id = 7 GROUP BY c.name;
--- EXPLAIN ANALYZE names the node that answered (either replica: reads spread).
+-- EXPLAIN ANALYZE names the node that answered (either replica: reads spread), its rows and time.
 CREATE FUNCTION explained(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 BEGIN
 	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
-		RETURN NEXT regexp_replace(line, 'Answered by: (w1|w3)$', 'Answered by: w1 or w3');
+		RETURN NEXT regexp_replace(line, 'Answered by: (w1|w3), (\d+ rows?) in [0-9.]+ ms$', 'Answered by: w1 or w3, \2 in (time) ms');
 	END LOOP;
 END $$;
 SELECT explained('SELECT count(*) FROM orders o JOIN refunds f ON f.customer_id = o.customer_id WHERE o.customer_id = 7');

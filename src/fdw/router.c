@@ -756,6 +756,7 @@ typedef struct RouterScanState
 	PGresult   *result;
 	int			next;
 	const char *answered_by;
+	double		answer_ms;		/* from sending the statement to its answer */
 } RouterScanState;
 
 static int
@@ -1041,6 +1042,7 @@ run_on_node(RouterScanState *state, EState *estate)
 		remote_expect_formats(conn, out.result, 0, state->output_types, "a router statement");
 		state->result = out.result;
 		state->answered_by = state->nodes[i];
+		state->answer_ms = out.elapsed_ms;
 		return;
 	}
 	/* none could be reached: the plan below reads each table from its replicas (and says what fails) */
@@ -1151,7 +1153,9 @@ router_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	if (es->verbose)
 		ExplainPropertyText("Remote SQL", state->sql, es);
 	if (es->analyze && state->answered_by)
-		ExplainPropertyText("Answered by", state->answered_by, es);
+		ExplainPropertyText("Answered by", psprintf("%s, %d row%s in %.3f ms", state->answered_by,
+													PQntuples(state->result), PQntuples(state->result) == 1 ? "" : "s",
+													state->answer_ms), es);
 }
 
 static CustomExecMethods router_exec_methods = {
