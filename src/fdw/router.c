@@ -951,7 +951,13 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 		!uses_statement_params(state->param_ids);
 	check_functions((List *) list_nth(plan->custom_private, 5));
 	state->eflags = eflags;
-	if (state->routed)
+	/* a plan cached before ringshard.router_statements was turned off runs table by table too */
+	if (!ringshard_router_statements)
+	{
+		state->routed = true;
+		state->fallback = true;
+	}
+	else if (state->routed)
 		state->fallback = !route(state, estate);
 	/* the plan below, for EXPLAIN and when no node holds every row */
 	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
@@ -1119,8 +1125,8 @@ router_rescan(CustomScanState *node)
 	/* the parameters may have changed: ask again */
 	if (outerPlanState(node))
 		ExecReScan(outerPlanState(node));
-	state->fallback = false;
-	if (state->routed)
+	state->fallback = !ringshard_router_statements;
+	if (state->routed && !state->fallback)
 		state->fallback = !route(state, node->ss.ps.state);
 	if (state->fallback)
 		start_plan_below(state);
