@@ -765,6 +765,21 @@ compare_names(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+/* Node names for EXPLAIN, in name order (reads spread over them in random order). */
+static char *
+sorted_node_names(char **nodes, int n)
+{
+	char	  **sorted = palloc(sizeof(char *) * Max(n, 1));
+	StringInfoData buf;
+
+	memcpy(sorted, nodes, sizeof(char *) * n);
+	qsort(sorted, n, sizeof(char *), compare_names);
+	initStringInfo(&buf);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&buf, "%s%s", i ? ", " : "", sorted[i]);
+	return buf.data;
+}
+
 /*
  * The healthy nodes of a reference table (every node holds every row), or
  * NIL with *usable false when the table is not laid out so now: its ring
@@ -1143,17 +1158,7 @@ router_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 
 	ExplainPropertyText("Router", "the whole statement to one healthy node holding every table's rows of its key", es);
 	if (state->routed && !state->fallback)
-	{
-		char	  **sorted = palloc(sizeof(char *) * state->nnodes);
-		StringInfoData buf;
-
-		memcpy(sorted, state->nodes, sizeof(char *) * state->nnodes);
-		qsort(sorted, state->nnodes, sizeof(char *), compare_names);
-		initStringInfo(&buf);
-		for (int i = 0; i < state->nnodes; i++)
-			appendStringInfo(&buf, "%s%s", i ? ", " : "", sorted[i]);
-		ExplainPropertyText("Nodes", buf.data, es);
-	}
+		ExplainPropertyText("Nodes", sorted_node_names(state->nodes, state->nnodes), es);
 	else if (state->routed)
 		ExplainPropertyText("Nodes", "none holds every row: the plan below runs", es);
 	if (es->verbose)
@@ -1897,17 +1902,7 @@ router_write_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 	else if (state->why_not)
 		ExplainPropertyText("Nodes", psprintf("none now: %s", state->why_not), es);
 	else if (state->routed)
-	{
-		char	  **sorted = palloc(sizeof(char *) * Max(state->nnodes, 1));
-		StringInfoData buf;
-
-		memcpy(sorted, state->nodes, sizeof(char *) * state->nnodes);
-		qsort(sorted, state->nnodes, sizeof(char *), compare_names);
-		initStringInfo(&buf);
-		for (int i = 0; i < state->nnodes; i++)
-			appendStringInfo(&buf, "%s%s", i ? ", " : "", sorted[i]);
-		ExplainPropertyText("Nodes", buf.data, es);
-	}
+		ExplainPropertyText("Nodes", sorted_node_names(state->nodes, state->nnodes), es);
 	if (es->verbose)
 		ExplainPropertyText("Remote SQL", state->sql, es);
 }
