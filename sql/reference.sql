@@ -80,7 +80,9 @@ INSERT INTO queries (query) VALUES
 	('SELECT s.id, s.city, (SELECT count(*) FROM %2$s o WHERE o.customer_id = 8 AND o.site_id = s.id) FROM %1$s s'),
 	-- the reference table alone: any one node
 	('SELECT a.city, b.city FROM %1$s a JOIN %1$s b ON b.id = a.id + 1 WHERE a.closed'),
-	-- every customer: the orders are read from every node, joined here
+	-- every customer: each node joins the orders of the customers it serves with its copy ...
+	('SELECT o.customer_id, s.city, count(*) FROM %2$s o JOIN %1$s s ON s.id = o.site_id GROUP BY o.customer_id, s.city'),
+	-- ... but a total by site mixes customers: the orders are read from every node, joined here
 	('SELECT s.city, count(*) FROM %2$s o JOIN %1$s s ON s.id = o.site_id GROUP BY s.city');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT o.id, s.city FROM orders o JOIN sites s ON s.id = o.site_id WHERE o.customer_id = 5;

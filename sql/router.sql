@@ -122,11 +122,27 @@ INSERT INTO queries (query) VALUES
 	-- (a date compared with now() itself depends on TimeZone: that stays here)
 	('SELECT o.id, o.placed < current_date, c.since <= now()::date FROM %2$s o JOIN %1$s c ON c.id = o.customer_id WHERE c.id = 41'),
 	('SELECT c.name, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 42 AND o.placed > (now() - interval ''10 years'')::date GROUP BY c.name'),
-	('SELECT count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 43 AND o.placed < now()');
+	('SELECT count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE c.id = 43 AND o.placed < now()'),
+	-- every key: each table tied to the first by its key, the statement goes to
+	-- every node, each for the keys it serves (routed) ...
+	('SELECT c.id, c.name, o.id, o.amount FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
+	('SELECT c.id, count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id'),
+	('SELECT c.id, count(o.id) FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 20 GROUP BY c.id HAVING count(o.id) > 3'),
+	('SELECT o.customer_id, o.id FROM %2$s o WHERE NOT EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = o.customer_id AND f.order_id = o.id)'),
+	('SELECT c.id, o.id FROM %1$s c RIGHT JOIN %2$s o ON o.customer_id = c.id AND c.region = ''north'''),
+	-- ... but not where rows of several keys meet: grouped by another column, one
+	-- total, an order and a limit, a join on another column, a FULL JOIN (not routed)
+	('SELECT c.region, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region'),
+	('SELECT count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
+	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 5'),
+	('SELECT o.id, f.reason FROM %2$s o JOIN %3$s f ON f.order_id = o.id'),
+	('SELECT c.id, o.id FROM %1$s c FULL JOIN %2$s o ON o.customer_id = c.id');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 
 -- What EXPLAIN shows: the nodes that can answer, the SQL they get, and the
--- plan that runs if none can.
+-- plan that runs if none can; for every key, each node's filter.
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.id, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT c.name, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id WHERE c.id = 7 GROUP BY c.name;
 SELECT replicas_for(7::bigint, 'pair');
@@ -289,6 +305,10 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM orders o JOIN customers c ON c.id = o.c
 SELECT count(*) = (SELECT count(*) FROM orders_local WHERE customer_id = :lone_key) AS same
   FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.id = :lone_key;
 EXPLAIN (COSTS OFF) SELECT id FROM customers WHERE id = :lone_key UNION ALL SELECT id FROM orders WHERE customer_id = :other_key;
+-- every key: the nodes that are up serve the keys of the one that is down
+SELECT regexp_replace(line, '[0-9.]+ ms', '(time) ms') AS explained FROM explained(
+	'SELECT c.id, count(*) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id') line;
+SELECT differences('SELECT c.id, count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id');
 SELECT differences(format('SELECT id FROM %%1$s WHERE id = %s UNION ALL SELECT id FROM %%2$s WHERE customer_id = %s', :lone_key, :other_key));
 SELECT ringshard.mark_node_up('w1');
 

@@ -138,5 +138,7 @@ extern void rsExecForeignTruncate(List *rels, DropBehavior behavior, bool restar
 /* The annotation of a distributed table for planning; ERROR if it has none. */
 extern void rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *keyspace_attnum);
 extern bool rsfdw_table_on_every_node(Oid relid);
+extern char *rsfdw_table_ring(Oid relid);
+extern int64 rsfdw_coordinator_topology_version(void);
 
 #endif							/* RINGSHARD_FDW_H */

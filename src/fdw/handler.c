@@ -235,3 +235,28 @@ rsfdw_table_on_every_node(Oid relid)
 	SPI_finish();
 	return everywhere;
 }
+
+/* The ring a distributed table is placed by, or NULL (a partition map, or not distributed). */
+char *
+rsfdw_table_ring(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *ring = NULL;
+	MemoryContext caller = CurrentMemoryContext;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT ring_name FROM ringshard.distributed_tables "
+							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read ringshard.distributed_tables");
+	if (SPI_processed == 1)
+	{
+		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		if (value)
+			ring = MemoryContextStrdup(caller, value);
+	}
+	SPI_finish();
+	return ring;
+}

@@ -49,6 +49,7 @@
 #include "optimizer/clauses.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/prep.h"
+#include "parser/parse_func.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/acl.h"
@@ -95,6 +96,9 @@ typedef struct RouterAnalysis
 {
 	List	   *tables;			/* every RoutedTable of every level */
 	bool		failed;
+	/* a fan-out: the table of the top level every other is tied to, by this marker for its key */
+	Index		tie_rti;
+	Expr	   *tie_marker;
 } RouterAnalysis;
 
 /* A clause that may fix keys, with the range table entries it may fix. */
@@ -118,6 +122,11 @@ static void highest_plan_node_id(Plan *plan, int *highest);
 static bool collect_relations_walker(Node *node, void *context);
 static bool collect_functions_walker(Node *node, List **funcs);
 static bool count_distributed_walker(Node *node, void *context);
+static bool has_name(List *names, const char *name);
+static bool has_name_array(char **names, int n, const char *name);
+struct RouterScanState;
+static bool route_fanout(struct RouterScanState *state);
+static void take_fanout_batch(struct RouterScanState *state, int j, struct RemoteResult *out);
 static int	count_distributed_tables(Node *node, Relids *top);
 
 /* Strip relabelings and implicit casts. */
@@ -444,6 +453,22 @@ analyze_level(Query *query, QueryLevel *outer, List *seeds, RouterAnalysis *anal
 	}
 	apply_seeds(&level, seeds);
 	add_subquery_columns(&level);
+	if (outer == NULL && analysis->tie_marker != NULL)
+	{
+		/* a fan-out: the driving table's key is the one every other table's must equal */
+		RoutedTable *driver = NULL;
+
+		foreach(lc, level.tables)
+			if (((RoutedTable *) lfirst(lc))->rti == analysis->tie_rti &&
+				!((RoutedTable *) lfirst(lc))->subquery_column)
+				driver = lfirst(lc);
+		if (driver == NULL)
+		{
+			analysis->failed = true;
+			return;
+		}
+		driver->value = analysis->tie_marker;
+	}
 
 	collect_clauses((Node *) query->jointree, &clauses);
 	do
@@ -597,6 +622,153 @@ rsfdw_router_candidate(Query *parse, int cursor_options)
 static CustomScanMethods router_scan_methods;
 
 /*
+ * Fan-out router statements: a SELECT whose distributed tables are all on
+ * one ring and all tied by key equalities to one driving table of the top
+ * level (joins on the key, correlated subqueries on the key; reference
+ * tables anywhere) goes whole to every node, each computing it over the keys
+ * it serves: the driving table filtered by reads_here, as a fan-out of one
+ * table is.  Every other table's rows join only rows of the driver's key,
+ * which all sit on the node that serves it, so the nodes' answers together
+ * are the answer, if the top level never combines rows of two keys: no
+ * aggregate unless grouped by the key, no DISTINCT, ORDER BY, LIMIT, window
+ * function or set operation.
+ */
+
+/* The leftmost table of a join tree not on the nullable side of an outer join, or 0. */
+static Index
+driving_table(Node *jtnode)
+{
+	if (jtnode == NULL)
+		return 0;
+	if (IsA(jtnode, RangeTblRef))
+		return ((RangeTblRef *) jtnode)->rtindex;
+	if (IsA(jtnode, FromExpr))
+		return ((FromExpr *) jtnode)->fromlist != NIL ? driving_table(linitial(((FromExpr *) jtnode)->fromlist)) : 0;
+	if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+
+		switch (j->jointype)
+		{
+			case JOIN_INNER:
+			case JOIN_LEFT:
+				return driving_table(j->larg);
+			case JOIN_RIGHT:
+				return driving_table(j->rarg);
+			default:
+				return 0;
+		}
+	}
+	return 0;
+}
+
+/* Whether the top level keeps the rows of each key apart (see above). */
+static bool
+keeps_keys_apart(Query *query)
+{
+	return query->commandType == CMD_SELECT && !query->hasWindowFuncs && !query->hasTargetSRFs &&
+		query->distinctClause == NIL && query->sortClause == NIL && query->limitCount == NULL &&
+		query->limitOffset == NULL && query->setOperations == NULL && query->groupingSets == NIL &&
+		(query->groupClause != NIL || (!query->hasAggs && query->havingQual == NULL));
+}
+
+/* Whether GROUP BY has a column that is the key of a table tied to the driver. */
+static bool
+groups_by_tied_key(Query *query, RouterAnalysis *analysis)
+{
+	QueryLevel	level = {query, NULL, NIL};
+	ListCell   *lc;
+
+	foreach(lc, analysis->tables)
+		if (((RoutedTable *) lfirst(lc))->query == query)
+			level.tables = lappend(level.tables, lfirst(lc));
+	foreach(lc, query->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, query->targetList);
+		int			levelsup = 0;
+		RoutedTable *table = key_column_table(&level, (Node *) tle->expr, &levelsup);
+
+		if (table && levelsup == 0 && table->value == analysis->tie_marker)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the statement is a fan-out router statement: its analysis (with
+ * the driving table's key tied) in *analysis, every table tied or a
+ * reference table, all tied tables on one ring.
+ */
+static bool
+analyze_fanout(Query *query, RouterAnalysis *analysis)
+{
+	char	   *ring = NULL;
+	ListCell   *lc;
+	Index		driver = driving_table((Node *) query->jointree);
+
+	if (driver == 0 || !keeps_keys_apart(query))
+		return false;
+	memset(analysis, 0, sizeof(*analysis));
+	analysis->tie_rti = driver;
+	analysis->tie_marker = (Expr *) makeNullConst(BOOLOID, -1, InvalidOid);
+	analyze_level(query, NULL, NIL, analysis);
+	if (analysis->failed || analysis->tables == NIL)
+		return false;
+	foreach(lc, analysis->tables)
+	{
+		RoutedTable *table = lfirst(lc);
+		char	   *table_ring;
+
+		if (table->value == NULL && table->everywhere)
+			continue;			/* a reference table */
+		if (table->value != analysis->tie_marker)
+			return false;		/* fixed to a value: its rows are not on every node */
+		table_ring = rsfdw_table_ring(table->relid);
+		if (table_ring == NULL || (ring != NULL && strcmp(ring, table_ring) != 0))
+			return false;		/* a map, or another ring: the same key is elsewhere */
+		ring = table_ring;
+	}
+	if (query->groupClause != NIL && !groups_by_tied_key(query, analysis))
+		return false;
+	return true;
+}
+
+/* The reads_here filter of the driving table, added to the top level's WHERE; parameters -1 (excluded) and -2 (version). */
+static void
+add_fanout_filter(Query *query, RoutedTable *driver)
+{
+	Oid			argtypes[4] = {REGCLASSOID, ANYOID, TEXTARRAYOID, INT8OID};
+	Oid			funcid = LookupFuncName(list_make2(makeString("ringshard_worker"), makeString("reads_here")), 4,
+										argtypes, false);
+	Param	   *excluded = makeNode(Param);
+	Param	   *version = makeNode(Param);
+	FuncExpr   *filter;
+	Relation	rel = relation_open(driver->relid, NoLock);
+	Form_pg_attribute key = TupleDescAttr(RelationGetDescr(rel), driver->key_attnum - 1);
+
+	excluded->paramkind = PARAM_EXTERN;
+	excluded->paramid = -1;
+	excluded->paramtype = TEXTARRAYOID;
+	excluded->paramtypmod = -1;
+	excluded->location = -1;
+	version->paramkind = PARAM_EXTERN;
+	version->paramid = -2;
+	version->paramtype = INT8OID;
+	version->paramtypmod = -1;
+	version->location = -1;
+	filter = makeFuncExpr(funcid, BOOLOID,
+						  list_make4(makeConst(REGCLASSOID, -1, InvalidOid, sizeof(Oid), ObjectIdGetDatum(driver->relid),
+											   false, true),
+									 makeVar(driver->rti, driver->key_attnum, key->atttypid, key->atttypmod,
+											 key->attcollation, 0),
+									 excluded, version),
+						  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	relation_close(rel, NoLock);
+	query->jointree->quals = (Node *) make_and_qual(query->jointree->quals, (Node *) filter);
+}
+
+/*
  * Wrap the planned statement in a router node when every distributed table
  * of the statement (planned as `original`, a copy taken before planning) is
  * fixed to one key; else return it as it is.
@@ -616,12 +788,15 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	List	   *tlist = NIL;
 	ListCell   *lc;
 	char	   *sql;
+	int			driver = -1;	/* a fan-out: the driving table's index in relids */
 
 	/* a statement the usual plan already sends whole, in one scan, gains nothing */
 	if (IsA(below, ForeignScan) && planned->subplans == NIL)
 		return planned;
 	analyze_level(original, NULL, NIL, &analysis);
-	if (analysis.failed || analysis.tables == NIL)
+	if (analysis.failed && !analyze_fanout(original, &analysis))
+		return planned;
+	if (analysis.tables == NIL)
 		return planned;
 	foreach(lc, analysis.tables)
 	{
@@ -634,8 +809,22 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 		 */
 		if (table->check_as_user != ((RoutedTable *) linitial(analysis.tables))->check_as_user)
 			return planned;
+		if (analysis.tie_marker != NULL && table->value == analysis.tie_marker)
+		{
+			if (table->query == original && table->rti == analysis.tie_rti)
+				driver = list_length(relids);
+			relids = lappend_oid(relids, table->relid);
+			values = lappend(values, NULL);		/* a fan-out: every key */
+			continue;
+		}
 		relids = lappend_oid(relids, table->relid);
 		values = lappend(values, table->value);
+	}
+	if (analysis.tie_marker != NULL)
+	{
+		if (driver < 0)
+			return planned;
+		add_fanout_filter(original, list_nth(analysis.tables, driver));
 	}
 	sql = rsfdw_router_sql_text(original, &param_ids, &computed);
 
@@ -678,6 +867,7 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 		(void) query_tree_walker(original, collect_functions_walker, (void *) &funcs, 0);
 		router->custom_private = lappend(router->custom_private, funcs);
 	}
+	router->custom_private = lappend(router->custom_private, list_make1_int(driver));
 	router->methods = &router_scan_methods;
 
 	/* plan_node_id: unique in the statement; the new top takes one past the highest */
@@ -757,6 +947,15 @@ typedef struct RouterScanState
 	int			next;
 	const char *answered_by;
 	double		answer_ms;		/* from sending the statement to its answer */
+	/* a fan-out: the driving table (index in relids), every node's answer, the one being returned */
+	int			driver;
+	PGresult  **results;		/* each node's current batch */
+	char	  **answered;
+	RemoteConnection **streams;	/* each node's link, its cursor open */
+	bool	   *exhausted;		/* its cursor has returned its last row */
+	char		cursor[32];
+	int			nresults;
+	int			current;
 } RouterScanState;
 
 static int
@@ -898,8 +1097,8 @@ uses_statement_params(List *param_ids)
 	ListCell   *lc;
 
 	foreach(lc, param_ids)
-		if (lfirst_int(lc) != 0)
-			return true;
+		if (lfirst_int(lc) > 0)
+			return true;		/* 0: computed here; -1, -2: a fan-out's filter, known when it runs */
 	return false;
 }
 
@@ -944,6 +1143,7 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	state->param_ids = lsecond(plan->custom_private);
 	state->relids = lthird(plan->custom_private);
 	state->output_attnums = lfourth(plan->custom_private);
+	state->driver = linitial_int((List *) list_nth(plan->custom_private, 6));
 	state->userid = linitial_oid((List *) list_nth(plan->custom_private, 4));
 	if (!OidIsValid(state->userid))
 		state->userid = GetUserId();
@@ -973,7 +1173,7 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 		state->fallback = true;
 	}
 	else if (state->routed)
-		state->fallback = !route(state, estate);
+		state->fallback = state->driver >= 0 ? !route_fanout(state) : !route(state, estate);
 	/* the plan below, for EXPLAIN and when no node holds every row */
 	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		start_plan_below(state);
@@ -993,7 +1193,8 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
  * statement's own parameters and of the values computed here (id 0).
  */
 static const char **
-param_texts(List *param_ids, List *computed_states, ExprContext *econtext)
+param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const char *excluded,
+			const char *version)
 {
 	ParamListInfo params = econtext->ecxt_param_list_info;
 	const char **texts = palloc0(sizeof(char *) * Max(list_length(param_ids), 1));
@@ -1005,6 +1206,12 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext)
 	{
 		int			id = lfirst_int(lc);
 
+		if (id == -1 || id == -2)
+		{
+			/* a fan-out's filter: the nodes left out, the topology version */
+			texts[i++] = id == -1 ? excluded : version;
+			continue;
+		}
 		if (id == 0)
 		{
 			ExprState  *expr = lfirst(next_computed);
@@ -1032,7 +1239,8 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext)
 static void
 run_on_node(RouterScanState *state, EState *estate)
 {
-	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext);
+	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext,
+									  NULL, NULL);
 	Oid			userid = state->userid;
 	int			nfields = list_length(state->output_attnums);
 
@@ -1070,6 +1278,225 @@ run_on_node(RouterScanState *state, EState *estate)
 	state->fallback = true;
 }
 
+/*
+ * A fan-out: the nodes of the driving table's ring that can answer (up, its
+ * reference tables' copies there, nothing moving), or false: the plan
+ * below then reads table by table.
+ */
+static bool
+route_fanout(RouterScanState *state)
+{
+	TablePlacement driver;
+	ListCell   *lc;
+	List	   *nodes = NIL;
+
+	foreach(lc, state->relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		TablePlacement placement;
+
+		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+		relation_close(rel, AccessShareLock);
+		if (placement_is_moving(&placement))
+			return false;		/* rows not where the ring puts them yet */
+		if (foreach_current_index(lc) == state->driver)
+			driver = placement;
+	}
+	for (int i = 0; i < placement_node_count(&driver); i++)
+		if (placement_node_up(&driver, i))
+			nodes = lappend(nodes, placement_node_name(&driver, i));
+	/* every node asked must hold a copy of each reference table */
+	foreach(lc, state->relids)
+	{
+		Relation	rel;
+		TablePlacement placement;
+		bool		usable;
+		List	   *holders;
+		ListCell   *ln;
+
+		if (foreach_current_index(lc) == state->driver)
+			continue;
+		rel = relation_open(lfirst_oid(lc), AccessShareLock);
+		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+		relation_close(rel, AccessShareLock);
+		if (placement.ring == NULL || (driver.ring != NULL && strcmp(placement.ring->name, driver.ring->name) == 0))
+			continue;			/* a table tied to the driver, on its ring */
+		holders = every_node_holders(&placement, &usable, NULL);
+		if (!usable)
+			return false;
+		foreach(ln, nodes)
+			if (!has_name(holders, lfirst(ln)))
+				return false;
+	}
+	state->nnodes = list_length(nodes);
+	state->nodes = palloc(sizeof(char *) * Max(state->nnodes, 1));
+	foreach(lc, nodes)
+		state->nodes[foreach_current_index(lc)] = lfirst(lc);
+	return state->nnodes > 0;
+}
+
+/* A node's batch of a fan-out: checked, kept; its cursor done when it has fewer rows than asked. */
+static void
+take_fanout_batch(RouterScanState *state, int j, RemoteResult *out)
+{
+	RemoteConnection *conn = state->streams[j];
+
+	if (out->lost)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to node \"%s\" during a router statement", conn->node),
+				 errdetail_internal("%s", conn->last_error ? conn->last_error : "")));
+	if (!out->ok)
+		remote_report_error(ERROR, conn, out->result, state->sql);
+	remote_expect_rows(conn, out->result, list_length(state->output_attnums), 0, ringshard_fetch_size,
+					   "a router statement");
+	remote_expect_formats(conn, out->result, 0, state->output_types, "a router statement");
+	remote_result_free(state->results[j]);
+	state->results[j] = out->result;
+	state->exhausted[j] = PQntuples(out->result) < ringshard_fetch_size;
+}
+
+/* The next batch of node j's cursor, waited for. */
+static void
+fetch_fanout_batch(RouterScanState *state, int j)
+{
+	RemoteResult out;
+	const void *owner = state;
+
+	remote_send(state->streams[j], rsfdw_fetch_sql(state->cursor, ringshard_fetch_size), true, state);
+	remote_receive_owned(&state->streams[j], &owner, 1, &out, 0, 0);
+	take_fanout_batch(state, j, &out);
+}
+
+/*
+ * A fan-out: every node that can answer runs the statement over the keys
+ * it serves (each key on its first replica not left out); their answers
+ * are kept, to be returned one after the other.  A node that cannot be
+ * reached is left out when the others still serve every key; else, or if
+ * one is lost before it answers, the plan below runs.
+ */
+static void
+run_fanout(RouterScanState *state)
+{
+	Relation	rel = relation_open(list_nth_oid(state->relids, state->driver), AccessShareLock);
+	TablePlacement placement;
+	int			nnodes;
+	bool	   *excluded;
+	RemoteConnection **conns;
+	RemoteConnection **asked;
+	const void **owners;
+	RemoteResult *out;
+	char	  **names;
+	int			n = 0;
+	StringInfoData left_out;
+	const char **params;
+
+	table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
+	relation_close(rel, AccessShareLock);
+	nnodes = placement_node_count(&placement);
+	excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
+	conns = palloc0(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	asked = palloc0(sizeof(RemoteConnection *) * Max(nnodes, 1));
+	owners = palloc(sizeof(void *) * Max(nnodes, 1));
+	out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
+	names = palloc(sizeof(char *) * Max(nnodes, 1));
+	for (int i = 0; i < nnodes; i++)
+	{
+		excluded[i] = !placement_node_up(&placement, i) || !has_name_array(state->nodes, state->nnodes,
+																		   placement_node_name(&placement, i));
+		if (!excluded[i])
+			conns[n++] = remote_connection(placement_node_name(&placement, i), state->userid);
+	}
+	remote_connect_all(conns, n, true);
+	n = 0;
+	for (int i = 0, c = 0; i < nnodes; i++)
+	{
+		if (excluded[i])
+			continue;
+		if (conns[c]->link != LINK_IDLE && conns[c]->link != LINK_BUSY)
+			excluded[i] = true;
+		else
+		{
+			asked[n] = conns[c];
+			names[n++] = placement_node_name(&placement, i);
+		}
+		c++;
+	}
+	if (!placement_covered(&placement, excluded))
+	{
+		state->fallback = true;	/* some keys on no node that can answer: the plan below says so */
+		return;
+	}
+	/* the nodes left out, as the text[] value reads_here takes */
+	initStringInfo(&left_out);
+	appendStringInfoChar(&left_out, '{');
+	for (int i = 0; i < nnodes; i++)
+	{
+		if (!excluded[i])
+			continue;
+		if (left_out.len > 1)
+			appendStringInfoChar(&left_out, ',');
+		appendStringInfoChar(&left_out, '"');
+		for (const char *ch = placement_node_name(&placement, i); *ch; ch++)
+		{
+			if (*ch == '"' || *ch == '\\')
+				appendStringInfoChar(&left_out, '\\');
+			appendStringInfoChar(&left_out, *ch);
+		}
+		appendStringInfoChar(&left_out, '"');
+	}
+	appendStringInfoChar(&left_out, '}');
+	params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext, left_out.data,
+						 psprintf(INT64_FORMAT, rsfdw_coordinator_topology_version()));
+	/*
+	 * A cursor on each node, in its remote transaction, fetched in batches
+	 * of ringshard.fetch_size as the rows are returned (the answer may be
+	 * large): first the DECLARE everywhere at once, then the first batch
+	 * everywhere at once.
+	 */
+	{
+		static uint32 cursor_number = 0;
+		char	   *declare;
+
+		snprintf(state->cursor, sizeof(state->cursor), "rs_router_%u", ++cursor_number);
+		declare = psprintf("DECLARE %s NO SCROLL CURSOR FOR %s", state->cursor, state->sql);
+		for (int j = 0; j < n; j++)
+		{
+			remote_send_params(asked[j], declare, list_length(state->param_ids), params, true, state);
+			owners[j] = state;
+		}
+		remote_receive_owned(asked, owners, n, out, 0, 0);
+		for (int j = 0; j < n; j++)
+			if (out[j].lost)
+			{
+				for (int k = 0; k < n; k++)
+					if (!out[k].lost && out[k].result)
+						remote_result_free(out[k].result);
+				state->fallback = true;	/* nothing returned yet: the plan below answers */
+				return;
+			}
+		for (int j = 0; j < n; j++)
+		{
+			(void) remote_answer(asked[j], &out[j], declare, "a router statement");
+			remote_expect_command(asked[j], out[j].result, "DECLARE CURSOR", -1, "a router statement");
+			remote_result_free(out[j].result);
+		}
+	}
+	state->streams = asked;
+	state->answered = names;
+	state->nresults = n;
+	state->results = palloc0(sizeof(PGresult *) * Max(n, 1));
+	state->exhausted = palloc0(sizeof(bool) * Max(n, 1));
+	for (int j = 0; j < n; j++)
+		remote_send(asked[j], rsfdw_fetch_sql(state->cursor, ringshard_fetch_size), true, state);
+	remote_receive_owned(asked, owners, n, out, 0, 0);
+	for (int j = 0; j < n; j++)
+		take_fanout_batch(state, j, &out[j]);
+	state->current = 0;
+	state->result = n > 0 ? state->results[0] : NULL;
+	state->answered_by = n > 0 ? names[0] : NULL;
+}
+
 static TupleTableSlot *
 router_exec(CustomScanState *node)
 {
@@ -1096,14 +1523,32 @@ router_exec(CustomScanState *node)
 		}
 		return ExecStoreVirtualTuple(slot);
 	}
-	if (state->result == NULL)
+	if (state->result == NULL && state->nresults == 0)
 	{
-		run_on_node(state, node->ss.ps.state);
+		if (state->driver >= 0)
+			run_fanout(state);
+		else
+			run_on_node(state, node->ss.ps.state);
 		if (state->fallback)
 		{
 			start_plan_below(state);
 			return router_exec(node);
 		}
+		if (state->result == NULL)
+			return slot;
+	}
+	/* a fan-out: this node's next batch, or the next node's, once these rows are returned */
+	while (state->streams != NULL && state->next >= PQntuples(state->result))
+	{
+		if (!state->exhausted[state->current])
+			fetch_fanout_batch(state, state->current);
+		else if (state->current + 1 < state->nresults)
+			state->current++;
+		else
+			break;
+		state->result = state->results[state->current];
+		state->answered_by = state->answered[state->current];
+		state->next = 0;
 	}
 	if (state->next >= PQntuples(state->result))
 		return slot;
@@ -1120,6 +1565,42 @@ router_exec(CustomScanState *node)
 	return ExecStoreVirtualTuple(slot);
 }
 
+/* Free the nodes' answers. */
+static void
+free_answers(RouterScanState *state)
+{
+	if (state->streams != NULL)
+	{
+		/* a fan-out's cursors: closed where still open (they end with the remote transactions anyway) */
+		for (int i = 0; i < state->nresults; i++)
+		{
+			RemoteConnection *conn = state->streams[i];
+
+			remote_result_free(state->results[i]);
+			if (conn->link == LINK_BROKEN || conn->link == LINK_CLOSED)
+				continue;
+			remote_forget_owner(conn, state);
+			if (!state->exhausted[i] && conn->link == LINK_IDLE && conn->xact == RXACT_OPEN)
+			{
+				remote_send(conn, rsfdw_close_sql(state->cursor), true, state);
+				remote_forget_owner(conn, state);
+			}
+		}
+		state->streams = NULL;
+	}
+	else if (state->nresults > 0)
+	{
+		for (int i = 0; i < state->nresults; i++)
+			remote_result_free(state->results[i]);
+	}
+	else if (state->result)
+		remote_result_free(state->result);
+	state->result = NULL;
+	state->nresults = 0;
+	state->current = 0;
+	state->next = 0;
+}
+
 static void
 router_end(CustomScanState *node)
 {
@@ -1127,9 +1608,7 @@ router_end(CustomScanState *node)
 
 	if (outerPlanState(node))
 		ExecEndNode(outerPlanState(node));
-	if (state->result)
-		remote_result_free(state->result);
-	state->result = NULL;
+	free_answers(state);
 }
 
 static void
@@ -1142,13 +1621,10 @@ router_rescan(CustomScanState *node)
 		ExecReScan(outerPlanState(node));
 	state->fallback = !ringshard_router_statements;
 	if (state->routed && !state->fallback)
-		state->fallback = !route(state, node->ss.ps.state);
+		state->fallback = state->driver >= 0 ? !route_fanout(state) : !route(state, node->ss.ps.state);
 	if (state->fallback)
 		start_plan_below(state);
-	if (state->result)
-		remote_result_free(state->result);
-	state->result = NULL;
-	state->next = 0;
+	free_answers(state);
 }
 
 static void
@@ -1156,14 +1632,26 @@ router_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 {
 	RouterScanState *state = (RouterScanState *) node;
 
-	ExplainPropertyText("Router", "the whole statement to one healthy node holding every table's rows of its key", es);
+	ExplainPropertyText("Router", state->driver >= 0
+						? psprintf("the whole statement to every node, each for the keys of table %s it serves",
+								   get_rel_name(list_nth_oid(state->relids, state->driver)))
+						: "the whole statement to one healthy node holding every table's rows of its key", es);
 	if (state->routed && !state->fallback)
 		ExplainPropertyText("Nodes", sorted_node_names(state->nodes, state->nnodes), es);
 	else if (state->routed)
 		ExplainPropertyText("Nodes", "none holds every row: the plan below runs", es);
 	if (es->verbose)
 		ExplainPropertyText("Remote SQL", state->sql, es);
-	if (es->analyze && state->answered_by)
+	if (es->analyze && state->driver >= 0 && state->answered != NULL)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		for (int i = 0; i < state->nresults; i++)
+			appendStringInfo(&buf, "%s%s", i ? ", " : "", state->answered[i]);
+		ExplainPropertyText("Answered by", buf.data, es);
+	}
+	else if (es->analyze && state->answered_by)
 		ExplainPropertyText("Answered by", psprintf("%s, %d row%s in %.3f ms", state->answered_by,
 													PQntuples(state->result), PQntuples(state->result) == 1 ? "" : "s",
 													state->answer_ms), es);
@@ -1561,6 +2049,15 @@ key_holders(TablePlacement *placement, Datum key, bool *moving, List **down)
 }
 
 static bool
+has_name_array(char **names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static bool
 has_name(List *names, const char *name)
 {
 	ListCell   *lc;
@@ -1792,7 +2289,8 @@ check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResu
 static void
 run_write(RouterWriteState *state, EState *estate)
 {
-	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext);
+	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext,
+									  NULL, NULL);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(state->nnodes, 1));
 	const void **owners = palloc(sizeof(void *) * Max(state->nnodes, 1));
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(state->nnodes, 1));

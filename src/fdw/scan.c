@@ -130,8 +130,8 @@ ringshard_last_fanout_missing(PG_FUNCTION_ARGS)
 }
 
 /* The coordinator's topology version, which a fan-out's nodes must hold too. */
-static int64
-coordinator_topology_version(void)
+int64
+rsfdw_coordinator_topology_version(void)
 {
 	int			nrows;
 	char	  **rows = owner_catalog_query("SELECT topology_version FROM ringshard.cluster_state",
@@ -476,7 +476,7 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 	/* Each row once: on its first replica not left out (no filter with one copy and nobody left out) */
 	filter = "";
 	if (any_excluded || !placement_single_copy(placement))
-		filter = rsfdw_fanout_filter(placement, excluded, coordinator_topology_version());
+		filter = rsfdw_fanout_filter(placement, excluded, rsfdw_coordinator_topology_version());
 	*filters = palloc(sizeof(char *) * Max(nnodes, 1));
 	for (int i = 0; i < nnodes; i++)
 		(*filters)[i] = filter;

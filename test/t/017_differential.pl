@@ -1486,7 +1486,7 @@ sub gen_router
 	my ($fam, $S) = @_;
 	my $k = some_id($fam);
 	my $x = '{' . pick(@router_partners) . '}';
-	my $kind = rint(0, 14);
+	my $kind = rint(0, 17);
 	my $date = lit_sql('date', $S, 'date');
 	my $cols = sub { my ($alias) = @_; join(', ', map { "$alias.$_" } grep { chance(0.5) } qw(i8 n n2 f8 fx d ts tz iv t vc e ip ia)) || "$alias.t" };
 	my $key = wpick([ 4, "a.id = $k" ], [ 1, "a.id = ${k}::int8" ], [ 1, "$k = a.id" ], [ 1, "a.id IN ($k)" ]);
@@ -1525,6 +1525,14 @@ sub gen_router
 	elsif ($kind == 7)
 	{
 		$sql = "SELECT id, a.iv, b.iv, CASE WHEN a.n > b.n THEN 'a' ELSE coalesce(b.t, 'none') END FROM {t} a JOIN $x b USING (id) WHERE id = $k";
+	}
+	elsif ($kind >= 15)
+	{
+		# every key: tied to the first table by the key, the whole statement on every node (same ring only)
+		my $w = chance(0.5) ? ' WHERE ' . pick("a.d > $date", 'a.n IS NOT NULL', "b.t <> 'x'", 'a.i8 % 3 = 0') : '';
+		$sql = $kind == 15 ? "SELECT a.id, a.f8, b.d, b.n FROM {t} a " . pick('JOIN', 'LEFT JOIN') . " $x b ON b.id = a.id$w"
+		  : $kind == 16 ? "SELECT a.id, count(*), sum(b.n), max(b.d) FROM {t} a JOIN $x b ON b.id = a.id$w GROUP BY a.id"
+		  : "SELECT a.id, a.t FROM {t} a WHERE " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.f8 > 0)";
 	}
 	elsif ($kind == 13)
 	{
