@@ -136,7 +136,9 @@ INSERT INTO queries (query) VALUES
 	('SELECT count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
 	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 5'),
 	('SELECT o.id, f.reason FROM %2$s o JOIN %3$s f ON f.order_id = o.id'),
-	('SELECT c.id, o.id FROM %1$s c FULL JOIN %2$s o ON o.customer_id = c.id');
+	('SELECT c.id, o.id FROM %1$s c FULL JOIN %2$s o ON o.customer_id = c.id'),
+	-- grouped by the nullable side's key: its NULL group would come from each node (not routed)
+	('SELECT o.customer_id, count(*) FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 40 GROUP BY o.customer_id');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 
 -- What EXPLAIN shows: the nodes that can answer, the SQL they get, and the

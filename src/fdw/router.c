@@ -672,7 +672,11 @@ keeps_keys_apart(Query *query)
 		(query->groupClause != NIL || (!query->hasAggs && query->havingQual == NULL));
 }
 
-/* Whether GROUP BY has a column that is the key of a table tied to the driver. */
+/*
+ * Whether GROUP BY has the driving table's key.  Not another tied table's:
+ * on the nullable side of an outer join it is NULL for the driver's rows
+ * without a match, a group each node would return once.
+ */
 static bool
 groups_by_tied_key(Query *query, RouterAnalysis *analysis)
 {
@@ -689,7 +693,7 @@ groups_by_tied_key(Query *query, RouterAnalysis *analysis)
 		int			levelsup = 0;
 		RoutedTable *table = key_column_table(&level, (Node *) tle->expr, &levelsup);
 
-		if (table && levelsup == 0 && table->value == analysis->tie_marker)
+		if (table && levelsup == 0 && table->value == analysis->tie_marker && table->rti == analysis->tie_rti)
 			return true;
 	}
 	return false;
