@@ -82,6 +82,8 @@ INSERT INTO queries (query) VALUES
 	('SELECT a.city, b.city FROM %1$s a JOIN %1$s b ON b.id = a.id + 1 WHERE a.closed'),
 	-- every customer: each node joins the orders of the customers it serves with its copy ...
 	('SELECT o.customer_id, s.city, count(*) FROM %2$s o JOIN %1$s s ON s.id = o.site_id GROUP BY o.customer_id, s.city'),
+	-- (a reference table joined on the key itself is no different)
+	('SELECT o.customer_id, o.id, s.city FROM %2$s o JOIN %1$s s ON s.id = o.customer_id'),
 	-- ... but a total by site mixes customers: the orders are read from every node, joined here
 	('SELECT s.city, count(*) FROM %2$s o JOIN %1$s s ON s.id = o.site_id GROUP BY s.city');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;

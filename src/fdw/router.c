@@ -724,8 +724,8 @@ analyze_fanout(Query *query, RouterAnalysis *analysis)
 		RoutedTable *table = lfirst(lc);
 		char	   *table_ring;
 
-		if (table->value == NULL && table->everywhere)
-			continue;			/* a reference table */
+		if (table->everywhere)
+			continue;			/* a reference table: every node has all of it, tied or not */
 		if (table->value != analysis->tie_marker)
 			return false;		/* fixed to a value: its rows are not on every node */
 		table_ring = rsfdw_table_ring(table->relid);
