@@ -1531,7 +1531,9 @@ sub gen_router
 		# every key: tied to the first table by the key, the whole statement on every node (same ring only)
 		my $w = chance(0.5) ? ' WHERE ' . pick("a.d > $date", 'a.n IS NOT NULL', "b.t <> 'x'", 'a.i8 % 3 = 0') : '';
 		$sql = $kind == 15 ? "SELECT a.id, a.f8, b.d, b.n FROM {t} a " . pick('JOIN', 'LEFT JOIN') . " $x b ON b.id = a.id$w"
-		  : $kind == 16 ? "SELECT a.id, count(*), sum(b.n), max(b.d) FROM {t} a JOIN $x b ON b.id = a.id$w GROUP BY a.id"
+		  : $kind == 16 ? pick("SELECT a.id, count(*), sum(b.n), max(b.d) FROM {t} a JOIN $x b ON b.id = a.id$w GROUP BY a.id",
+			  # the nullable side's key: NULL for the rows without a match, one group (not one per node)
+			  "SELECT b.id, count(*), sum(a.n) FROM {t} a LEFT JOIN $x b ON b.id = a.id AND b.f8 > 0.5$w GROUP BY b.id")
 		  : "SELECT a.id, a.t FROM {t} a WHERE " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.f8 > 0)";
 	}
 	elsif ($kind == 13)
