@@ -126,6 +126,7 @@ static bool has_name(List *names, const char *name);
 static bool has_name_array(char **names, int n, const char *name);
 struct RouterScanState;
 static bool route_fanout(struct RouterScanState *state);
+static List *key_holders(TablePlacement *placement, Datum key, bool *moving, List **down);
 static void take_fanout_batch(struct RouterScanState *state, int j, struct RemoteResult *out);
 static int	count_distributed_tables(Node *node, Relids *top);
 
@@ -1026,8 +1027,7 @@ route(RouterScanState *state, EState *estate)
 	{
 		Relation	rel = relation_open(lfirst_oid(lr), AccessShareLock);
 		TablePlacement placement;
-		uint16		replicas[PLACEMENT_MAX_REPLICAS];
-		int			n;
+		bool		moving;
 		bool		isnull = false;
 		Datum		key = lfirst(lv) ? ExecEvalExpr(lfirst(lv), econtext, &isnull) : (Datum) 0;
 		List	   *holders = NIL;
@@ -1051,17 +1051,7 @@ route(RouterScanState *state, EState *estate)
 			continue;
 		}
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
-		n = placement_key_replicas(&placement, key, (Datum) 0, replicas);
-		if (placement_is_moving(&placement))
-		{
-			int			move = placement_key_move(&placement, key, (Datum) 0);
-
-			if (move >= 0)
-				n = placement_move_old_replicas(&placement, move, replicas);
-		}
-		for (int i = 0; i < n; i++)
-			if (placement_node_up(&placement, replicas[i]))
-				holders = lappend(holders, placement_node_name(&placement, replicas[i]));
+		holders = key_holders(&placement, key, &moving, NULL);
 		relation_close(rel, AccessShareLock);
 intersect:
 		if (first)
