@@ -116,11 +116,11 @@ $(shlib): src/exports.map
 $(OBJS): $(wildcard src/*.h src/*/*.h)
 # The library's version comes from the control file.
 src/admin/version.o: ringshard.control
-# The commit protocol is compiled again when FAULT_INJECTION changes: a stamp
+# The commit protocol and its setting are compiled again when FAULT_INJECTION changes: a stamp
 # file holds the setting of the last build and is rewritten only when it
 # changes.
 FAULT_STAMP = src/remote/.fault_injection
-src/remote/transaction.o: $(FAULT_STAMP)
+src/remote/transaction.o src/guc.o: $(FAULT_STAMP)
 $(FAULT_STAMP): fault-injection-setting
 	@echo '$(if $(FAULT_INJECTION),on,off)' | cmp -s - $@ || echo '$(if $(FAULT_INJECTION),on,off)' > $@
 .PHONY: fault-injection-setting

@@ -12,6 +12,7 @@
 int			ringshard_node_timeout_ms = 5000;
 int			ringshard_replay_max_attempts = 10;
 bool		ringshard_two_phase_commit = true;
+bool		ringshard_writes_with_commit = true;
 char	   *ringshard_fault_injection = NULL;
 int			ringshard_write_quorum = 1;
 int			ringshard_fetch_size = 2000;
@@ -44,6 +45,11 @@ ringshard_define_settings(void)
 							 "Off commits them one by one before the local commit, as 1.0 did: a failure "
 							 "in between leaves some nodes committed. For measurements only.",
 							 &ringshard_two_phase_commit, true, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.writes_with_commit",
+							 "Sends the rows of an INSERT that is its own transaction together with the commit.",
+							 "The node gets the rows and the PREPARE TRANSACTION (or one-phase COMMIT) in one "
+							 "round trip; a node's error still fails the statement. Off sends them first and waits.",
+							 &ringshard_writes_with_commit, true, PGC_USERSET, 0, NULL, NULL, NULL);
 #ifdef RINGSHARD_FAULT_INJECTION
 	DefineCustomStringVariable("ringshard.fault_injection",
 							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",

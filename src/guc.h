@@ -11,6 +11,7 @@
 extern int	ringshard_node_timeout_ms;		/* ringshard.node_timeout */
 extern int	ringshard_replay_max_attempts;	/* ringshard.replay_max_attempts */
 extern bool ringshard_two_phase_commit;		/* ringshard.two_phase_commit */
+extern bool ringshard_writes_with_commit;	/* ringshard.writes_with_commit */
 extern char *ringshard_fault_injection;		/* ringshard.fault_injection (FAULT_INJECTION builds) */
 
 /* Distributed tables (src/fdw). */

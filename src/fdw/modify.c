@@ -168,9 +168,13 @@ check_batch_answer(RsModifyState *state, RemoteConnection *conn, NodeBuffer *b, 
 	remote_result_free(res);
 }
 
-/* Send every buffer that has rows (or only the full ones) to its node, all at once. */
+/*
+ * Send every buffer that has rows (or only the full ones) to its node, all
+ * at once.  With with_commit, a buffer small enough for one INSERT is held
+ * on its connection to travel with the commit instead (connection.h).
+ */
 static void
-flush_buffers(RsModifyState *state, bool only_full)
+flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 {
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * state->nnodes);
 	int		   *which = palloc(sizeof(int) * state->nnodes);
@@ -222,6 +226,12 @@ flush_buffers(RsModifyState *state, bool only_full)
 		remote_note_write(b->conn);
 		b->pending_rows = b->nrows;
 		b->pending_copy = !(b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0);
+		if (!b->pending_copy && with_commit)
+		{
+			remote_defer_write(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data),
+							   b->nrows, write_what(state));
+			continue;
+		}
 		if (!b->pending_copy)
 			remote_send(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data), true, state);
 		else
@@ -295,6 +305,19 @@ flush_buffers(RsModifyState *state, bool only_full)
 	}
 }
 
+/*
+ * Whether the statement's last rows may travel with the commit: it is its
+ * own transaction (no transaction block, no subtransaction), so nothing of
+ * it needs the node's answer before the commit, which follows at once and
+ * reports the node's error as the statement's.  In a transaction block an
+ * application expects a unique violation from the INSERT itself.
+ */
+static bool
+rows_may_travel_with_commit(void)
+{
+	return ringshard_writes_with_commit && !IsTransactionBlock() && GetCurrentTransactionNestLevel() == 1;
+}
+
 /* Wait for every batch sent; raise the first node error. */
 static void
 finish_buffers(RsModifyState *state)
@@ -305,7 +328,7 @@ finish_buffers(RsModifyState *state)
 	NodeBuffer **batches = palloc(sizeof(NodeBuffer *) * state->nnodes);
 	int			n = 0;
 
-	flush_buffers(state, false);
+	flush_buffers(state, false, rows_may_travel_with_commit());
 	for (int i = 0; i < state->nnodes; i++)
 		if (state->buffers[i].result_pending)
 		{
@@ -506,7 +529,7 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 			resetStringInfo(&b->values);	/* too many for one INSERT: COPY it is */
 		b->nrows++;
 	}
-	flush_buffers(state, true);
+	flush_buffers(state, true, false);
 
 	state->rows++;
 	if (rsfdw_progress_total >= 0 && (state->rows % 1000) == 0 &&

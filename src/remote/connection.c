@@ -1226,12 +1226,33 @@ remote_owner_pending(RemoteConnection *c, const void *owner)
 	return false;
 }
 
+/*
+ * The START TRANSACTION that opens a node's transaction, added to buf.  The
+ * node's transaction runs at the coordinator's isolation level.  At READ
+ * COMMITTED each statement on the node takes its own snapshot, so an UPDATE
+ * that waited for another writer's commit applies to the row that writer
+ * left (as on one server) instead of failing with 40001; a fan-out then sees
+ * one snapshot per node, as it always did (docs/guarantees.md).
+ */
+static void
+open_transaction_text(RemoteConnection *c, StringInfo buf)
+{
+	appendStringInfoString(buf, IsolationIsSerializable()
+						   ? "START TRANSACTION ISOLATION LEVEL SERIALIZABLE;"
+						   : IsolationUsesXactSnapshot()
+						   ? "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
+						   : "START TRANSACTION ISOLATION LEVEL READ COMMITTED;");
+	c->xact = RXACT_OPEN;
+	c->xact_depth = 1;
+}
+
 void
 remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const void *owner)
 {
 	StringInfoData buf;
 	int			level = GetCurrentTransactionNestLevel();
 
+	remote_flush_deferred(c);
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
 	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
@@ -1250,23 +1271,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 					 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node),
 					 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
 		if (c->xact == RXACT_NONE)
-		{
-			/*
-			 * The node's transaction runs at the coordinator's isolation
-			 * level.  At READ COMMITTED each statement on the node takes its
-			 * own snapshot, so an UPDATE that waited for another writer's
-			 * commit applies to the row that writer left (as on one server)
-			 * instead of failing with 40001; a fan-out then sees one snapshot
-			 * per node, as it always did (docs/guarantees.md).
-			 */
-			appendStringInfoString(&buf, IsolationIsSerializable()
-								   ? "START TRANSACTION ISOLATION LEVEL SERIALIZABLE;"
-								   : IsolationUsesXactSnapshot()
-								   ? "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
-								   : "START TRANSACTION ISOLATION LEVEL READ COMMITTED;");
-			c->xact = RXACT_OPEN;
-			c->xact_depth = 1;
-		}
+			open_transaction_text(c, &buf);
 		/* Savepoints as deep as ours, so a rolled-back subtransaction rolls back here too. */
 		while (c->xact_depth < level)
 		{
@@ -1283,6 +1288,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 	}
 	c->link = LINK_BUSY;
 	c->owner = owner;
+	c->ok_results = 0;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 	pfree(buf.data);
 }
@@ -1296,6 +1302,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 		remote_send(c, sql, in_transaction, owner);
 		return;
 	}
+	remote_flush_deferred(c);
 	if (in_transaction && (c->xact == RXACT_NONE || c->xact_depth < GetCurrentTransactionNestLevel()))
 		remote_result_free(remote_exec(c, "", true));	/* opens the transaction and its savepoints */
 	if (c->link == LINK_BUSY && c->owner != owner)
@@ -1316,6 +1323,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 	}
 	c->link = LINK_BUSY;
 	c->owner = owner;
+	c->ok_results = 0;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 }
 
@@ -1336,6 +1344,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 	PreparedStatement *ps = NULL;
 	ListCell   *lc;
 
+	remote_flush_deferred(c);
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
 	if (c->link != LINK_IDLE)
@@ -1378,6 +1387,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		}
 		c->link = LINK_BUSY;
 		c->owner = c;
+		c->ok_results = 0;
 		INSTR_TIME_SET_CURRENT(c->sent_at);
 		{
 			RemoteResult out;
@@ -1405,6 +1415,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 	}
 	c->link = LINK_BUSY;
 	c->owner = owner;
+	c->ok_results = 0;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 }
 
@@ -1515,6 +1526,8 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 		}
 		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
 		{
+			if (++c->ok_results == c->deferred_answer_at)
+				strlcpy(c->deferred_answer, PQcmdStatus(r), sizeof(c->deferred_answer));
 			/* keep the last result, unless an error came first */
 			if (c->partial == NULL || c->partial_ok)
 			{
@@ -1743,6 +1756,30 @@ remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows
 			reject_answer(c, what, psprintf("column %d has format %d", i + 1, PQfformat(res, i)));
 }
 
+/* Whether a command tag is `tag` (alone or followed by its counts). */
+static bool
+tag_is(const char *status, const char *tag)
+{
+	size_t		len = strlen(tag);
+
+	return strncmp(status, tag, len) == 0 && (status[len] == '\0' || status[len] == ' ');
+}
+
+/* Whether a command tag's row count (its last number) is `rows`. */
+static bool
+tag_counts(const char *status, int64 rows)
+{
+	const char *count = strrchr(status, ' ');
+	char	   *end;
+	long long	value;
+
+	if (count == NULL || count[1] == '\0')
+		return false;
+	errno = 0;
+	value = strtoll(count + 1, &end, 10);
+	return errno == 0 && *end == '\0' && value == rows;
+}
+
 void
 remote_expect_command(RemoteConnection *c, PGresult *res, const char *tag, int64 rows, const char *what)
 {
@@ -1751,21 +1788,133 @@ remote_expect_command(RemoteConnection *c, PGresult *res, const char *tag, int64
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		reject_answer(c, what, psprintf("%s where a command's completion was expected", PQresStatus(PQresultStatus(res))));
 	status = PQcmdStatus(res);
-	if (tag && (strncmp(status, tag, strlen(tag)) != 0 ||
-				(status[strlen(tag)] != '\0' && status[strlen(tag)] != ' ')))
+	if (tag && !tag_is(status, tag))
 		reject_answer(c, what, psprintf("\"%s\" where \"%s\" was expected", pnstrdup(status, 60), tag));
-	if (rows >= 0)
-	{
-		const char *count = PQcmdTuples(res);
-		char	   *end;
-		long long	value;
+	if (rows >= 0 && !tag_counts(status, rows))
+		reject_answer(c, what, psprintf("\"%s\" where " INT64_FORMAT " rows were expected",
+										pnstrdup(status, 60), rows));
+}
 
-		errno = 0;
-		value = strtoll(count, &end, 10);
-		if (count[0] == '\0' || errno != 0 || *end != '\0' || value != rows)
-			reject_answer(c, what, psprintf("\"%s\" where " INT64_FORMAT " rows were expected",
-											pnstrdup(status, 60), rows));
+/* ----- Writes that travel with the commit (connection.h) ----- */
+
+void
+remote_defer_write(RemoteConnection *c, const char *sql, int64 rows, const char *what)
+{
+	MemoryContext old;
+	StringInfoData buf;
+
+	remote_flush_deferred(c);	/* one held back at a time: an earlier one goes now */
+	if (c->link != LINK_IDLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("node \"%s\" is not connected", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	if (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED)
+		ereport(ERROR,
+				(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
+				 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	Assert(GetCurrentTransactionNestLevel() == 1);
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	initStringInfo(&buf);
+	c->deferred_opens = c->xact == RXACT_NONE;
+	if (c->deferred_opens)
+		open_transaction_text(c, &buf);
+	appendStringInfoString(&buf, sql);
+	c->deferred = buf.data;
+	c->deferred_rows = rows;
+	c->deferred_what = pstrdup(what);
+	MemoryContextSwitchTo(old);
+}
+
+void
+remote_flush_deferred(RemoteConnection *c)
+{
+	char	   *sql = c->deferred;
+	RemoteResult out;
+	PGresult   *res;
+
+	if (sql == NULL)
+		return;
+	c->deferred = NULL;
+	c->deferred_opens = false;
+	remote_send(c, sql, false, c);
+	remote_receive_all(&c, 1, &out, 0);
+	res = remote_answer(c, &out, NULL, c->deferred_what);
+	remote_expect_command(c, res, "INSERT", c->deferred_rows, c->deferred_what);
+	remote_result_free(res);
+}
+
+char *
+remote_take_deferred(RemoteConnection *c, const char *command)
+{
+	char	   *sql = psprintf("%s;%s", c->deferred, command);
+
+	c->deferred_answer_at = c->deferred_opens ? 2 : 1;
+	c->deferred_answer[0] = '\0';
+	c->deferred = NULL;
+	c->deferred_opens = false;
+	return sql;
+}
+
+void
+remote_drop_deferred(RemoteConnection *c)
+{
+	/* never sent: a transaction it would have opened does not exist on the node */
+	if (c->deferred && c->deferred_opens)
+	{
+		c->xact = RXACT_NONE;
+		c->xact_depth = 0;
 	}
+	c->deferred = NULL;
+	c->deferred_opens = false;
+	c->deferred_answer_at = 0;
+	c->deferred_failure = NULL;
+}
+
+bool
+remote_deferred_outcome(RemoteConnection *c, PGresult *res, bool ok, bool *keep_result)
+{
+	int			at = c->deferred_answer_at;
+
+	*keep_result = false;
+	c->deferred_answer_at = 0;
+	if (at == 0)
+		return true;
+	if (c->ok_results < at)
+	{
+		/* the write (or the START before it) failed, so the rest of the string did not run */
+		c->deferred_failure = NULL;
+		if (!ok && res != NULL)
+		{
+			c->deferred_failure = res;
+			*keep_result = true;
+		}
+		else if (ok)
+			snprintf(c->deferred_answer, sizeof(c->deferred_answer),
+					 "%d results where %d were expected", c->ok_results, at + 1);
+		else
+			return true;		/* the link was lost: the commit says so */
+		return false;
+	}
+	if (!tag_is(c->deferred_answer, "INSERT") || !tag_counts(c->deferred_answer, c->deferred_rows))
+	{
+		char	   *tag = pstrdup(c->deferred_answer);
+
+		c->deferred_failure = NULL;
+		snprintf(c->deferred_answer, sizeof(c->deferred_answer), "\"%.24s\" where INSERT of " INT64_FORMAT " rows was expected",
+				 tag, c->deferred_rows);
+		return false;
+	}
+	return true;
+}
+
+void
+remote_raise_deferred_failure(RemoteConnection *c)
+{
+	if (c->deferred_failure)
+		remote_report_error(ERROR, c, c->deferred_failure, NULL);
+	reject_answer(c, c->deferred_what ? c->deferred_what : "a write", c->deferred_answer);
 }
 
 void

@@ -77,6 +77,22 @@ typedef struct RemoteConnection
 	instr_time	sent_at;		/* when the query in flight was sent */
 	char	   *last_error;		/* the last failure, for node_health() */
 	int			last_sqlstate;	/* its SQLSTATE when the node reported it, else 0 */
+
+	/*
+	 * A write held back to travel with the commit (remote_defer_write): the
+	 * text (in TopTransactionContext, with the START TRANSACTION that opens
+	 * the node's transaction, if it does), the rows it must report, and what
+	 * it is, for messages.
+	 */
+	char	   *deferred;
+	int64		deferred_rows;
+	const char *deferred_what;
+	bool		deferred_opens;	/* its text opens the node's transaction */
+	int			deferred_answer_at; /* in a combined string: which OK result answers it (1-based), else 0 */
+	int			ok_results;		/* OK results of the query in flight so far */
+	char		deferred_answer[64];	/* the command tag that answered it */
+	PGresult   *deferred_failure;	/* its error, when it failed (tracked: freed at resource release) */
+	bool		deferred_failed;	/* it failed or answered wrongly: the commit raises that */
 } RemoteConnection;
 
 /* Register settings and cache invalidation; called from _PG_init. */
@@ -130,6 +146,34 @@ extern void remote_send_params(RemoteConnection *c, const char *sql, int nparams
 extern bool remote_can_send_prepared(RemoteConnection *c, bool in_transaction);
 extern void remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
 								 const void *owner);
+
+/*
+ * Writes that travel with the commit.  The last batch of an INSERT that is
+ * its own transaction (autocommit) need not be answered before the
+ * statement ends: nothing reads it before the commit, and the commit's
+ * PREPARE TRANSACTION (or one-phase COMMIT) can follow it in the same
+ * string, one round trip instead of two.  remote_defer_write() holds it on
+ * the connection; any other use of the connection sends it first and checks
+ * its answer (remote_flush_deferred(), from every remote_send*); the commit
+ * sends it with its own command (remote_take_deferred()) and checks both
+ * (remote_deferred_outcome()); an abort drops it (remote_drop_deferred()).
+ * Its errors are the node's own, reported when the commit runs: in
+ * autocommit that is still before the statement's command tag reaches the
+ * client.
+ */
+extern void remote_defer_write(RemoteConnection *c, const char *sql, int64 rows, const char *what);
+extern void remote_flush_deferred(RemoteConnection *c);
+extern char *remote_take_deferred(RemoteConnection *c, const char *command);
+extern void remote_drop_deferred(RemoteConnection *c);
+
+/*
+ * After the combined string answered (res: its result; ok: not an error):
+ * true if the held-back write worked and reported its rows.  False: it
+ * failed (its error result is kept in deferred_failure, to be raised with
+ * remote_raise_deferred_failure()), or it answered with another tag.
+ */
+extern bool remote_deferred_outcome(RemoteConnection *c, PGresult *res, bool ok, bool *keep_result);
+extern void remote_raise_deferred_failure(RemoteConnection *c);
 
 /* The outcome of a query. */
 typedef struct RemoteResult

@@ -18,8 +18,6 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "access/xloginsert.h"
-#include "catalog/pg_control.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -230,7 +228,9 @@ command_all(RemoteConnection **conns, int n, char **sql, const char *tag, bool *
 		if (conns[i]->link != LINK_IDLE)
 			continue;
 		conns[i]->last_sqlstate = 0;
-		remote_send(conns[i], sql[i], false, conns[i]);
+		/* a write held back for the commit travels in the same string (connection.h) */
+		remote_send(conns[i], conns[i]->deferred ? remote_take_deferred(conns[i], sql[i]) : sql[i], false,
+					conns[i]);
 		if (conns[i]->link == LINK_BUSY)
 		{
 			sent[nsent] = conns[i];
@@ -241,7 +241,10 @@ command_all(RemoteConnection **conns, int n, char **sql, const char *tag, bool *
 	for (int j = 0; j < nsent; j++)
 	{
 		PGresult   *res = out[j].result;
+		bool		keep = false;
 
+		if (!remote_deferred_outcome(sent[j], res, out[j].ok, &keep))
+			sent[j]->deferred_failed = true;
 		worked[index[j]] = out[j].ok;
 		if (out[j].ok && tag != NULL &&
 			(res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), tag) != 0))
@@ -252,40 +255,29 @@ command_all(RemoteConnection **conns, int n, char **sql, const char *tag, bool *
 											  res ? (PQresultStatus(res) == PGRES_COMMAND_OK ? PQcmdStatus(res)
 													 : PQresStatus(PQresultStatus(res))) : "nothing", tag));
 		}
-		remote_result_free(res);
+		if (!keep)
+			remote_result_free(res);
 	}
 	pfree(out);
 	pfree(sent);
 	pfree(index);
 }
 
-/* The prepared-transaction name of a node's part of this transaction (docs/design.md). */
+/*
+ * The prepared-transaction name of a node's part of this transaction
+ * (docs/design.md).  It ends with when this backend started: after a crash
+ * the server hands out again every transaction id that no WAL record on disk
+ * carries (a transaction whose writes all went to nodes has written none),
+ * and the next transaction with such an id must not take the names of the
+ * crashed one's parts, still prepared on the nodes.  So no WAL flush is
+ * needed before the first PREPARE: only the commit decision is flushed.
+ */
 static void
 make_gid(RemoteConnection *c, FullTransactionId fxid)
 {
-	snprintf(c->gid, sizeof(c->gid), "rs_%s_" UINT64_FORMAT "_%u_" UINT64_FORMAT "_%u_%u",
+	snprintf(c->gid, sizeof(c->gid), "rs_%s_" UINT64_FORMAT "_%u_" UINT64_FORMAT "_%u_%u_" INT64_FORMAT,
 			 catalog_coordinator_id(), GetSystemIdentifier(), GetWALInsertionTimeLine(),
-			 U64FromFullTransactionId(fxid), c->userid, c->serverid);
-}
-
-/*
- * Make the local transaction id durable before any node prepares a part
- * named after it.  After a crash, the server hands out again every id that
- * no WAL record on disk carries; a transaction whose writes all went to nodes
- * has written none yet.  The next transaction after the crash could then
- * take the same id, and so the same prepared-transaction names: its PREPARE
- * fails on every node where the crashed one's part still waits, and recovery
- * running in a transaction with that id takes those parts for its own, still
- * in progress.  A no-op record carries the id; it is flushed at once.
- */
-static void
-log_transaction_id(void)
-{
-	XLogRecPtr	end;
-
-	XLogBeginInsert();
-	end = XLogInsert(RM_XLOG_ID, XLOG_NOOP);
-	XLogFlush(end);
+			 U64FromFullTransactionId(fxid), c->userid, c->serverid, (int64) MyStartTimestamp);
 }
 
 /* One record per prepared node, in the local transaction: the commit decision. */
@@ -365,6 +357,12 @@ pre_commit(bool preparing)
 
 		sql[0] = "COMMIT";
 		command_all(writers.conns, 1, sql, "COMMIT", worked, commit_timeout_ms());
+		if (c->deferred_failed)
+		{
+			/* the write before the COMMIT failed: the node's transaction is left open, failed */
+			c->xact = RXACT_FAILED;
+			remote_raise_deferred_failure(c);
+		}
 		c->xact = RXACT_NONE;
 		c->xact_depth = 0;
 		if (!worked[0])
@@ -380,7 +378,6 @@ pre_commit(bool preparing)
 	{
 		FullTransactionId fxid = GetTopFullTransactionId();
 
-		log_transaction_id();
 		for (int i = 0; i < writers.n; i++)
 		{
 			make_gid(writers.conns[i], fxid);
@@ -402,6 +399,10 @@ pre_commit(bool preparing)
 		for (int i = 0; i < writers.n; i++)
 			if (worked[i])
 				writers.conns[i]->xact = RXACT_PREPARED;
+		/* a write that travelled with its PREPARE failed: its own error is the statement's */
+		for (int i = 0; i < writers.n; i++)
+			if (writers.conns[i]->deferred_failed)
+				remote_raise_deferred_failure(writers.conns[i]);
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
@@ -434,9 +435,12 @@ pre_commit(bool preparing)
 		command_all(writers.conns, writers.n, sql, "COMMIT", worked, commit_timeout_ms());
 		for (int i = 0; i < writers.n; i++)
 		{
-			writers.conns[i]->xact = RXACT_NONE;
-			writers.conns[i]->xact_depth = 0;
+			writers.conns[i]->xact = writers.conns[i]->deferred_failed ? RXACT_FAILED : RXACT_NONE;
+			writers.conns[i]->xact_depth = writers.conns[i]->deferred_failed ? 1 : 0;
 		}
+		for (int i = 0; i < writers.n; i++)
+			if (writers.conns[i]->deferred_failed)
+				remote_raise_deferred_failure(writers.conns[i]);
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
@@ -561,10 +565,21 @@ post_commit(void)
 }
 
 /* After a local abort: roll back every remote part.  Nothing here may throw. */
+static bool
+drop_deferred_visitor(RemoteConnection *c, void *arg)
+{
+	remote_drop_deferred(c);
+	return true;
+}
+
 static void
 post_abort(void)
 {
-	Collected	all = collect(COLLECT_IN_TRANSACTION);
+	Collected	all;
+
+	/* a write held back for the commit was never sent: it just goes */
+	remote_foreach(drop_deferred_visitor, NULL);
+	all = collect(COLLECT_IN_TRANSACTION);
 
 	for (int i = 0; i < all.n; i++)
 	{
@@ -609,6 +624,8 @@ reset_visitor(RemoteConnection *c, void *arg)
 	c->takes_moving_rows = false;
 	c->unreachable = false;
 	c->gid[0] = '\0';
+	remote_drop_deferred(c);
+	c->deferred_failed = false;
 	remote_clear_parked(c);
 	if (c->link == LINK_BROKEN || c->invalidated ||
 		(c->conn && PQtransactionStatus(c->conn) != PQTRANS_IDLE))
@@ -751,9 +768,14 @@ parse_gid_tail(const char *tail, PreparedPart *part)
 	unsigned long long fxid;
 	unsigned long role;
 	unsigned long server;
+	long long	started;
 	char		extra;
+	int			fields;
 
-	if (sscanf(tail, "%lu_%llu_%lu_%lu%c", &timeline, &fxid, &role, &server, &extra) != 4)
+	/* 1.1's names lack the backend's start time */
+	fields = sscanf(tail, "%lu_%llu_%lu_%lu_%lld%c", &timeline, &fxid, &role, &server, &started, &extra);
+	if (fields != 5 && (fields != 4 || strchr(tail, '_') == NULL ||
+						sscanf(tail, "%lu_%llu_%lu_%lu%c", &timeline, &fxid, &role, &server, &extra) != 4))
 		return false;
 	part->timeline = (TimeLineID) timeline;
 	part->fxid = FullTransactionIdFromU64((uint64) fxid);

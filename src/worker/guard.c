@@ -16,11 +16,13 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
 #include "routing/annotated_tables.h"
 #include "routing/placement.h"
+#include "routing/topology_cache.h"
 #include "guc.h"
 
 /* Whether a node name (a text datum) equals a C string. */
@@ -42,27 +44,47 @@ typedef struct WorkerState
 	int64		topology_version;
 } WorkerState;
 
-/* This server's node name and topology version from ringshard.cluster_state. */
+/*
+ * This server's node name and topology version from ringshard.cluster_state,
+ * read once per topology generation: a change of cluster_state moves the
+ * generation on (its invalidate_topology_cache trigger), and every write a
+ * node takes would otherwise pay a query for it.
+ */
+static char *cached_local_node = NULL;
+static int64 cached_topology_version = 0;
+static uint64 cached_generation = 0;
+
 static void
 read_cluster_state(WorkerState *state, MemoryContext mcxt)
 {
 	bool		isnull;
 
-	state->local_node = NULL;
-	state->topology_version = 0;
-	SPI_connect();
-	if (SPI_execute("SELECT local_node, topology_version FROM ringshard.cluster_state", true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
+	if (cached_generation != topology_cache_generation)
 	{
-		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		Datum		version = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		uint64		generation = topology_cache_generation;
 
-		if (value)
-			state->local_node = MemoryContextStrdup(mcxt, value);
-		if (!isnull)
-			state->topology_version = DatumGetInt64(version);
+		if (cached_local_node)
+			pfree(cached_local_node);
+		cached_local_node = NULL;
+		cached_topology_version = 0;
+		SPI_connect();
+		if (SPI_execute("SELECT local_node, topology_version FROM ringshard.cluster_state", true, 1) == SPI_OK_SELECT &&
+			SPI_processed == 1)
+		{
+			char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			Datum		version = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+			if (value)
+				cached_local_node = MemoryContextStrdup(TopMemoryContext, value);
+			if (!isnull)
+				cached_topology_version = DatumGetInt64(version);
+		}
+		SPI_finish();
+		/* an invalidation that arrived while it was read: read again next time */
+		cached_generation = generation == topology_cache_generation ? generation : 0;
 	}
-	SPI_finish();
+	state->local_node = cached_local_node ? MemoryContextStrdup(mcxt, cached_local_node) : NULL;
+	state->topology_version = cached_topology_version;
 }
 
 /* What a reads_here() call site keeps: the table's placement, this node, who is left out. */

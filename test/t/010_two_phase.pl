@@ -255,7 +255,7 @@ for my $case (@coordinator_crashes)
 	{
 		# docs/design.md, "Prepared-transaction names"
 		my $gid = $workers[0]->safe_psql('postgres', 'SELECT gid FROM pg_prepared_xacts');
-		like($gid, qr/^rs_${coordinator_hex}_${system_id}_1_\d+_\d+_\d+$/,
+		like($gid, qr/^rs_${coordinator_hex}_${system_id}_1_\d+_\d+_\d+_\d+$/,
 			"$label: the prepared transaction is named after the coordinator ($gid)");
 	}
 
@@ -457,6 +457,107 @@ is(placement('singles', 'single-3'), expected_placement('all', 'solo', 'single-3
 	'single node with a local write: the row is on its node');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM local_notes}), '1', 'and the local row is here');
 check_clean('single node with a local write');
+
+# ---------------------------------------------------------------------------
+# 4b. An INSERT that is its own transaction sends its rows together with the
+# commit (ringshard.writes_with_commit): each replica gets the rows and the
+# PREPARE TRANSACTION in one string, a single participant its rows and the
+# one-phase COMMIT.  A node's error still fails the statement with the
+# node's own SQLSTATE, and nothing of it stays anywhere; in a transaction
+# block the INSERT itself fails; a read in the same transaction sees the
+# rows (they are sent first).
+
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE uniques (id text PRIMARY KEY, note text);
+	SELECT ringshard.distribute_table('uniques', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('uniques');
+	CREATE TABLE solo_uniques (id text PRIMARY KEY, note text);
+	SELECT ringshard.distribute_table('solo_uniques', 'id', 'solo');
+	SELECT count(*) FROM ringshard.create_distributed_table('solo_uniques');
+	CREATE FUNCTION insert_and_count(k text) RETURNS bigint LANGUAGE plpgsql AS $$
+	BEGIN
+		INSERT INTO uniques VALUES (k, 'counted');
+		RETURN (SELECT count(*) FROM uniques WHERE id = k);
+	END $$;
+});
+my @offsets = map { -s $_->logfile } @workers;
+sub replicas_logged
+{
+	my ($regex) = @_;
+	return join('+', map { $names[$_] } grep { $workers[$_]->log_contains($regex, $offsets[$_]) } 0 .. 2);
+}
+sub replica_list
+{
+	my ($key, $ring) = @_;
+	return $coordinator->safe_psql('postgres',
+		"SELECT string_agg(n, '+' ORDER BY n) FROM unnest(replicas_for('$key', '$ring')) n");
+}
+
+$coordinator->safe_psql('postgres', q{INSERT INTO uniques VALUES ('with-commit-1', 'x')});
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;INSERT INTO public\.uniques [^\n]*'with-commit-1'[^\n]*;PREPARE TRANSACTION 'rs_/),
+	replica_list('with-commit-1', 'default'),
+	'rows with the commit: each replica got the row and the PREPARE in one string');
+is(replicas_logged(qr/statement: PREPARE TRANSACTION/), '', 'rows with the commit: no replica got a PREPARE alone');
+is(placement('uniques', 'with-commit-1'), expected_placement('all', 'default', 'with-commit-1'),
+	'rows with the commit: the row is on its replicas');
+
+$coordinator->safe_psql('postgres', q{INSERT INTO solo_uniques VALUES ('with-commit-2', 'x')});
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;INSERT INTO public\.solo_uniques [^\n]*'with-commit-2'[^\n]*;COMMIT\n/),
+	replica_list('with-commit-2', 'solo'),
+	'rows with the commit, one participant: its node got the row and COMMIT in one string');
+is(placement('solo_uniques', 'with-commit-2'), expected_placement('all', 'solo', 'with-commit-2'),
+	'rows with the commit, one participant: the row is on its node');
+
+# A duplicate key: the node's unique violation is the statement's error.
+for my $case ([ 'uniques', 'default', 'two phases' ], [ 'solo_uniques', 'solo', 'one phase' ])
+{
+	my ($table, $ring, $how) = @$case;
+	my $key = $table eq 'uniques' ? 'with-commit-1' : 'with-commit-2';
+	my ($rc, $out, $err) = $coordinator->psql('postgres',
+		"\\set VERBOSITY verbose\nINSERT INTO $table VALUES ('$key', 'again'), ('fresh-$table', 'new');\nSELECT 'after';",
+		on_error_stop => 0);
+	like($err, qr/ERROR:  23505: node "w\d": duplicate key value violates unique constraint/,
+		"duplicate key with the commit ($how): the node's 23505 is the statement's error");
+	like($out, qr/after/, "duplicate key with the commit ($how): the session goes on");
+	is(placement($table, $key, "fresh-$table"), expected_placement('all', $ring, $key) . " fresh-$table:-",
+		"duplicate key with the commit ($how): the old row is unchanged and the new one is nowhere");
+	recover();	# the records of the commits before: recovery deletes them
+	check_clean("duplicate key with the commit ($how)");
+}
+{
+	my ($rc, $out, $err) = $coordinator->psql('postgres',
+		"\\set VERBOSITY verbose\nBEGIN;\nINSERT INTO uniques VALUES ('with-commit-1', 'again');\nSELECT 'in the block';\nCOMMIT;",
+		on_error_stop => 1);
+	like($err, qr/^psql:<stdin>:3: ERROR:  23505: node "w\d": duplicate key/m,
+		'duplicate key in a transaction block: the INSERT itself fails');
+	unlike($out, qr/in the block/, 'duplicate key in a transaction block: before the next statement runs');
+}
+
+# A read after the write, in the same statement's transaction, sees the rows.
+is($coordinator->safe_psql('postgres', q{SELECT insert_and_count('read-after-1')}), '1',
+	'rows with the commit: a read in the same transaction sees them');
+is(placement('uniques', 'read-after-1'), expected_placement('all', 'default', 'read-after-1'),
+	'rows with the commit: the row read is committed on its replicas');
+
+# A statement that fails after its INSERT: the rows held back are never sent.
+@offsets = map { -s $_->logfile } @workers;
+{
+	my ($rc, $out, $err) = $coordinator->psql('postgres',
+		q{SELECT insert_and_count('never-' || g) / (g - 1) FROM generate_series(1, 1) g});
+	like($err, qr/division by zero/, 'a statement failing after its INSERT: it fails');
+	is(placement('uniques', 'never-1'), 'never-1:-', 'a statement failing after its INSERT: its row is nowhere');
+	recover();
+	check_clean('a statement failing after its INSERT');
+}
+
+# With the setting off, the rows go first and the PREPARE alone.
+@offsets = map { -s $_->logfile } @workers;
+$coordinator->safe_psql('postgres', q{SET ringshard.writes_with_commit = off; INSERT INTO uniques VALUES ('alone-1', 'x')});
+is(replicas_logged(qr/statement: PREPARE TRANSACTION 'rs_/), replica_list('alone-1', 'default'),
+	'writes_with_commit off: each replica got the PREPARE alone');
+is(placement('uniques', 'alone-1'), expected_placement('all', 'default', 'alone-1'), 'writes_with_commit off: the row is on its replicas');
+recover();
+check_clean('rows with the commit');
 
 # ---------------------------------------------------------------------------
 # 5. Two coordinators share the workers.  The second is given the first

@@ -401,27 +401,38 @@ for my $action (@row_answers, 'wrong_count', 'null_count')
 # write back everywhere; COMMIT PREPARED answered badly leaves the part
 # prepared, for recovery to commit.
 #
-for my $action (qw(hang garbage close one_column))
+# In a transaction block the INSERT is answered first and the PREPARE goes
+# alone at COMMIT; an INSERT that is its own transaction sends its rows and
+# the PREPARE in one string (ringshard.writes_with_commit).
+for my $form ([ 'alone', '^PREPARE TRANSACTION', 'BEGIN; %s; COMMIT' ],
+	[ 'with the rows', 'INSERT INTO .*;PREPARE TRANSACTION', '%s' ])
 {
-	my $key = $new_h2_keys[20];
-	hostile_case(
-		label => "PREPARE TRANSACTION answered $action",
-		rules => [ [ '^PREPARE TRANSACTION', $action ] ],
-		sql => "INSERT INTO items VALUES ('$key', 4000, 'prepared'), ('$new_h1_keys[0]', 4001, 'prepared')",
-		error => qr/ERROR:.*(h2|statement timeout)/s,
-		after => sub {
-			my ($rc) = @_;
-			# nothing half-committed: recovery settles what is left; then an acknowledged row is on h2, a failed one is not
-			$coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.recover_prepared_transactions()');
-			is($workers[1]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$key'"), $rc == 0 ? '1' : '0',
-				$rc == 0 ? "PREPARE TRANSACTION answered $action: the write was acknowledged, so h2 has its row"
-				: "PREPARE TRANSACTION answered $action: h2 does not have the row of the failed write");
-			is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
-				"PREPARE TRANSACTION answered $action: no prepared transaction is left on h2");
-			is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$new_h1_keys[0]'"), $rc == 0 ? '1' : '0',
-				"PREPARE TRANSACTION answered $action: h1 has the other row exactly when h2 has its own");
-		},
-		cleanup => $undo_inserts);
+	my ($form_name, $rule, $wrap) = @$form;
+	for my $action (qw(hang garbage close one_column), $form_name eq 'alone' ? () : qw(no_rows wrong_count))
+	{
+		my $key = $new_h2_keys[20];
+		my $label = "PREPARE TRANSACTION ($form_name) answered $action";
+		hostile_case(
+			label => $label,
+			rules => [ [ $rule, $action ] ],
+			sql => sprintf($wrap, "INSERT INTO items VALUES ('$key', 4000, 'prepared'), ('$new_h1_keys[0]', 4001, 'prepared')"),
+			error => qr/ERROR:.*(h2|statement timeout)/s,
+			after => sub {
+				my ($rc) = @_;
+				# nothing half-committed: recovery settles what is left; then an acknowledged row is on h2, a failed one is not
+				$coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.recover_prepared_transactions()');
+				is($workers[1]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$key'"), $rc == 0 ? '1' : '0',
+					$rc == 0 ? "$label: the write was acknowledged, so h2 has its row"
+					: "$label: h2 does not have the row of the failed write");
+				is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+					"$label: no prepared transaction is left on h2");
+				is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE k = '$new_h1_keys[0]'"), $rc == 0 ? '1' : '0',
+					"$label: h1 has the other row exactly when h2 has its own");
+				is($workers[0]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+					"$label: no prepared transaction is left on h1");
+			},
+			cleanup => $undo_inserts);
+	}
 }
 for my $action (qw(hang garbage close))
 {
