@@ -134,12 +134,60 @@ INSERT INTO queries (query) VALUES
 	-- total, an order and a limit, a join on another column, a FULL JOIN (not routed)
 	('SELECT c.region, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region'),
 	('SELECT count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
-	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 5'),
 	('SELECT o.id, f.reason FROM %2$s o JOIN %3$s f ON f.order_id = o.id'),
 	('SELECT c.id, o.id FROM %1$s c FULL JOIN %2$s o ON o.customer_id = c.id'),
 	-- grouped by the nullable side's key: its NULL group would come from each node (not routed)
 	('SELECT o.customer_id, count(*) FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 40 GROUP BY o.customer_id');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
+
+-- Every key, with ORDER BY and LIMIT: each node sorts what it serves and
+-- sends its first LIMIT + OFFSET rows; a Sort and a Limit here take the
+-- first of them all.  Compared row by row, in order, with the twins (each
+-- query run as a statement of its own, so the router plans it).
+CREATE FUNCTION ordered_differences(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	dist text[] := '{}';
+	twin text[] := '{}';
+	r record;
+BEGIN
+	FOR r IN EXECUTE format(query, 'customers', 'orders', 'refunds') LOOP
+		dist := dist || r::text;
+	END LOOP;
+	FOR r IN EXECUTE format(query, 'customers_local', 'orders_local', 'refunds_local') LOOP
+		twin := twin || r::text;
+	END LOOP;
+	RETURN CASE WHEN dist = twin THEN 'the same ' || cardinality(dist) || ' rows, in the same order'
+		   ELSE 'differ: ' || dist::text || ' against ' || twin::text END;
+END $$;
+CREATE TABLE ordered_queries (n serial, query text);
+INSERT INTO ordered_queries (query) VALUES
+	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 5'),
+	('SELECT c.id, count(*) AS n, sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY 3 DESC, c.id LIMIT 5'),
+	('SELECT c.id, count(*) AS n, sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY 3 DESC, c.id LIMIT 4 OFFSET 3'),
+	('SELECT c.id, count(*) AS n, sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY n, c.id DESC OFFSET 55'),
+	('SELECT c.id, c.region, o.amount, o.id FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 30 ORDER BY c.region NULLS FIRST, o.amount DESC NULLS LAST, o.id, c.id LIMIT 12'),
+	('SELECT o.customer_id, o.id FROM %2$s o WHERE EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = o.customer_id AND f.order_id = o.id) ORDER BY o.id DESC'),
+	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 0'),
+	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT ALL OFFSET 890'),
+	-- sorted by what the statement does not return: the nodes could not sort for it (not routed)
+	('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY sum(o.amount) DESC, c.id LIMIT 3'),
+	-- DISTINCT, and FETCH FIRST ... WITH TIES (not routed)
+	('SELECT DISTINCT c.region FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY 1'),
+	('SELECT c.id, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id FETCH FIRST 2 ROWS WITH TIES');
+SELECT n, routed(query), ordered_differences(query) FROM ordered_queries ORDER BY n;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.id, sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id LIMIT 3 OFFSET 2;
+-- LIMIT and OFFSET as parameters (a generic plan): the nodes get LIMIT $1 + $2
+SET plan_cache_mode = force_generic_plan;
+PREPARE top_customers(bigint, bigint) AS
+SELECT c.id, sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id LIMIT $1 OFFSET $2;
+EXECUTE top_customers(3, 2);
+EXECUTE top_customers(NULL, 57);
+SELECT c.id, sum(o.amount) FROM customers_local c JOIN orders_local o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id LIMIT 3 OFFSET 2;
+SELECT c.id, sum(o.amount) FROM customers_local c JOIN orders_local o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id OFFSET 57;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE top_customers(3, 2);
+DEALLOCATE top_customers;
+RESET plan_cache_mode;
 
 -- What EXPLAIN shows: the nodes that can answer, the SQL they get, and the
 -- plan that runs if none can; for every key, each node's filter.

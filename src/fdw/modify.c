@@ -226,7 +226,8 @@ flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 		remote_note_write(b->conn);
 		b->pending_rows = b->nrows;
 		b->pending_copy = !(b->nrows <= SMALL_BATCH_ROWS && b->values.len > 0);
-		if (!b->pending_copy && with_commit)
+		/* (a scan of the same node may still be reading: then the rows go now, as they would) */
+		if (!b->pending_copy && with_commit && b->conn->link == LINK_IDLE)
 		{
 			remote_defer_write(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data),
 							   b->nrows, write_what(state));

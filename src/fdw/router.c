@@ -40,6 +40,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
+#include "common/int.h"
 #include "common/pg_prng.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -54,6 +55,7 @@
 #include "rewrite/rewriteManip.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -631,8 +633,11 @@ static CustomScanMethods router_scan_methods;
  * table is.  Every other table's rows join only rows of the driver's key,
  * which all sit on the node that serves it, so the nodes' answers together
  * are the answer, if the top level never combines rows of two keys: no
- * aggregate unless grouped by the key, no DISTINCT, ORDER BY, LIMIT, window
- * function or set operation.
+ * aggregate unless grouped by the key, no DISTINCT, window function or set
+ * operation.  ORDER BY and LIMIT are the exception that is cheap to keep:
+ * each node sorts its rows and keeps its first LIMIT + OFFSET, and a Sort
+ * and a Limit here, above the router, take the first of them all
+ * (top_of_fanout).
  */
 
 /* The leftmost table of a join tree not on the nullable side of an outer join, or 0. */
@@ -668,8 +673,8 @@ static bool
 keeps_keys_apart(Query *query)
 {
 	return query->commandType == CMD_SELECT && !query->hasWindowFuncs && !query->hasTargetSRFs &&
-		query->distinctClause == NIL && query->sortClause == NIL && query->limitCount == NULL &&
-		query->limitOffset == NULL && query->setOperations == NULL && query->groupingSets == NIL &&
+		query->distinctClause == NIL && query->limitOption != LIMIT_OPTION_WITH_TIES &&
+		query->setOperations == NULL && query->groupingSets == NIL &&
 		(query->groupClause != NIL || (!query->hasAggs && query->havingQual == NULL));
 }
 
@@ -774,6 +779,159 @@ add_fanout_filter(Query *query, RoutedTable *driver)
 }
 
 /*
+ * A fan-out's ORDER BY and LIMIT.  The usual plan ends in a Limit (if the
+ * statement has one) above the rest: that rest becomes the plan below the
+ * router (its fallback), and the Limit goes above, so OFFSET applies once
+ * on either path.  Every sort key must be an output column (the nodes
+ * return no other): its position among them in sort_columns.  False: the
+ * statement keeps the usual plan.
+ */
+typedef struct FanoutTop
+{
+	Limit	   *limit;			/* the usual plan's Limit, or NULL */
+	int			nsort;
+	AttrNumber *sort_columns;	/* positions in the router's output (1-based) */
+	Oid		   *sort_operators;
+	Oid		   *collations;
+	bool	   *nulls_first;
+} FanoutTop;
+
+static bool
+top_of_fanout(Query *query, Plan **below, FanoutTop *top)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	memset(top, 0, sizeof(*top));
+	if (query->limitCount != NULL || query->limitOffset != NULL)
+	{
+		if (!IsA(*below, Limit) || (*below)->lefttree == NULL)
+			return false;
+		top->limit = (Limit *) *below;
+		*below = (*below)->lefttree;
+	}
+	top->nsort = list_length(query->sortClause);
+	top->sort_columns = palloc0(sizeof(AttrNumber) * Max(top->nsort, 1));
+	top->sort_operators = palloc0(sizeof(Oid) * Max(top->nsort, 1));
+	top->collations = palloc0(sizeof(Oid) * Max(top->nsort, 1));
+	top->nulls_first = palloc0(sizeof(bool) * Max(top->nsort, 1));
+	foreach(lc, query->sortClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		ListCell   *tc;
+		int			position = 0;
+
+		foreach(tc, (*below)->targetlist)
+		{
+			TargetEntry *tle = lfirst(tc);
+
+			if (tle->resjunk)
+				continue;
+			position++;
+			if (tle->ressortgroupref == sgc->tleSortGroupRef)
+			{
+				top->sort_columns[i] = position;
+				top->collations[i] = exprCollation((Node *) tle->expr);
+				break;
+			}
+		}
+		if (top->sort_columns[i] == 0 || !OidIsValid(sgc->sortop))
+			return false;		/* sorted by what the statement does not return */
+		top->sort_operators[i] = sgc->sortop;
+		top->nulls_first[i] = sgc->nulls_first;
+		i++;
+	}
+
+	/* each node: its first LIMIT + OFFSET rows, in the statement's order */
+	if (query->limitOffset != NULL)
+	{
+		Const	   *count;
+		Const	   *offset;
+		int64		sum;
+
+		/* the parser's casts to bigint are folded only by the planner */
+		if (query->limitCount != NULL)
+			query->limitCount = eval_const_expressions(NULL, query->limitCount);
+		query->limitOffset = eval_const_expressions(NULL, query->limitOffset);
+		count = (Const *) query->limitCount;
+		offset = (Const *) query->limitOffset;
+
+		if (count != NULL && IsA(count, Const) && IsA(offset, Const) && !count->constisnull &&
+			!offset->constisnull && count->consttype == INT8OID && offset->consttype == INT8OID &&
+			!pg_add_s64_overflow(DatumGetInt64(count->constvalue), DatumGetInt64(offset->constvalue), &sum))
+			query->limitCount = (Node *) makeConst(INT8OID, -1, InvalidOid, sizeof(int64), Int64GetDatum(sum),
+												   false, FLOAT8PASSBYVAL);
+		else if (count != NULL)
+			query->limitCount = (Node *) makeFuncExpr(F_INT8PL, INT8OID,
+													  list_make2(query->limitCount, query->limitOffset),
+													  InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+		query->limitOffset = NULL;
+	}
+	return true;
+}
+
+/* A target list that passes on every column of the plan below. */
+static List *
+pass_through_tlist(List *below_tlist)
+{
+	List	   *tlist = NIL;
+	ListCell   *lc;
+
+	foreach(lc, below_tlist)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = makeVar(OUTER_VAR, tle->resno, exprType((Node *) tle->expr),
+								  exprTypmod((Node *) tle->expr), exprCollation((Node *) tle->expr), 0);
+
+		tlist = lappend(tlist, makeTargetEntry((Expr *) var, tle->resno, tle->resname, false));
+	}
+	return tlist;
+}
+
+/* The Sort and Limit above a fan-out router; returns the new top of the plan. */
+static Plan *
+add_fanout_top(Plan *router, FanoutTop *top, int *next_plan_node_id)
+{
+	Plan	   *plan = router;
+
+	if (top->nsort > 0)
+	{
+		Sort	   *sort = makeNode(Sort);
+
+		sort->plan.targetlist = pass_through_tlist(plan->targetlist);
+		sort->plan.lefttree = plan;
+		sort->plan.startup_cost = plan->total_cost;
+		sort->plan.total_cost = plan->total_cost;
+		sort->plan.plan_rows = plan->plan_rows;
+		sort->plan.plan_width = plan->plan_width;
+		sort->plan.plan_node_id = (*next_plan_node_id)++;
+		sort->numCols = top->nsort;
+		sort->sortColIdx = top->sort_columns;
+		sort->sortOperators = top->sort_operators;
+		sort->collations = top->collations;
+		sort->nullsFirst = top->nulls_first;
+		plan = (Plan *) sort;
+	}
+	if (top->limit != NULL)
+	{
+		Limit	   *limit = makeNode(Limit);
+
+		limit->plan.targetlist = pass_through_tlist(plan->targetlist);
+		limit->plan.lefttree = plan;
+		limit->plan.startup_cost = plan->startup_cost;
+		limit->plan.total_cost = plan->total_cost;
+		limit->plan.plan_rows = top->limit->plan.plan_rows;
+		limit->plan.plan_width = plan->plan_width;
+		limit->plan.plan_node_id = (*next_plan_node_id)++;
+		limit->limitOffset = top->limit->limitOffset;
+		limit->limitCount = top->limit->limitCount;
+		limit->limitOption = top->limit->limitOption;
+		plan = (Plan *) limit;
+	}
+	return plan;
+}
+
+/*
  * Wrap the planned statement in a router node when every distributed table
  * of the statement (planned as `original`, a copy taken before planning) is
  * fixed to one key; else return it as it is.
@@ -794,6 +952,7 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	ListCell   *lc;
 	char	   *sql;
 	int			driver = -1;	/* a fan-out: the driving table's index in relids */
+	FanoutTop	fanout_top = {0};
 
 	/* a statement the usual plan already sends whole, in one scan, gains nothing */
 	if (IsA(below, ForeignScan) && planned->subplans == NIL)
@@ -828,6 +987,8 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	if (analysis.tie_marker != NULL)
 	{
 		if (driver < 0)
+			return planned;
+		if (!top_of_fanout(original, &below, &fanout_top))
 			return planned;
 		add_fanout_filter(original, list_nth(analysis.tables, driver));
 	}
@@ -883,8 +1044,9 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 		foreach(lc, planned->subplans)
 			highest_plan_node_id(lfirst(lc), &highest);
 		router->scan.plan.plan_node_id = highest + 1;
+		highest += 2;
+		planned->planTree = add_fanout_top((Plan *) router, &fanout_top, &highest);
 	}
-	planned->planTree = (Plan *) router;
 	return planned;
 }
 

@@ -1487,6 +1487,7 @@ sub gen_router
 	my $k = some_id($fam);
 	my $x = '{' . pick(@router_partners) . '}';
 	my $kind = rint(0, 17);
+	my $ordered = 0;
 	my $date = lit_sql('date', $S, 'date');
 	my $cols = sub { my ($alias) = @_; join(', ', map { "$alias.$_" } grep { chance(0.5) } qw(i8 n n2 f8 fx d ts tz iv t vc e ip ia)) || "$alias.t" };
 	my $key = wpick([ 4, "a.id = $k" ], [ 1, "a.id = ${k}::int8" ], [ 1, "$k = a.id" ], [ 1, "a.id IN ($k)" ]);
@@ -1535,6 +1536,17 @@ sub gen_router
 			  # the nullable side's key: NULL for the rows without a match, one group (not one per node)
 			  "SELECT b.id, count(*), sum(a.n) FROM {t} a LEFT JOIN $x b ON b.id = a.id AND b.f8 > 0.5$w GROUP BY b.id")
 		  : "SELECT a.id, a.t FROM {t} a WHERE " . pick('NOT ', '') . "EXISTS (SELECT 1 FROM $x b WHERE b.id = a.id AND b.f8 > 0)";
+		# ORDER BY (a total order) and LIMIT/OFFSET: each node its first rows, sorted and cut again here;
+		# by a column not returned: the usual plan
+		if (chance(0.5))
+		{
+			my $order = $kind == 15 ? pick('a.f8 DESC NULLS LAST, a.id', 'b.n NULLS FIRST, a.id DESC', 'a.id', 'a.n, a.id')
+			  : $kind == 16 ? ($sql =~ /GROUP BY b\.id/ ? '2 DESC, 1 NULLS FIRST' : pick('2 DESC, a.id', '3 NULLS LAST, 1', 'a.id DESC'))
+			  : 'a.id';
+			$sql .= " ORDER BY $order" . pick('', ' LIMIT ' . rint(1, 30), ' LIMIT ' . rint(1, 30) . ' OFFSET ' . rint(0, 20),
+				' OFFSET ' . rint(1, 40));
+			$ordered = 1;
+		}
 	}
 	elsif ($kind == 13)
 	{
@@ -1576,7 +1588,7 @@ sub gen_router
 			stmt("SELECT a.id, a.f8, b.f8 FROM {t} a LEFT JOIN $x b ON b.id = a.id WHERE a.id = $k"),
 			stmt(chance(0.5) ? 'COMMIT' : 'ROLLBACK') ] };
 	}
-	return { cat => 'router', stmts => [ stmt($sql, explain => 1) ] };
+	return { cat => 'router', stmts => [ stmt($sql, explain => 1, ordered => $ordered) ] };
 }
 
 # Upserts (INSERT ... ON CONFLICT): new and existing ids, a key twice in
