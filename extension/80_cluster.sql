@@ -236,6 +236,13 @@ CREATE FUNCTION ringshard_worker.reject_misrouted_rows() RETURNS trigger
 COMMENT ON FUNCTION ringshard_worker.reject_misrouted_rows() IS
 	'trigger on a worker''s distributed table: a row this node does not hold under its topology is an error';
 
+-- On a worker: the rows of a write sent with the commit were all stored,
+-- else the node's transaction fails before its PREPARE or COMMIT runs.
+CREATE FUNCTION ringshard_worker.expect_stored_rows(stored bigint, expected bigint) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'ringshard_expect_stored_rows' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_worker.expect_stored_rows(bigint, bigint) IS
+	'on a worker: the stored count if it equals the expected one, else an error; the coordinator sends it with the last rows of an autocommit INSERT, so a node that stored other rows fails before the commit that follows in the same string';
+
 -- On a worker: take a distributed table's definition and annotation.  The
 -- table is created from the coordinator's SQL (with its constraints and
 -- indexes) if it does not exist yet; it runs as the calling role.

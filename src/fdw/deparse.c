@@ -1457,6 +1457,20 @@ rsfdw_insert_values_sql(const char *table, const char *columns, const char *valu
 }
 
 /*
+ * The same INSERT, checked on the node: the node's transaction fails there
+ * unless it stored exactly `rows` rows (ringshard_worker.expect_stored_rows),
+ * so a PREPARE TRANSACTION or COMMIT sent after it in the same string runs
+ * only when it did.  Its answer is one row: the count.
+ */
+char *
+rsfdw_insert_values_checked_sql(const char *table, const char *columns, const char *values, int64 rows)
+{
+	return psprintf("WITH rs_stored AS (INSERT INTO %s (%s) VALUES %s RETURNING 1) "
+					"SELECT ringshard_worker.expect_stored_rows(pg_catalog.count(*), " INT64_FORMAT ") FROM rs_stored",
+					table, columns, values, rows);
+}
+
+/*
  * An upsert's conflict clause for the nodes, alias t for the table and
  * excluded for the proposed row, as a template (its values known when the
  * statement starts are holes): ON CONFLICT [(columns) [WHERE ...]] DO

@@ -174,6 +174,9 @@ extern char *rsfdw_upper_sql(const RsScanPlan *plan, const RsScanSQL *sql, const
 
 /* Writes. */
 extern char *rsfdw_insert_values_sql(const char *table, const char *columns, const char *values);
+/* The same INSERT as one statement that fails on the node unless it stored exactly `rows` rows. */
+extern char *rsfdw_insert_values_checked_sql(const char *table, const char *columns, const char *values,
+											 int64 rows);
 struct OnConflictExpr;
 extern List *rsfdw_deparse_on_conflict(struct OnConflictExpr *oc, Oid relid, Index varno, List **params);
 /* INSERT INTO table AS t (columns) VALUES values on_conflict [RETURNING columns] */

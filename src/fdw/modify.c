@@ -229,7 +229,8 @@ flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 		/* (a scan of the same node may still be reading: then the rows go now, as they would) */
 		if (!b->pending_copy && with_commit && b->conn->link == LINK_IDLE)
 		{
-			remote_defer_write(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data),
+			remote_defer_write(b->conn, rsfdw_insert_values_checked_sql(state->table, state->columns, b->values.data,
+																		b->nrows),
 							   b->nrows, write_what(state));
 			continue;
 		}

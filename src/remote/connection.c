@@ -1841,7 +1841,11 @@ remote_flush_deferred(RemoteConnection *c)
 	remote_send(c, sql, false, c);
 	remote_receive_all(&c, 1, &out, 0);
 	res = remote_answer(c, &out, NULL, c->deferred_what);
-	remote_expect_command(c, res, "INSERT", c->deferred_rows, c->deferred_what);
+	/* the node checked the count itself (rsfdw_insert_values_checked_sql): one row, the count */
+	remote_expect_rows(c, res, 1, 1, 1, c->deferred_what);
+	if (remote_int64_value(c, res, 0, 0, c->deferred_what) != c->deferred_rows)
+		reject_answer(c, c->deferred_what, psprintf("a count of %s where " INT64_FORMAT " was expected",
+													 pnstrdup(PQgetvalue(res, 0, 0), 24), c->deferred_rows));
 	remote_result_free(res);
 }
 
@@ -1897,13 +1901,13 @@ remote_deferred_outcome(RemoteConnection *c, PGresult *res, bool ok, bool *keep_
 			return true;		/* the link was lost: the commit says so */
 		return false;
 	}
-	if (!tag_is(c->deferred_answer, "INSERT") || !tag_counts(c->deferred_answer, c->deferred_rows))
+	/* the node checked the count itself: its statement answers with one row */
+	if (!tag_is(c->deferred_answer, "SELECT") || !tag_counts(c->deferred_answer, 1))
 	{
 		char	   *tag = pstrdup(c->deferred_answer);
 
 		c->deferred_failure = NULL;
-		snprintf(c->deferred_answer, sizeof(c->deferred_answer), "\"%.24s\" where INSERT of " INT64_FORMAT " rows was expected",
-				 tag, c->deferred_rows);
+		snprintf(c->deferred_answer, sizeof(c->deferred_answer), "\"%.24s\" where SELECT 1 was expected", tag);
 		return false;
 	}
 	return true;
@@ -1914,7 +1918,19 @@ remote_raise_deferred_failure(RemoteConnection *c)
 {
 	if (c->deferred_failure)
 		remote_report_error(ERROR, c, c->deferred_failure, NULL);
-	reject_answer(c, c->deferred_what ? c->deferred_what : "a write", c->deferred_answer);
+
+	/*
+	 * A wrong answer, but every result of the string was read: the link
+	 * stays, so the abort can still roll back (or ROLLBACK PREPARED) the
+	 * node's part instead of leaving it to recovery.
+	 */
+	set_last_error(c, c->deferred_answer);
+	ereport(ERROR,
+			(errcode(ERRCODE_PROTOCOL_VIOLATION),
+			 errmsg("node \"%s\" answered %s with a malformed result", c->node,
+					c->deferred_what ? c->deferred_what : "a write"),
+			 errdetail_internal("%s", c->deferred_answer),
+			 errhint("Check that the address is that of a PostgreSQL server with ringshard installed.")));
 }
 
 void

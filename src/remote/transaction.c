@@ -228,6 +228,15 @@ command_all(RemoteConnection **conns, int n, char **sql, const char *tag, bool *
 		if (conns[i]->link != LINK_IDLE)
 			continue;
 		conns[i]->last_sqlstate = 0;
+
+		/*
+		 * A write held back for the commit is the statement's own work: it
+		 * may wait for locks or run triggers as long as the statement could
+		 * (statement_timeout, else as long as it takes, interruptibly), not
+		 * only as long as a control command.
+		 */
+		if (conns[i]->deferred && timeout_ms > 0)
+			timeout_ms = StatementTimeout > 0 ? Max(timeout_ms, StatementTimeout) : 0;
 		/* a write held back for the commit travels in the same string (connection.h) */
 		remote_send(conns[i], conns[i]->deferred ? remote_take_deferred(conns[i], sql[i]) : sql[i], false,
 					conns[i]);
@@ -899,7 +908,13 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 					parts[i].in_progress = true;	/* not one of ours after all: leave it */
 					continue;
 				}
+				/*
+				 * An id not handed out yet (after a crash, ids that no WAL
+				 * record carried are handed out again) is no running
+				 * transaction's: its part is a crashed transaction's.
+				 */
 				parts[i].in_progress = parts[i].timeline == current_timeline &&
+					FullTransactionIdPrecedes(parts[i].fxid, ReadNextFullTransactionId()) &&
 					TransactionIdIsInProgress(XidFromFullTransactionId(parts[i].fxid));
 			}
 

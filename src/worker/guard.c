@@ -1,8 +1,9 @@
 /*
  * guard.c
  *		What runs on a worker for the coordinator: reads_here(), which makes a
- *		fan-out read each row once, and the trigger that refuses rows this
- *		node does not hold under its topology.
+ *		fan-out read each row once, the trigger that refuses rows this
+ *		node does not hold under its topology, and the check that a write
+ *		sent with the commit stored every row.
  */
 #include "postgres.h"
 
@@ -18,6 +19,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/typcache.h"
 
 #include "routing/annotated_tables.h"
@@ -67,6 +69,15 @@ read_cluster_state(WorkerState *state, MemoryContext mcxt)
 			pfree(cached_local_node);
 		cached_local_node = NULL;
 		cached_topology_version = 0;
+
+		/*
+		 * Read as committed now, not as of the calling statement's snapshot
+		 * (a REPEATABLE READ transaction's may predate the change that moved
+		 * the generation on): an older row cached as current would outlive
+		 * the transaction.  A parallel worker may not take a snapshot.
+		 */
+		if (!IsInParallelMode())
+			PushActiveSnapshot(GetLatestSnapshot());
 		SPI_connect();
 		if (SPI_execute("SELECT local_node, topology_version FROM ringshard.cluster_state", true, 1) == SPI_OK_SELECT &&
 			SPI_processed == 1)
@@ -80,6 +91,8 @@ read_cluster_state(WorkerState *state, MemoryContext mcxt)
 				cached_topology_version = DatumGetInt64(version);
 		}
 		SPI_finish();
+		if (!IsInParallelMode())
+			PopActiveSnapshot();
 		/* an invalidation that arrived while it was read: read again next time */
 		cached_generation = generation == topology_cache_generation ? generation : 0;
 	}
@@ -271,4 +284,30 @@ ringshard_reject_misrouted_rows(PG_FUNCTION_ARGS)
 			 errmsg("row of table %s does not belong on node \"%s\"", RelationGetRelationName(rel), state->local_node),
 			 errdetail("Under the topology this node holds, its nodes are %s.", holders.data),
 			 errhint("Write through the coordinator, which sends each row to its replicas.")));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_expect_stored_rows);
+
+/*
+ * On a worker: the rows of a write its coordinator sends with the commit
+ * were all stored, or the node's transaction fails here, before the
+ * PREPARE TRANSACTION or COMMIT that follows in the same string can run.
+ * A trigger or rule on the node's table that skips rows would otherwise
+ * leave this replica committed with fewer rows than its siblings while the
+ * statement reports an error (the coordinator checks the count only once
+ * the whole string has run).
+ */
+Datum
+ringshard_expect_stored_rows(PG_FUNCTION_ARGS)
+{
+	int64		stored = PG_GETARG_INT64(0);
+	int64		expected = PG_GETARG_INT64(1);
+
+	if (stored != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_TRIGGERED_DATA_CHANGE_VIOLATION),
+				 errmsg("the node stored " INT64_FORMAT " of the " INT64_FORMAT " rows it was sent", stored, expected),
+				 errdetail("A trigger or rule on the node's table changed what an INSERT stores, so this replica would differ from the others."),
+				 errhint("A distributed table's rows are stored on each node as they were sent: drop such triggers and rules on the nodes.")));
+	PG_RETURN_INT64(stored);
 }

@@ -494,7 +494,7 @@ sub replica_list
 }
 
 $coordinator->safe_psql('postgres', q{INSERT INTO uniques VALUES ('with-commit-1', 'x')});
-is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;INSERT INTO public\.uniques [^\n]*'with-commit-1'[^\n]*;PREPARE TRANSACTION 'rs_/),
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;WITH rs_stored AS \(INSERT INTO public\.uniques [^\n]*'with-commit-1'[^\n]*;PREPARE TRANSACTION 'rs_/),
 	replica_list('with-commit-1', 'default'),
 	'rows with the commit: each replica got the row and the PREPARE in one string');
 is(replicas_logged(qr/statement: PREPARE TRANSACTION/), '', 'rows with the commit: no replica got a PREPARE alone');
@@ -502,7 +502,7 @@ is(placement('uniques', 'with-commit-1'), expected_placement('all', 'default', '
 	'rows with the commit: the row is on its replicas');
 
 $coordinator->safe_psql('postgres', q{INSERT INTO solo_uniques VALUES ('with-commit-2', 'x')});
-is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;INSERT INTO public\.solo_uniques [^\n]*'with-commit-2'[^\n]*;COMMIT\n/),
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;WITH rs_stored AS \(INSERT INTO public\.solo_uniques [^\n]*'with-commit-2'[^\n]*;COMMIT\n/),
 	replica_list('with-commit-2', 'solo'),
 	'rows with the commit, one participant: its node got the row and COMMIT in one string');
 is(placement('solo_uniques', 'with-commit-2'), expected_placement('all', 'solo', 'with-commit-2'),
@@ -548,6 +548,91 @@ is(placement('uniques', 'read-after-1'), expected_placement('all', 'default', 'r
 	is(placement('uniques', 'never-1'), 'never-1:-', 'a statement failing after its INSERT: its row is nowhere');
 	recover();
 	check_clean('a statement failing after its INSERT');
+}
+
+# A node that stores other rows than it was sent (a trigger on its table
+# skips some) fails before the COMMIT or PREPARE in the same string runs:
+# the node checks the count itself, so nothing is committed anywhere and no
+# part is left prepared, in one phase and in two.
+for my $w (@workers)
+{
+	$w->safe_psql('postgres', q{
+		CREATE FUNCTION public.skip_dropped() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.id LIKE 'dropped-%' THEN RETURN NULL; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER skip_dropped BEFORE INSERT ON public.uniques FOR EACH ROW EXECUTE FUNCTION public.skip_dropped();
+		CREATE TRIGGER skip_dropped BEFORE INSERT ON public.solo_uniques FOR EACH ROW EXECUTE FUNCTION public.skip_dropped();});
+}
+for my $case ([ 'uniques', 'default', 'two phases' ], [ 'solo_uniques', 'solo', 'one phase' ])
+{
+	my ($table, $ring, $how) = @$case;
+	my $dropped = "dropped-$table";
+	# a kept row with the same replicas, so each node gets both rows in one INSERT
+	my $kept = $coordinator->safe_psql('postgres', qq{
+		SELECT 'kept-' || g FROM generate_series(1, 200) g
+		 WHERE replicas_for('kept-' || g, '$ring') = replicas_for('$dropped', '$ring') ORDER BY g LIMIT 1});
+	my ($rc, $out, $err) = $coordinator->psql('postgres',
+		"\\set VERBOSITY verbose\nINSERT INTO $table VALUES ('$kept', 'x'), ('$dropped', 'y');",
+		on_error_stop => 0);
+	like($err, qr/ERROR:  27000: node "w\d": the node stored 1 of the 2 rows it was sent/,
+		"rows skipped by a node's trigger ($how): the statement fails with the node's error");
+	is(placement($table, $kept, $dropped), "$kept:- $dropped:-",
+		"rows skipped by a node's trigger ($how): neither row is committed anywhere");
+	check_clean("rows skipped by a node's trigger ($how)");
+}
+
+# The error of a held-back write that another statement of its transaction
+# sends first surfaces there, where a function's exception block may catch
+# it; the node's transaction has failed all the same, so the commit fails
+# and nothing of the write stays.
+$coordinator->safe_psql('postgres', q{
+	CREATE FUNCTION insert_and_catch(k text) RETURNS text LANGUAGE plpgsql AS $$
+	BEGIN
+		INSERT INTO uniques VALUES (k, 'caught');
+		BEGIN
+			PERFORM count(*) FROM uniques WHERE id = k;
+		EXCEPTION WHEN OTHERS THEN
+			RETURN 'caught: ' || SQLERRM;
+		END;
+		RETURN 'not caught';
+	END $$;});
+{
+	my ($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT insert_and_catch('dropped-caught')});
+	isnt($rc, 0, 'a held-back write failing inside an exception block: the statement still fails');
+	like($err, qr/nothing was committed anywhere|stored 0 of the 1 rows/,
+		'a held-back write failing inside an exception block: with the node\'s failure');
+	is(placement('uniques', 'dropped-caught'), 'dropped-caught:-',
+		'a held-back write failing inside an exception block: the row is nowhere');
+	check_clean('a held-back write failing inside an exception block');
+}
+
+# A held-back write waits for a lock as long as the statement would (here:
+# no statement_timeout), not only ringshard.node_timeout (2 s here): the
+# second INSERT of a key waits for the first transaction, then works.
+{
+	my $s1 = $coordinator->background_psql('postgres', on_error_stop => 0);
+	$s1->query_safe('BEGIN');
+	$s1->query_safe(q{INSERT INTO uniques VALUES ('lock-wait-1', 'first')});
+	my $second = start_script($coordinator, q{INSERT INTO uniques VALUES ('lock-wait-1', 'second');});
+	my $deadline = time + 60;
+	usleep(200_000) until $coordinator->safe_psql('postgres', q{
+		SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%lock-wait-1%second%' AND state = 'active' AND pid <> pg_backend_pid()}) eq '1'
+	  || time > $deadline;
+	sleep(3);	# longer than ringshard.node_timeout
+	$s1->query_safe('ROLLBACK');
+	$s1->quit;
+	is(finish_script($second), 0, 'a held-back write waiting for a lock past node_timeout: it works')
+	  or diag($second->{stderr});
+	is($coordinator->safe_psql('postgres', q{SELECT note FROM uniques WHERE id = 'lock-wait-1'}), 'second',
+		'a held-back write waiting for a lock: its row is stored');
+	is(placement('uniques', 'lock-wait-1'), expected_placement('all', 'default', 'lock-wait-1'),
+		'a held-back write waiting for a lock: the row is on its replicas');
+}
+for my $w (@workers)
+{
+	$w->safe_psql('postgres', q{DROP TRIGGER skip_dropped ON public.uniques; DROP TRIGGER skip_dropped ON public.solo_uniques});
 }
 
 # With the setting off, the rows go first and the PREPARE alone.
