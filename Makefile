@@ -37,6 +37,7 @@ GLUE_OBJS = \
 	src/remote/transaction.o \
 	src/remote/queue.o \
 	src/remote/values.o \
+	src/remote/stats.o \
 	src/fdw/handler.o \
 	src/fdw/deparse.o \
 	src/fdw/plan_state.o \

@@ -98,6 +98,7 @@ GRANT EXECUTE ON FUNCTION
 	ringshard_worker.reads_here(regclass, "any", "any", text[], bigint),
 	ringshard_worker.token_in_ranges(ringtoken, ringtoken[]),
 	ringshard_worker.reject_misrouted_rows(),
+	ringshard_worker.expect_stored_rows(bigint, bigint),
 	ringshard.cluster_get(anyelement, text, text),
 	ringshard.cluster_fanout(anyelement, text, name, integer, boolean),
 	ringshard.last_fanout_missing(),
@@ -115,3 +116,9 @@ GRANT EXECUTE ON PROCEDURE ringshard.rehome_rows(regclass, integer) TO ringshard
 -- ringshard_admin) and distributed tables (foreign tables of ringshard_cluster).
 GRANT USAGE ON FOREIGN DATA WRAPPER ringshard TO ringshard_admin;
 GRANT USAGE ON FOREIGN SERVER ringshard_cluster TO ringshard_admin;
+
+-- The node statistics are for monitoring, as pg_stat_* are: pg_monitor (the
+-- role Prometheus's postgres_exporter is given) reads them too; resetting is
+-- for administrators.
+GRANT SELECT ON ringshard.stat_nodes TO pg_monitor;
+GRANT EXECUTE ON FUNCTION ringshard_internal.stat_node_counters() TO pg_monitor;

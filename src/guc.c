@@ -24,6 +24,7 @@ int			ringshard_watchdog_interval_ms = 5000;
 char	   *ringshard_watchdog_database = NULL;
 char	   *ringshard_watchdog_role = NULL;
 int			ringshard_rebalance_notice_interval_ms = 5000;
+bool		ringshard_track_node_stats = true;
 
 void
 ringshard_define_settings(void)
@@ -101,5 +102,10 @@ ringshard_define_settings(void)
 							"A move of many steps reports \"step k of N, rows x of y\" at most this often; 0 reports after every page and step.",
 							&ringshard_rebalance_notice_interval_ms, 5000, 0, 3600 * 1000,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.track_node_stats",
+							 "Counts each node's queries, rows, bytes, errors and round-trip times for ringshard.stat_nodes.",
+							 "Needs ringshard in shared_preload_libraries. Open connections and prepared transactions "
+							 "are counted whatever this says.",
+							 &ringshard_track_node_stats, true, PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("ringshard");
 }

@@ -13,6 +13,7 @@ extern int	ringshard_replay_max_attempts;	/* ringshard.replay_max_attempts */
 extern bool ringshard_two_phase_commit;		/* ringshard.two_phase_commit */
 extern bool ringshard_writes_with_commit;	/* ringshard.writes_with_commit */
 extern char *ringshard_fault_injection;		/* ringshard.fault_injection (FAULT_INJECTION builds) */
+extern bool ringshard_track_node_stats;		/* ringshard.track_node_stats */
 
 /* Distributed tables (src/fdw). */
 extern int	ringshard_write_quorum;			/* ringshard.write_quorum */

@@ -16,6 +16,7 @@
 #include "guc.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
+#include "remote/stats.h"
 #include "remote/transaction.h"
 #include "routing/topology_cache.h"
 
@@ -25,7 +26,7 @@ void		_PG_init(void);
 
 /*
  * Load-time set-up: cache invalidation hooks, clean administration errors,
- * cluster settings, the watchdog.
+ * cluster settings, the node statistics' shared memory, the watchdog.
  */
 void
 _PG_init(void)
@@ -34,6 +35,7 @@ _PG_init(void)
 	topology_cache_init();
 	admin_errors_init();
 	remote_connection_init();
+	remote_stats_init();
 	remote_transaction_init();
 	rsfdw_ddl_init();
 	rsfdw_statement_planner_init();

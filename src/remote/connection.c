@@ -29,6 +29,7 @@
 #include "pgstat.h"
 #include "port/pg_bswap.h"
 #include "portability/instr_time.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
@@ -41,6 +42,7 @@
 #include "utils/syscache.h"
 
 #include "remote/connection.h"
+#include "remote/stats.h"
 #include "remote/values.h"
 #include "routing/topology_cache.h"
 
@@ -232,6 +234,10 @@ close_link(RemoteConnection *c, RemoteLinkState link)
 		PQfinish(c->conn);
 	c->conn = NULL;
 	c->link = link;
+	if (c->counted_open)
+		remote_stats_connection_closed(c->counted_open);
+	c->counted_open = NULL;
+	c->copying_in = false;
 	c->owner = NULL;
 	remote_clear_parked(c);
 	if (c->partial)
@@ -250,7 +256,47 @@ remote_mark_broken(RemoteConnection *c, const char *why)
 {
 	if (why)
 		set_last_error(c, why);
+	remote_stats_failure(c->stats, REMOTE_FAILURE_LINK_LOST);
 	close_link(c, LINK_BROKEN);
+}
+
+void
+remote_set_xact(RemoteConnection *c, RemoteXactState state)
+{
+	if (state == RXACT_PREPARED && c->counted_prepared == NULL && c->stats)
+	{
+		remote_stats_prepared(c->stats, true);
+		c->counted_prepared = c->stats;
+	}
+	else if (state != RXACT_PREPARED && c->counted_prepared)
+	{
+		remote_stats_prepared(c->counted_prepared, false);
+		c->counted_prepared = NULL;
+	}
+	c->xact = state;
+}
+
+/*
+ * At backend exit: the gauges of stat_nodes stop counting this backend's
+ * links and prepared transactions (libpq's sockets just close with the
+ * process; a prepared transaction left behind is recovery's, not ours).
+ */
+static bool
+uncount_connection(RemoteConnection *c, void *arg)
+{
+	if (c->counted_open)
+		remote_stats_connection_closed(c->counted_open);
+	c->counted_open = NULL;
+	if (c->counted_prepared)
+		remote_stats_prepared(c->counted_prepared, false);
+	c->counted_prepared = NULL;
+	return true;
+}
+
+static void
+uncount_connections_at_exit(int code, Datum arg)
+{
+	remote_foreach(uncount_connection, NULL);
 }
 
 /*
@@ -436,6 +482,7 @@ remote_connection(const char *node, Oid userid)
 		if (c->node)
 			pfree(c->node);
 		c->node = MemoryContextStrdup(TopMemoryContext, node);
+		c->stats = remote_stats_slot(node);
 	}
 	/* A changed server or mapping takes effect once no transaction uses the link. */
 	if (c->invalidated && c->xact == RXACT_NONE && c->link != LINK_BUSY && c->link != LINK_COPY_IN &&
@@ -1103,6 +1150,18 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 					continue;
 				}
 				c->link = LINK_IDLE;
+				if (c->stats)
+				{
+					static bool exit_callback_registered = false;
+
+					if (!exit_callback_registered)
+					{
+						before_shmem_exit(uncount_connections_at_exit, (Datum) 0);
+						exit_callback_registered = true;
+					}
+					remote_stats_connection_opened(c->stats);
+					c->counted_open = c->stats;
+				}
 				continue;
 			}
 			if (a && status != PGRES_POLLING_FAILED)
@@ -1242,7 +1301,7 @@ open_transaction_text(RemoteConnection *c, StringInfo buf)
 						   : IsolationUsesXactSnapshot()
 						   ? "START TRANSACTION ISOLATION LEVEL REPEATABLE READ;"
 						   : "START TRANSACTION ISOLATION LEVEL READ COMMITTED;");
-	c->xact = RXACT_OPEN;
+	remote_set_xact(c, RXACT_OPEN);
 	c->xact_depth = 1;
 }
 
@@ -1286,11 +1345,24 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 		pfree(buf.data);
 		return;
 	}
+	remote_stats_query_sent(c->stats, buf.len);
 	c->link = LINK_BUSY;
 	c->owner = owner;
 	c->ok_results = 0;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 	pfree(buf.data);
+}
+
+/* The bytes of a query's text and parameters, for stat_nodes. */
+static size_t
+query_bytes(const char *sql, int nparams, const char *const *params)
+{
+	size_t		n = strlen(sql);
+
+	for (int i = 0; i < nparams; i++)
+		if (params[i])
+			n += strlen(params[i]);
+	return n;
 }
 
 void
@@ -1321,6 +1393,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 		remote_mark_broken(c, PQerrorMessage(c->conn));
 		return;
 	}
+	remote_stats_query_sent(c->stats, query_bytes(sql, nparams, params));
 	c->link = LINK_BUSY;
 	c->owner = owner;
 	c->ok_results = 0;
@@ -1385,6 +1458,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 			pfree(ps);
 			return;
 		}
+		remote_stats_query_sent(c->stats, strlen(sql));
 		c->link = LINK_BUSY;
 		c->owner = c;
 		c->ok_results = 0;
@@ -1413,6 +1487,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		remote_mark_broken(c, PQerrorMessage(c->conn));
 		return;
 	}
+	remote_stats_query_sent(c->stats, query_bytes("", nparams, params) + strlen(ps->name));
 	c->link = LINK_BUSY;
 	c->owner = owner;
 	c->ok_results = 0;
@@ -1442,12 +1517,16 @@ finish_query(RemoteConnection *c, RemoteResult *out)
 	c->partial = NULL;
 	c->partial_ok = false;
 	c->owner = NULL;
+	c->copying_in = false;
+	remote_stats_round_trip(c->stats, out->elapsed_ms);
 }
 
 /* The connection failed while its query ran. */
 static void
-lose_query(RemoteConnection *c, RemoteResult *out, const char *why)
+lose_query(RemoteConnection *c, RemoteResult *out, const char *why, RemoteFailureKind kind)
 {
+	if (kind != REMOTE_FAILURE_LINK_LOST)
+		remote_stats_failure(c->stats, kind);
 	if (c->link != LINK_BROKEN)
 		remote_mark_broken(c, why);
 	if (c->partial)
@@ -1461,6 +1540,50 @@ lose_query(RemoteConnection *c, RemoteResult *out, const char *why)
 }
 
 /*
+ * A result's rows for stat_nodes: those it returns are read, those its
+ * command tag says it inserted, updated, deleted or copied in are written
+ * (the tag of a COPY that sent rows out counts them as read).
+ */
+static void
+count_result(RemoteConnection *c, PGresult *r, ExecStatusType status)
+{
+	size_t		bytes = 0;
+	int64		read = 0;
+	int64		written = 0;
+
+	/* a batch sent with the commit answers with its count: remote_deferred_outcome counts its rows */
+	if (!ringshard_track_node_stats || c->ok_results + 1 == c->deferred_answer_at)
+		return;
+	if (status == PGRES_TUPLES_OK)
+	{
+		int			rows = PQntuples(r);
+		int			cols = PQnfields(r);
+
+		read = rows;
+		for (int i = 0; i < rows; i++)
+			for (int j = 0; j < cols; j++)
+				bytes += PQgetlength(r, i, j);
+	}
+	else
+	{
+		const char *tag = PQcmdStatus(r);
+		int64		rows = strtoll(PQcmdTuples(r), NULL, 10);
+
+		if (strncmp(tag, "COPY", 4) == 0)
+		{
+			if (c->copying_in)
+				written = rows;
+			else
+				read = rows;
+		}
+		else if (strncmp(tag, "INSERT", 6) == 0 || strncmp(tag, "UPDATE", 6) == 0 ||
+				 strncmp(tag, "DELETE", 6) == 0 || strncmp(tag, "MERGE", 5) == 0)
+			written = rows;
+	}
+	remote_stats_received(c->stats, read, written, bytes);
+}
+
+/*
  * Take what has arrived on a connection without waiting: true if its query
  * finished (out is filled), false if more is to come.
  */
@@ -1469,7 +1592,7 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 {
 	if (flush_some(c) < 0 || !PQconsumeInput(c->conn))
 	{
-		lose_query(c, out, PQerrorMessage(c->conn));
+		lose_query(c, out, PQerrorMessage(c->conn), REMOTE_FAILURE_LINK_LOST);
 		return true;
 	}
 	while (!PQisBusy(c->conn))
@@ -1521,11 +1644,13 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 									   PQresStatus(status));
 
 			PQclear(r);
-			lose_query(c, out, why);
+			lose_query(c, out, why, REMOTE_FAILURE_MALFORMED);
 			return true;
 		}
 		if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK)
 		{
+			if (c->stats)
+				count_result(c, r, status);
 			if (++c->ok_results == c->deferred_answer_at)
 				strlcpy(c->deferred_answer, PQcmdStatus(r), sizeof(c->deferred_answer));
 			/* keep the last result, unless an error came first */
@@ -1547,6 +1672,7 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 				PQclear(c->partial);
 			c->partial = r;
 			c->partial_ok = false;
+			remote_stats_node_error(c->stats, PQresultErrorField(r, PG_DIAG_SQLSTATE));
 			set_last_error(c, PQresultErrorMessage(r));
 			if (PQresultErrorField(r, PG_DIAG_SQLSTATE))
 			{
@@ -1556,14 +1682,14 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 					c->last_sqlstate = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
 			}
 			if (c->xact == RXACT_OPEN)
-				c->xact = RXACT_FAILED;
+				remote_set_xact(c, RXACT_FAILED);
 		}
 		else
 			PQclear(r);
 	}
 	if (PQstatus(c->conn) == CONNECTION_BAD)
 	{
-		lose_query(c, out, PQerrorMessage(c->conn));
+		lose_query(c, out, PQerrorMessage(c->conn), REMOTE_FAILURE_LINK_LOST);
 		return true;
 	}
 	return false;
@@ -1658,7 +1784,7 @@ remote_receive_owned(RemoteConnection **conns, const void **owners, int n, Remot
 			if (timeout_ms > 0 && left <= 0)
 			{
 				(void) remote_cancel(c);
-				lose_query(c, &out[i], psprintf("no answer within %d ms", timeout_ms));
+				lose_query(c, &out[i], psprintf("no answer within %d ms", timeout_ms), REMOTE_FAILURE_TIMEOUT);
 				done[i] = true;
 				npending--;
 				nfinished++;
@@ -1730,6 +1856,7 @@ reject_answer(RemoteConnection *c, const char *what, const char *detail)
 {
 	char	   *why = psprintf("the node's answer to %s was malformed: %s", what, detail);
 
+	remote_stats_failure(c->stats, REMOTE_FAILURE_MALFORMED);
 	remote_mark_broken(c, why);
 	ereport(ERROR,
 			(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -1837,15 +1964,19 @@ remote_flush_deferred(RemoteConnection *c)
 	if (sql == NULL)
 		return;
 	c->deferred = NULL;
-	c->deferred_opens = false;
 	remote_send(c, sql, false, c);
+	/* which result answers the batch (its count is not rows read, for stat_nodes) */
+	c->deferred_answer_at = c->deferred_opens ? 2 : 1;
+	c->deferred_opens = false;
 	remote_receive_all(&c, 1, &out, 0);
+	c->deferred_answer_at = 0;
 	res = remote_answer(c, &out, NULL, c->deferred_what);
 	/* the node checked the count itself (rsfdw_insert_values_checked_sql): one row, the count */
 	remote_expect_rows(c, res, 1, 1, 1, c->deferred_what);
 	if (remote_int64_value(c, res, 0, 0, c->deferred_what) != c->deferred_rows)
 		reject_answer(c, c->deferred_what, psprintf("a count of %s where " INT64_FORMAT " was expected",
 													 pnstrdup(PQgetvalue(res, 0, 0), 24), c->deferred_rows));
+	remote_stats_received(c->stats, 0, c->deferred_rows, 0);
 	remote_result_free(res);
 }
 
@@ -1867,7 +1998,7 @@ remote_drop_deferred(RemoteConnection *c)
 	/* never sent: a transaction it would have opened does not exist on the node */
 	if (c->deferred && c->deferred_opens)
 	{
-		c->xact = RXACT_NONE;
+		remote_set_xact(c, RXACT_NONE);
 		c->xact_depth = 0;
 	}
 	c->deferred = NULL;
@@ -1910,6 +2041,7 @@ remote_deferred_outcome(RemoteConnection *c, PGresult *res, bool ok, bool *keep_
 		snprintf(c->deferred_answer, sizeof(c->deferred_answer), "\"%.24s\" where SELECT 1 was expected", tag);
 		return false;
 	}
+	remote_stats_received(c->stats, 0, c->deferred_rows, 0);
 	return true;
 }
 
@@ -1996,6 +2128,7 @@ remote_copy_data(RemoteConnection *c, const char *data, int len)
 
 	if (c->link != LINK_COPY_IN)
 		elog(ERROR, "ringshard: node \"%s\" is not receiving COPY data", c->node);
+	remote_stats_bytes_sent(c->stats, len);
 	while ((rc = PQputCopyData(c->conn, data, len)) == 0)
 	{
 		/* libpq's buffer is full: wait until the node takes some */
@@ -2032,6 +2165,7 @@ remote_copy_end_all(RemoteConnection **conns, int n)
 			continue;
 		}
 		c->link = LINK_BUSY;
+		c->copying_in = true;
 		INSTR_TIME_SET_CURRENT(c->sent_at);
 		/* remote_receive_all flushes the rest while it waits */
 	}
@@ -2086,6 +2220,7 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 
 		if (n > 0)
 		{
+			remote_stats_received(from->stats, 0, 0, n);
 			PG_TRY();
 			{
 				remote_copy_data(to, data, n);

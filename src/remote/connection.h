@@ -18,6 +18,7 @@
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "portability/instr_time.h"
+#include "remote/stats.h"
 
 /*
  * The server option that says a node's address was given by a superuser,
@@ -93,6 +94,12 @@ typedef struct RemoteConnection
 	char		deferred_answer[64];	/* the command tag that answered it */
 	PGresult   *deferred_failure;	/* its error, when it failed (tracked: freed at resource release) */
 	bool		deferred_failed;	/* it failed or answered wrongly: the commit raises that */
+
+	/* ringshard.stat_nodes (stats.h): the node's counters, and the gauges this link adds to */
+	NodeStatsSlot *stats;
+	NodeStatsSlot *counted_open;	/* the slot counting this link as open, if any */
+	NodeStatsSlot *counted_prepared;	/* the slot counting its prepared transaction, if any */
+	bool		copying_in;		/* the query in flight ends a COPY FROM STDIN (its rows are written) */
 } RemoteConnection;
 
 /* Register settings and cache invalidation; called from _PG_init. */
@@ -290,6 +297,9 @@ extern void remote_take_moving_rows(RemoteConnection *c);
 
 /* Record a failure: the link is unusable until the transaction ends. */
 extern void remote_mark_broken(RemoteConnection *c, const char *why);
+
+/* Move a connection's remote transaction to a state (counting prepared ones for stat_nodes). */
+extern void remote_set_xact(RemoteConnection *c, RemoteXactState state);
 
 /* Every connection entry of the session, for the transaction callbacks. */
 typedef bool (*RemoteConnectionVisitor) (RemoteConnection *c, void *arg);

@@ -369,10 +369,10 @@ pre_commit(bool preparing)
 		if (c->deferred_failed)
 		{
 			/* the write before the COMMIT failed: the node's transaction is left open, failed */
-			c->xact = RXACT_FAILED;
+			remote_set_xact(c, RXACT_FAILED);
 			remote_raise_deferred_failure(c);
 		}
-		c->xact = RXACT_NONE;
+		remote_set_xact(c, RXACT_NONE);
 		c->xact_depth = 0;
 		if (!worked[0])
 			ereport(ERROR,
@@ -398,7 +398,7 @@ pre_commit(bool preparing)
 			/* tests: one node prepared, the others not yet */
 			command_all(writers.conns, 1, sql, "PREPARE TRANSACTION", worked, commit_timeout_ms());
 			if (worked[0])
-				writers.conns[0]->xact = RXACT_PREPARED;
+				remote_set_xact(writers.conns[0], RXACT_PREPARED);
 			remote_fault_point("after_first_prepare");
 			command_all(writers.conns + 1, writers.n - 1, sql + 1, "PREPARE TRANSACTION", worked + 1,
 						commit_timeout_ms());
@@ -407,7 +407,7 @@ pre_commit(bool preparing)
 			command_all(writers.conns, writers.n, sql, "PREPARE TRANSACTION", worked, commit_timeout_ms());
 		for (int i = 0; i < writers.n; i++)
 			if (worked[i])
-				writers.conns[i]->xact = RXACT_PREPARED;
+				remote_set_xact(writers.conns[i], RXACT_PREPARED);
 		/* a write that travelled with its PREPARE failed: its own error is the statement's */
 		for (int i = 0; i < writers.n; i++)
 			if (writers.conns[i]->deferred_failed)
@@ -465,7 +465,7 @@ pre_commit(bool preparing)
 	command_all(readers.conns, readers.n, sql, NULL, worked, ringshard_node_timeout_ms);
 	for (int i = 0; i < readers.n; i++)
 	{
-		readers.conns[i]->xact = RXACT_NONE;
+		remote_set_xact(readers.conns[i], RXACT_NONE);
 		readers.conns[i]->xact_depth = 0;
 		if (!worked[i])
 			remote_mark_broken(readers.conns[i], NULL);
@@ -627,7 +627,7 @@ post_abort(void)
 static bool
 reset_visitor(RemoteConnection *c, void *arg)
 {
-	c->xact = RXACT_NONE;
+	remote_set_xact(c, RXACT_NONE);
 	c->xact_depth = 0;
 	c->wrote = false;
 	c->takes_moving_rows = false;
@@ -703,7 +703,7 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 			if (!worked[i])
 			{
 				if (at_level.conns[i]->xact == RXACT_OPEN)
-					at_level.conns[i]->xact = RXACT_FAILED;
+					remote_set_xact(at_level.conns[i], RXACT_FAILED);
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 errmsg("could not release a savepoint on node \"%s\"", at_level.conns[i]->node),
@@ -728,10 +728,10 @@ remote_subxact_callback(SubXactEvent event, SubTransactionId my_subid,
 
 		c->xact_depth = level - 1;
 		if (worked[i])
-			c->xact = RXACT_OPEN;
+			remote_set_xact(c, RXACT_OPEN);
 		else
 		{
-			c->xact = RXACT_FAILED;
+			remote_set_xact(c, RXACT_FAILED);
 			if (c->link != LINK_IDLE)
 				remote_mark_broken(c, NULL);
 		}

@@ -1,0 +1,224 @@
+# ringshard.stat_nodes (docs/monitoring.md): per-node counters in shared
+# memory, moved by a scripted workload by exactly the amounts it implies.
+#
+#  1. After stat_reset() every counter of every node is 0.
+#  2. An INSERT of 20 rows at R = 1: each node's rows_written is the number
+#     of those keys it owns (shard_for), and the total is 20; at R = 2 each
+#     row is written twice.
+#  3. A fan-out SELECT of every row: each node's rows_read is the rows it
+#     serves; round trips have a mean and a 99th percentile (p99 >= mean).
+#  4. A duplicate key: node_errors +1 on the owner, errors_by_class {"23": 1}.
+#  5. Gauges: a session that holds a connection to each node shows
+#     connections_open 1 per node, back to 0 when it ends; a transaction
+#     paused after PREPARE (fault injection) shows prepared_open 1 on each
+#     node it wrote to, back to 0 after its commit.
+#  6. A stopped worker: links_lost moves on it only.
+#  7. ringshard.track_node_stats = off: counters stand still.
+#  8. Privileges: pg_monitor reads the view; a plain role reads nothing and
+#     cannot reset.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
+my @workers = map { PostgreSQL::Test::Cluster->new("w$_") } 1 .. 2;
+for my $node ($coordinator, @workers)
+{
+	$node->init;
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
+}
+my ($w1, $w2) = @workers;
+
+$coordinator->safe_psql('postgres', sprintf(q{
+	SELECT ringshard.add_node('w1', 'host=%s port=%d dbname=postgres');
+	SELECT ringshard.add_node('w2', 'host=%s port=%d dbname=postgres');
+	SELECT ringshard.set_replication_factor('default', 1);
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE TABLE items (k int PRIMARY KEY, v int NOT NULL);
+	SELECT ringshard.distribute_table('items', 'k');
+	SELECT ringshard.create_distributed_table('items');
+	SELECT ringshard.create_ring('pair', 256, 2);
+	SELECT ringshard.add_node('w1', ring => 'pair'), ringshard.add_node('w2', ring => 'pair');
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE TABLE pairs (k int PRIMARY KEY, v int NOT NULL);
+	SELECT ringshard.distribute_table('pairs', 'k', ring => 'pair');
+	SELECT ringshard.create_distributed_table('pairs');
+	CREATE ROLE watcher LOGIN IN ROLE pg_monitor;
+	CREATE ROLE nobody LOGIN;
+}, $w1->host, $w1->port, $w2->host, $w2->port));
+
+# The counters of every node as "node:column=value" lines, for a list of columns.
+sub counters
+{
+	my ($session_sql, @columns) = @_;
+	my $cols = join(", ", map { "'$_=' || coalesce(${_}::text, 'null')" } @columns);
+	return $coordinator->safe_psql('postgres',
+		"$session_sql; SELECT node || ':' || concat_ws(' ', $cols) FROM ringshard.stat_nodes ORDER BY node");
+}
+
+sub column_of
+{
+	my ($text, $node, $column) = @_;
+	my ($line) = grep { /^$node:/ } split /\n/, $text;
+	return undef unless defined $line;
+	return $line =~ /\b$column=(\S+)/ ? $1 : undef;
+}
+
+my @all = qw(queries round_trips rows_read rows_written bytes_sent bytes_received node_errors links_lost
+  malformed_answers timeouts connects);
+
+# 1. reset
+{
+	my $out = counters('SELECT ringshard.stat_reset()', @all);
+	my @nonzero = grep { !/=0( |$)/ } map { split / / } map { s/^\w+://r } grep { /^\w+:/ } split /\n/, $out;
+	is(scalar(@nonzero), 0, 'after stat_reset() every counter is 0') or diag $out;
+	is($coordinator->safe_psql('postgres', 'SELECT ringshard.stat_reset()'), '2', 'stat_reset() names the two nodes it reset');
+	is($coordinator->safe_psql('postgres', q{SELECT ringshard.stat_reset('w1')}), '1', '... or one');
+	is($coordinator->safe_psql('postgres', q{SELECT ringshard.stat_reset('nowhere')}), '0', '... or none');
+}
+
+my %owns;
+for my $line (split /\n/,
+	$coordinator->safe_psql('postgres', 'SELECT shard_for(g), count(*) FROM generate_series(1, 20) g GROUP BY 1'))
+{
+	my ($node, $n) = split /\|/, $line;
+	$owns{$node} = $n;
+}
+$owns{$_} //= 0 for qw(w1 w2);
+ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1}, w2 $owns{w2})");
+
+# 2. rows written
+{
+	my $out = counters('SELECT ringshard.stat_reset(); INSERT INTO items SELECT g, g FROM generate_series(1, 20) g',
+		qw(rows_written rows_read node_errors));
+	is(column_of($out, 'w1', 'rows_written'), $owns{w1}, "an INSERT of 20 rows: w1 wrote the $owns{w1} it owns");
+	is(column_of($out, 'w2', 'rows_written'), $owns{w2}, "... w2 the $owns{w2} it owns");
+	is(column_of($out, 'w1', 'node_errors') + column_of($out, 'w2', 'node_errors'), 0, '... without an error');
+
+	$out = counters('SELECT ringshard.stat_reset(); INSERT INTO pairs SELECT g, g FROM generate_series(1, 20) g',
+		qw(rows_written));
+	is(column_of($out, 'w1', 'rows_written') . '/' . column_of($out, 'w2', 'rows_written'), '20/20',
+		'at R = 2 with two nodes each node wrote every row');
+
+	$out = counters(q{SELECT ringshard.stat_reset(); INSERT INTO items VALUES (101, 1)}, qw(rows_written));
+	my $owner = $coordinator->safe_psql('postgres', 'SELECT shard_for(101)');
+	my $other = $owner eq 'w1' ? 'w2' : 'w1';
+	is(column_of($out, $owner, 'rows_written') . '/' . column_of($out, $other, 'rows_written'), '1/0',
+		'a one-row autocommit INSERT (sent with the commit) counts one row written on its owner only');
+	$coordinator->safe_psql('postgres', 'DELETE FROM items WHERE k = 101');
+}
+
+# 3. rows read and round trips
+{
+	my $out = counters('SELECT ringshard.stat_reset(); SELECT * FROM items',
+		qw(rows_read queries round_trips mean_ms p99_ms bytes_sent bytes_received));
+	is(column_of($out, 'w1', 'rows_read'), $owns{w1}, "a fan-out of every row: w1 read its $owns{w1}");
+	is(column_of($out, 'w2', 'rows_read'), $owns{w2}, "... w2 its $owns{w2}");
+	for my $node (qw(w1 w2))
+	{
+		my ($q, $rt, $mean, $p99) = map { column_of($out, $node, $_) } qw(queries round_trips mean_ms p99_ms);
+		ok($q >= 1 && $rt >= 1, "$node: queries ($q) and round trips ($rt) counted");
+		ok($mean ne 'null' && $mean >= 0 && $p99 >= $mean, "$node: mean $mean ms, p99 $p99 ms (p99 >= mean)");
+		ok(column_of($out, $node, 'bytes_sent') > 0 && column_of($out, $node, 'bytes_received') > 0,
+			"$node: bytes sent and received");
+	}
+}
+
+# 4. a node's error
+{
+	my $owner = $coordinator->safe_psql('postgres', 'SELECT shard_for(3)');
+	my $other = $owner eq 'w1' ? 'w2' : 'w1';
+	$coordinator->safe_psql('postgres', 'SELECT ringshard.stat_reset()');
+	my ($rc, undef, $err) = $coordinator->psql('postgres', 'INSERT INTO items VALUES (3, 3)');
+	like($err, qr/duplicate key/, 'a duplicate key fails on its node');
+	my $out = counters('SELECT 1', qw(node_errors errors_by_class));
+	is(column_of($out, $owner, 'node_errors'), 1, "node_errors 1 on the owner ($owner)");
+	like($out, qr/^$owner:.*errors_by_class=\{"23": 1\}$/m, '... of SQLSTATE class 23');
+	is(column_of($out, $other, 'node_errors'), 0, '... 0 on the other');
+}
+
+# 5. gauges
+{
+	my $holder = $coordinator->background_psql('postgres');
+	$holder->query_safe('SELECT count(*) FROM items');
+	my $out = counters('SELECT 1', qw(connections_open));
+	# this session's own connection counts too (counters() reads no node: none of its own)
+	is(column_of($out, 'w1', 'connections_open') . '/' . column_of($out, 'w2', 'connections_open'), '1/1',
+		'a session that read every node holds one connection to each');
+	$holder->quit;
+	my $closed = 0;
+	for (1 .. 100)
+	{
+		$out = counters('SELECT 1', qw(connections_open));
+		if (column_of($out, 'w1', 'connections_open') eq '0' && column_of($out, 'w2', 'connections_open') eq '0')
+		{
+			$closed = 1;
+			last;
+		}
+		select(undef, undef, undef, 0.1);
+	}
+	ok($closed, '... and none once it has ended') or diag $out;
+
+	# a transaction that writes both nodes, paused after its PREPAREs
+	my $k1 = $coordinator->safe_psql('postgres', q{SELECT min(g) FROM generate_series(200, 400) g WHERE shard_for(g) = 'w1'});
+	my $k2 = $coordinator->safe_psql('postgres', q{SELECT min(g) FROM generate_series(200, 400) g WHERE shard_for(g) = 'w2'});
+	my $writer = $coordinator->background_psql('postgres');
+	$writer->query_safe(q{SET ringshard.fault_injection = 'after_prepare=sleep:4000'});
+	$writer->query_until(qr/started/, "\\echo started\nINSERT INTO items VALUES ($k1, 1), ($k2, 2);\n");
+	my $seen = '';
+	for (1 .. 80)
+	{
+		$out = counters('SELECT 1', qw(prepared_open));
+		$seen = column_of($out, 'w1', 'prepared_open') . '/' . column_of($out, 'w2', 'prepared_open');
+		last if $seen eq '1/1';
+		select(undef, undef, undef, 0.05);
+	}
+	is($seen, '1/1', 'a transaction paused after its PREPAREs counts one prepared transaction on each node');
+	$writer->query_safe('SELECT 1');
+	$writer->quit;
+	$out = counters('SELECT 1', qw(prepared_open));
+	is(column_of($out, 'w1', 'prepared_open') . '/' . column_of($out, 'w2', 'prepared_open'), '0/0',
+		'... and none once it has committed');
+	is($coordinator->safe_psql('postgres', "SELECT count(*) FROM items WHERE k IN ($k1, $k2)"), '2', '... its rows are there');
+}
+
+# 6. a node that is gone
+{
+	$coordinator->safe_psql('postgres', 'SELECT ringshard.stat_reset()');
+	$w2->stop('fast');
+	my ($rc, undef, $err) = $coordinator->psql('postgres', 'SELECT count(*) FROM items');
+	isnt($rc, 0, 'a read of every row fails while w2 is down');
+	my $out = counters('SELECT 1', qw(links_lost));
+	ok(column_of($out, 'w2', 'links_lost') >= 1, 'links_lost counts the failed connection to w2') or diag $out;
+	is(column_of($out, 'w1', 'links_lost'), 0, '... none to w1');
+	$w2->start;
+	$coordinator->safe_psql('postgres', q{UPDATE ringshard.nodes SET is_up = true});
+}
+
+# 7. counting off
+{
+	my $out = counters(q{SELECT ringshard.stat_reset(); SET ringshard.track_node_stats = off;
+		SELECT count(*) FROM items; INSERT INTO pairs VALUES (1001, 1)}, qw(queries rows_read rows_written connections_open));
+	is(column_of($out, 'w1', 'queries') . '/' . column_of($out, 'w1', 'rows_read') . '/'
+		  . column_of($out, 'w1', 'rows_written'), '0/0/0', 'with track_node_stats off nothing is counted');
+	is(column_of($out, 'w1', 'connections_open'), 1, '... but open connections still are');
+	my ($rc, undef, $err) = $coordinator->psql('postgres', 'SET ringshard.track_node_stats = off', extra_params => ['-U', 'nobody']);
+	like($err, qr/permission denied/, 'only a superuser turns the counting off');
+}
+
+# 8. privileges
+{
+	is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.stat_nodes', extra_params => ['-U', 'watcher']),
+		'2', 'pg_monitor reads stat_nodes');
+	my ($rc, undef, $err) = $coordinator->psql('postgres', 'SELECT count(*) FROM ringshard.stat_nodes',
+		extra_params => ['-U', 'nobody']);
+	like($err, qr/permission denied/, 'a plain role does not');
+	($rc, undef, $err) = $coordinator->psql('postgres', 'SELECT ringshard.stat_reset()', extra_params => ['-U', 'watcher']);
+	like($err, qr/permission denied/, 'pg_monitor cannot reset');
+}
+
+done_testing();
