@@ -53,3 +53,7 @@ UPDATE pg_extension SET extversion = :'library' WHERE extname = 'ringshard';
 SELECT ringshard.create_ring('another');
 SELECT ringshard.add_node('a', NULL, 'another');
 SELECT shard_for('3201012345670001', 'another');
+-- The node statistics live in shared memory, which only a library loaded at
+-- server start can have (pg_regress's server does not preload ringshard).
+SELECT count(*) FROM ringshard.stat_nodes;
+SELECT ringshard.stat_reset();
