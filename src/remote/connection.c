@@ -631,8 +631,16 @@ build_params(RemoteConnection *c, ConnParams *p)
 	/*
 	 * The remote session is fixed at connect, with no extra round trip:
 	 * values then cross the link exactly (docs/design.md, invariant 5).
+	 *
+	 * A node backend whose coordinator backend died (a crash, kill -9)
+	 * notices within a second even while it waits for a lock, and rolls
+	 * back: it would otherwise hold its rows' locks for as long as it
+	 * waits, then run the rest of the query string, a PREPARE TRANSACTION
+	 * included, after recovery has looked.  (First, so that a server's
+	 * options may say otherwise.)
 	 */
-	add_param(p, "options", psprintf("%s%s-c search_path=pg_catalog -c TimeZone=UTC " REMOTE_PINNED_SETTINGS,
+	add_param(p, "options", psprintf("-c client_connection_check_interval=1000 %s%s"
+									 "-c search_path=pg_catalog -c TimeZone=UTC " REMOTE_PINNED_SETTINGS,
 									 remote_options ? remote_options : "", remote_options ? " " : ""));
 	add_param(p, "client_encoding", GetDatabaseEncodingName());
 	add_param(p, "fallback_application_name", "ringshard");
