@@ -1620,7 +1620,8 @@ rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const c
 	if (plan->has_returning)
 		appendStringInfoString(&sql, ") SELECT * FROM m WHERE rs_counts");
 	else
-		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FROM m WHERE rs_counts");
+		/* the rows the statement counts, and the rows this node changed (stat_nodes) */
+		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FILTER (WHERE rs_counts), pg_catalog.count(*) FROM m");
 	return sql.data;
 }
 

@@ -1414,6 +1414,8 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 			remote_take_moving_rows(conns[j]);
 		remote_note_write(conns[j]);
 		remote_send(conns[j], node_sql ? node_sql[j] : sql, true, state);
+		if (!state->has_returning)
+			remote_answer_counts_writes(conns[j]);
 	}
 	remote_receive(conns, n, out, 0, 0);
 	what = psprintf("a change of table %s", RelationGetRelationName(state->rel));
@@ -1430,8 +1432,10 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 			remote_expect_rows(conns[j], out[j].result, 1 + state->nreturning, 0, -1, what);
 		else
 		{
-			remote_expect_rows(conns[j], out[j].result, 1, 1, 1, what);
+			/* the rows counted here (on the first replica), and the rows the node changed */
+			remote_expect_rows(conns[j], out[j].result, 2, 1, 1, what);
 			node->ss.ps.state->es_processed += remote_int64_value(conns[j], out[j].result, 0, 0, what);
+			(void) remote_int64_value(conns[j], out[j].result, 0, 1, what);
 		}
 	}
 }

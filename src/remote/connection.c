@@ -1357,6 +1357,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 	c->link = LINK_BUSY;
 	c->owner = owner;
 	c->ok_results = 0;
+	c->answer_counts_writes = false;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 	pfree(buf.data);
 }
@@ -1405,6 +1406,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 	c->link = LINK_BUSY;
 	c->owner = owner;
 	c->ok_results = 0;
+	c->answer_counts_writes = false;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 }
 
@@ -1470,6 +1472,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		c->link = LINK_BUSY;
 		c->owner = c;
 		c->ok_results = 0;
+		c->answer_counts_writes = false;
 		INSTR_TIME_SET_CURRENT(c->sent_at);
 		{
 			RemoteResult out;
@@ -1499,6 +1502,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 	c->link = LINK_BUSY;
 	c->owner = owner;
 	c->ok_results = 0;
+	c->answer_counts_writes = false;
 	INSTR_TIME_SET_CURRENT(c->sent_at);
 }
 
@@ -1547,6 +1551,12 @@ lose_query(RemoteConnection *c, RemoteResult *out, const char *why, RemoteFailur
 	out->elapsed_ms = elapsed_ms(c->sent_at);
 }
 
+void
+remote_answer_counts_writes(RemoteConnection *c)
+{
+	c->answer_counts_writes = true;
+}
+
 /*
  * A result's rows for stat_nodes: those it returns are read, those its
  * command tag says it inserted, updated, deleted or copied in are written
@@ -1567,10 +1577,14 @@ count_result(RemoteConnection *c, PGresult *r, ExecStatusType status)
 		int			rows = PQntuples(r);
 		int			cols = PQnfields(r);
 
-		read = rows;
 		for (int i = 0; i < rows; i++)
 			for (int j = 0; j < cols; j++)
 				bytes += PQgetlength(r, i, j);
+		/* (a wrong shape is the reader's to refuse: here it counts as rows read) */
+		if (c->answer_counts_writes && rows == 1 && cols == 2 && !PQgetisnull(r, 0, 1))
+			written = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+		else
+			read = rows;
 	}
 	else
 	{

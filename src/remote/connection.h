@@ -95,6 +95,13 @@ typedef struct RemoteConnection
 	PGresult   *deferred_failure;	/* its error, when it failed (tracked: freed at resource release) */
 	bool		deferred_failed;	/* it failed or answered wrongly: the commit raises that */
 
+	/*
+	 * The query in flight answers one row (counted, changed) for a direct
+	 * UPDATE or DELETE: stat_nodes counts the second column as rows written,
+	 * not the row as read.  Cleared by the next send.
+	 */
+	bool		answer_counts_writes;
+
 	/* ringshard.stat_nodes (stats.h): the node's counters, and the gauges this link adds to */
 	NodeStatsSlot *stats;
 	NodeStatsSlot *counted_open;	/* the slot counting this link as open, if any */
@@ -135,6 +142,8 @@ extern void remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
  * flight for another owner is drained and parked for it first.
  */
 extern void remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const void *owner);
+/* The query just sent answers (rows counted, rows changed): stat_nodes counts the second as written. */
+extern void remote_answer_counts_writes(RemoteConnection *c);
 
 /*
  * The same for one statement with text parameters $1..$n (extended protocol):

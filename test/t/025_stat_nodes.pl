@@ -110,6 +110,20 @@ ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1},
 	is(column_of($out, $owner, 'rows_written') . '/' . column_of($out, $other, 'rows_written'), '1/0',
 		'a one-row autocommit INSERT (sent with the commit) counts one row written on its owner only');
 	$coordinator->safe_psql('postgres', 'DELETE FROM items WHERE k = 101');
+
+	# An UPDATE and a DELETE count the rows each node changed, not the row of
+	# counts it answered with.
+	$out = counters('SELECT ringshard.stat_reset(); UPDATE items SET v = v + 1', qw(rows_written rows_read));
+	is(column_of($out, 'w1', 'rows_written') . '/' . column_of($out, 'w2', 'rows_written'), "$owns{w1}/$owns{w2}",
+		'an UPDATE of every row: each node wrote the rows it owns');
+	is(column_of($out, 'w1', 'rows_read') . '/' . column_of($out, 'w2', 'rows_read'), '0/0', '... and read none');
+	$out = counters('SELECT ringshard.stat_reset(); UPDATE pairs SET v = v + 1 WHERE k <= 5', qw(rows_written));
+	is(column_of($out, 'w1', 'rows_written') . '/' . column_of($out, 'w2', 'rows_written'), '5/5',
+		'at R = 2 an UPDATE of 5 rows counts 5 on each replica');
+	$out = counters('SELECT ringshard.stat_reset(); DELETE FROM pairs WHERE k > 15', qw(rows_written));
+	is(column_of($out, 'w1', 'rows_written') . '/' . column_of($out, 'w2', 'rows_written'), '5/5',
+		'a DELETE of 5 rows at R = 2 counts 5 on each replica');
+	$coordinator->safe_psql('postgres', 'INSERT INTO pairs SELECT g, g + 1 FROM generate_series(16, 20) g');
 }
 
 # 3. rows read and round trips
@@ -141,8 +155,26 @@ ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1},
 	is(column_of($out, $other, 'node_errors'), 0, '... 0 on the other');
 }
 
+# Whether every node's connections_open comes back to 0 (a session's backend
+# leaves after its client has gone: the count drops when it has, so wait, up
+# to 10 s).
+sub connections_closed
+{
+	my $out = '';
+	for (1 .. 100)
+	{
+		$out = counters('SELECT 1', qw(connections_open));
+		return 1 if column_of($out, 'w1', 'connections_open') eq '0' && column_of($out, 'w2', 'connections_open') eq '0';
+		select(undef, undef, undef, 0.1);
+	}
+	diag $out;
+	return 0;
+}
+
 # 5. gauges
 {
+	# the sessions of the sections above may not have left yet
+	ok(connections_closed(), 'no connection is open once the earlier sessions have left');
 	my $holder = $coordinator->background_psql('postgres');
 	$holder->query_safe('SELECT count(*) FROM items');
 	my $out = counters('SELECT 1', qw(connections_open));
@@ -150,18 +182,7 @@ ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1},
 	is(column_of($out, 'w1', 'connections_open') . '/' . column_of($out, 'w2', 'connections_open'), '1/1',
 		'a session that read every node holds one connection to each');
 	$holder->quit;
-	my $closed = 0;
-	for (1 .. 100)
-	{
-		$out = counters('SELECT 1', qw(connections_open));
-		if (column_of($out, 'w1', 'connections_open') eq '0' && column_of($out, 'w2', 'connections_open') eq '0')
-		{
-			$closed = 1;
-			last;
-		}
-		select(undef, undef, undef, 0.1);
-	}
-	ok($closed, '... and none once it has ended') or diag $out;
+	ok(connections_closed(), '... and none once it has ended');
 
 	# a transaction that writes both nodes, paused after its PREPAREs
 	my $k1 = $coordinator->safe_psql('postgres', q{SELECT min(g) FROM generate_series(200, 400) g WHERE shard_for(g) = 'w1'});
@@ -201,6 +222,7 @@ ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1},
 
 # 7. counting off
 {
+	ok(connections_closed(), 'no connection is open before counting is turned off');
 	my $out = counters(q{SELECT ringshard.stat_reset(); SET ringshard.track_node_stats = off;
 		SELECT count(*) FROM items; INSERT INTO pairs VALUES (1001, 1)}, qw(queries rows_read rows_written connections_open));
 	is(column_of($out, 'w1', 'queries') . '/' . column_of($out, 'w1', 'rows_read') . '/'
