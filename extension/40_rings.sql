@@ -585,6 +585,9 @@ BEGIN
 	PERFORM ringshard_internal.lock_node(node);
 	SELECT n.is_up INTO was FROM ringshard.nodes n WHERE n.node_name = node;
 	UPDATE ringshard.nodes n SET is_up = false WHERE n.node_name = node;
+	IF was THEN
+		RAISE LOG 'ringshard: node "%" is marked down by role "%"', node, session_user;
+	END IF;
 	RETURN format('node "%s" is marked %s%s', node, 'down', CASE WHEN was IS NOT DISTINCT FROM false THEN ' (it was already)' ELSE '' END);
 END
 $$;
@@ -598,6 +601,9 @@ BEGIN
 	PERFORM ringshard_internal.lock_node(node);
 	SELECT n.is_up INTO was FROM ringshard.nodes n WHERE n.node_name = node;
 	UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = node;
+	IF NOT was THEN
+		RAISE LOG 'ringshard: node "%" is marked up by role "%"', node, session_user;
+	END IF;
 	RETURN format('node "%s" is marked %s%s', node, 'up', CASE WHEN was IS NOT DISTINCT FROM true THEN ' (it was already)' ELSE '' END);
 END
 $$;

@@ -50,3 +50,77 @@ CREATE FUNCTION ringshard.stat_reset(node text DEFAULT NULL) RETURNS integer
 	AS 'MODULE_PATHNAME', 'ringshard_stat_reset' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard.stat_reset(text) IS
 	'zeroes the counters of ringshard.stat_nodes for one node of this database, or for all (NULL); returns how many nodes were reset';
+
+-- What the nodes are running for this coordinator: every node connection
+-- names its coordinator and backend in its application_name
+-- ("ringshard <coordinator id> <pid>", src/remote/connection.c), so each
+-- node's pg_stat_activity, read as the calling role, says which coordinator
+-- backend each of its sessions works for.  A node that cannot be asked gets
+-- one row with its error.  (A role sees the query text of other roles'
+-- sessions on a node only with pg_read_all_stats there, as on one server.)
+CREATE FUNCTION ringshard_internal.node_activity()
+	RETURNS TABLE (node text, coordinator_pid integer, node_pid integer, node_user name, state text,
+	               wait_event_type text, wait_event text, xact_start timestamptz, query_start timestamptz,
+	               query text, error text)
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	answer record;
+	prefix text := (SELECT 'ringshard ' || replace(s.coordinator_id::text, '-', '') || ' ' FROM ringshard.cluster_state s);
+BEGIN
+	FOR answer IN
+		SELECT * FROM ringshard.node_execute(ringshard.addressed_nodes(),
+			'SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object('
+			'''app'', a.application_name, ''pid'', a.pid, ''usename'', a.usename, ''state'', a.state, '
+			'''wait_event_type'', a.wait_event_type, ''wait_event'', a.wait_event, ''xact_start'', a.xact_start, '
+			'''query_start'', a.query_start, ''query'', a.query) ORDER BY a.pid), ''[]'') '
+			'FROM pg_catalog.pg_stat_activity a '
+			'WHERE pg_catalog.starts_with(a.application_name, $1) AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() '
+			'AND a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()',
+			ARRAY[prefix], false)
+		ORDER BY 1
+	LOOP
+		IF NOT answer.ok THEN
+			RETURN QUERY SELECT answer.node, NULL::integer, NULL::integer, NULL::name, NULL::text, NULL::text, NULL::text,
+			                    NULL::timestamptz, NULL::timestamptz, NULL::text, answer.error;
+			CONTINUE;
+		END IF;
+		BEGIN
+			RETURN QUERY
+				SELECT answer.node, substr(a.app, length(prefix) + 1)::integer, a.pid, a.usename, a.state,
+				       a.wait_event_type, a.wait_event, a.xact_start, a.query_start, a.query, NULL::text
+				  FROM json_to_recordset(answer.value::json)
+				       AS a(app text, pid integer, usename name, state text, wait_event_type text, wait_event text,
+				            xact_start timestamptz, query_start timestamptz, query text)
+				 WHERE starts_with(a.app, prefix);
+		EXCEPTION WHEN data_exception OR invalid_text_representation THEN
+			RETURN QUERY SELECT answer.node, NULL::integer, NULL::integer, NULL::name, NULL::text, NULL::text, NULL::text,
+			                    NULL::timestamptz, NULL::timestamptz, NULL::text,
+			                    format('node "%s" answered with a malformed activity list', answer.node);
+		END;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.node_activity() IS
+	'the sessions of every node that work for this coordinator (their application_name names it and the backend), read from each node''s pg_stat_activity as the calling role; a node that cannot be asked gives one row with its error';
+
+-- Each coordinator backend beside what its node connections run.
+CREATE VIEW ringshard.cluster_activity AS
+SELECT a.coordinator_pid,
+       c.backend_type AS coordinator_backend_type,
+       c.usename AS coordinator_user,
+       c.state AS coordinator_state,
+       c.query AS coordinator_query,
+       a.node,
+       a.node_pid,
+       a.node_user,
+       a.state AS node_state,
+       a.wait_event_type AS node_wait_event_type,
+       a.wait_event AS node_wait_event,
+       a.xact_start AS node_xact_start,
+       a.query_start AS node_query_start,
+       a.query AS node_query,
+       a.error
+  FROM ringshard_internal.node_activity() a
+  LEFT JOIN pg_catalog.pg_stat_activity c ON c.pid = a.coordinator_pid;
+COMMENT ON VIEW ringshard.cluster_activity IS
+	'one row per node session working for a backend of this coordinator: the backend (pid, role, state, query) beside the node''s session (pid, role, state, wait event, query), read on each node as the calling role; a node that cannot be asked gives a row with its error';

@@ -41,6 +41,7 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
+#include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/stats.h"
 #include "remote/values.h"
@@ -580,6 +581,15 @@ build_params(RemoteConnection *c, ConnParams *p)
 	add_param(p, "keepalives_idle", keepalive_idle);
 	add_param(p, "keepalives_interval", "1");
 	add_param(p, "keepalives_count", "3");
+
+	/*
+	 * The node's pg_stat_activity and log lines (%a) name the coordinator
+	 * and the backend the connection works for: ringshard.cluster_activity
+	 * joins them, and so can an operator reading the node's log.  A
+	 * server's own application_name option, coming after, wins.
+	 */
+	if (IsTransactionState())
+		add_param(p, "application_name", psprintf("ringshard %s %d", catalog_coordinator_id(), MyProcPid));
 
 	foreach(lc, server->options)
 	{

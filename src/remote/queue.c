@@ -102,9 +102,17 @@ queue_insert(const char *node, Oid relid, Oid writer, Datum payload, const char 
 	up = owner_catalog_query("SELECT is_up FROM ringshard.nodes WHERE node_name OPERATOR(pg_catalog.=) $1",
 							 1, argtypes, values, false, &nrows);
 	if (nrows == 1 && up[0] && strcmp(up[0], "t") == 0)
+	{
 		(void) owner_catalog_query("UPDATE ringshard.nodes SET is_up = false "
-								   "WHERE node_name OPERATOR(pg_catalog.=) $1 AND is_up",
+								   "WHERE node_name OPERATOR(pg_catalog.=) $1 AND is_up RETURNING node_name",
 								   1, argtypes, values, false, &nrows);
+		/* (in the writer's transaction: the mark holds only if it commits) */
+		if (nrows == 1)
+			ereport(LOG,
+					(errmsg("ringshard: node \"%s\" is marked down: a write of table \"%s\" is queued for it",
+							node, get_rel_name(relid)),
+					 errdetail("The mark and the queued write take effect if the writing transaction commits.")));
+	}
 }
 
 void

@@ -253,7 +253,7 @@ my $all_waiting = 1;
 for my $w (@workers)
 {
 	$all_waiting &&= $w->poll_query_until('postgres',
-		q{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'ringshard' AND wait_event_type = 'Lock'});
+		q{SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name LIKE 'ringshard %' AND wait_event_type = 'Lock'});
 }
 ok($all_waiting, 'the fan-out query waits on every worker at once (sent in parallel, not one after another)');
 $_->query_safe('COMMIT;') for @lockers;

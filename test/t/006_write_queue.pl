@@ -107,6 +107,14 @@ ok($coordinator->poll_query_until('postgres', q{SELECT count(*) = 0 FROM ringsha
 	'the watchdog replays the queue once the worker is back');
 ok($coordinator->poll_query_until('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q2'}),
 	'the watchdog marks the returning worker up once its queue is delivered');
+# The watchdog says what it did in the server log, a line each.
+{
+	my $log = slurp_file($coordinator->logfile);
+	like($log, qr/LOG:  ringshard: node "q2" is marked down: /, 'the log says when q2 was marked down, and why');
+	like($log, qr/LOG:  ringshard: delivered [1-9]\d* queued write\(s\) to node "q2", \d+ still queued/,
+		'... that it delivered q2\'s queued writes, with their count');
+	like($log, qr/LOG:  ringshard: node "q2" is marked up/, '... and when it marked q2 up again');
+}
 
 # Every replica holds exactly its rows, once, with the same content.
 sub check_placement
@@ -190,6 +198,8 @@ is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $fi
 	'which is on the worker now');
 like($coordinator->safe_psql('postgres', q{SELECT node_name || ' ' || attempts || ' ' || (payload->>'id') || ' ' || reason FROM ringshard.dead_letters}),
 	qr/^q1 2 $poison .*no_poison/, 'and waits in dead_letters with its reason');
+like(slurp_file($coordinator->logfile), qr/WARNING:  queued write \S+ for node "q1" was refused 2 times and is set aside in ringshard.dead_letters/,
+	'the server log says a write was set aside, for which node and after how many refusals');
 is($coordinator->safe_psql('postgres', q{SELECT queued || '/' || dead_letters FROM ringshard.write_queue_status WHERE node = 'q1'}),
 	'0/1', 'write_queue_status counts the dead letter');
 is($coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}), 'f',

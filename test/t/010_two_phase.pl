@@ -268,6 +268,18 @@ for my $case (@coordinator_crashes)
 	is($next_rc, 0, "$label: the first transaction after the restart commits") or diag($next_err);
 
 	is(recover(), "$recovered/0/0", "$label: recovery resolves what was in doubt");
+	if ($in_doubt > 0)
+	{
+		# a line per node it finished parts on, whose counts add up to recovery's answer
+		my ($committed, $rolled_back) = (0, 0);
+		for my $line (split /\n/, slurp_file($coordinator->logfile, $offset))
+		{
+			next unless $line =~ /LOG:  ringshard: recovery finished \d+ prepared transaction\(s\) on node "\w+": (\d+) committed, (\d+) rolled back/;
+			$committed += $1;
+			$rolled_back += $2;
+		}
+		is("$committed/$rolled_back", $recovered, "$label: the server log says what recovery finished, node by node");
+	}
 	is(placement('items', @keys), expected_placement($outcome, 'default', @keys),
 		"$label: the transaction is on " . ($outcome eq 'all' ? 'all its replicas' : 'no worker'));
 	is(placement('items', @next_keys), expected_placement($next_rc == 0 ? 'all' : 'none', 'default', @next_keys),

@@ -206,7 +206,7 @@ $workers[1]->safe_psql('postgres', q{GRANT INSERT ON items TO bob});
 my $sync = $coordinator->background_psql('postgres', on_error_stop => 0);
 $sync->query_safe('BEGIN');
 $sync->query_safe('SELECT count(*) FROM ringshard.sync_topology()');
-$workers[1]->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'ringshard'});
+$workers[1]->safe_psql('postgres', q{SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE 'ringshard %'});
 $sync->query('COMMIT');
 $sync->quit;
 my $held = $coordinator->safe_psql('postgres', q{SELECT topology_version FROM ringshard.cluster_state});

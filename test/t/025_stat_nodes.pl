@@ -243,4 +243,60 @@ sub connections_closed
 	like($err, qr/permission denied/, 'pg_monitor cannot reset');
 }
 
+# 9. ringshard.cluster_activity: a coordinator backend beside what its node
+# connections run; node connections name the coordinator and backend.
+{
+	my $k = $coordinator->safe_psql('postgres', q{SELECT min(g) FROM generate_series(500, 700) g WHERE shard_for(g) = 'w1'});
+	$coordinator->safe_psql('postgres', "INSERT INTO items VALUES ($k, 0)");
+	my $coordinator_id = $coordinator->safe_psql('postgres', q{SELECT replace(coordinator_id::text, '-', '') FROM ringshard.cluster_state});
+
+	# a writer waiting on w1 for the row a local session holds there
+	my $local = $w1->background_psql('postgres');
+	$local->query_safe('BEGIN');
+	$local->query_safe("SELECT v FROM public.items WHERE k = $k FOR UPDATE");
+	my $waiter = $coordinator->background_psql('postgres');
+	my $waiter_pid = $waiter->query_safe('SELECT pg_backend_pid()');
+	$waiter->query_until(qr/sent/, "\\echo sent\nUPDATE items SET v = v + 1 WHERE k = $k;\n");
+	# a reader in a transaction, holding a connection to each node
+	my $reader = $coordinator->background_psql('postgres');
+	my $reader_pid = $reader->query_safe('SELECT pg_backend_pid()');
+	$reader->query_safe('BEGIN');
+	$reader->query_safe('SELECT count(*) FROM items');
+
+	ok($coordinator->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM ringshard.cluster_activity WHERE coordinator_pid = $waiter_pid AND node_wait_event_type = 'Lock'"),
+		'cluster_activity shows the writer\'s node session waiting for a lock');
+	is($coordinator->safe_psql('postgres', qq{
+			SELECT node || '|' || node_state || '|' || (coordinator_query LIKE 'UPDATE items SET v = v + 1 WHERE k = %')
+			       || '|' || (node_query LIKE '%UPDATE%items%') || '|' || coordinator_user || '|' || node_user
+			  FROM ringshard.cluster_activity WHERE coordinator_pid = $waiter_pid}),
+		'w1|active|true|true|postgres|postgres',
+		'... on w1, active, beside the coordinator statement that caused it, with both roles');
+	is($coordinator->safe_psql('postgres', qq{
+			SELECT string_agg(node || ':' || coordinator_state, ',' ORDER BY node)
+			  FROM ringshard.cluster_activity WHERE coordinator_pid = $reader_pid}),
+		'w1:idle in transaction,w2:idle in transaction',
+		'a reader in a transaction has a session on each node it read');
+	is($coordinator->safe_psql('postgres',
+			'SELECT count(*) FROM ringshard.cluster_activity WHERE coordinator_pid = pg_backend_pid() OR error IS NOT NULL'),
+		'0', 'the sessions asking the nodes are not listed, and no node failed');
+	$local->query_safe('COMMIT');
+	$local->quit;
+	$waiter->query_safe('SELECT 1');
+	$waiter->quit;
+	$reader->query_safe('COMMIT');
+	$reader->quit;
+	like(slurp_file($w1->logfile), qr/ringshard $coordinator_id $waiter_pid LOG:  statement: .*UPDATE/,
+		'the node\'s log lines name the coordinator and the backend (log_line_prefix %a)');
+
+	$w2->stop('fast');
+	is($coordinator->safe_psql('postgres',
+			q{SELECT node || ':' || (error IS NOT NULL) FROM ringshard.cluster_activity WHERE node = 'w2'}),
+		'w2:true', 'a node that cannot be asked gives a row with its error');
+	$w2->start;
+	my ($rc, undef, $err) = $coordinator->psql('postgres', 'SELECT * FROM ringshard.cluster_activity',
+		extra_params => ['-U', 'nobody']);
+	like($err, qr/permission denied/, 'a plain role cannot read cluster_activity');
+}
+
 done_testing();
