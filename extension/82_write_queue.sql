@@ -196,6 +196,9 @@ BEGIN
 				EXIT WHEN got = 0;
 			END LOOP;
 			delivered_to[i] := delivered_to[i] + handed;
+			IF handed > 0 THEN
+				RAISE LOG 'ringshard: delivered % queued write(s) to node "%" at its hand-over', handed, nodes_seen[i];
+			END IF;
 			IF NOT EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i])
 			   AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = nodes_seen[i]) THEN
 				UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = nodes_seen[i] AND NOT n.is_up;

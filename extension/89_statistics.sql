@@ -65,8 +65,15 @@ CREATE FUNCTION ringshard_internal.node_activity()
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	answer record;
-	prefix text := (SELECT 'ringshard ' || replace(s.coordinator_id::text, '-', '') || ' ' FROM ringshard.cluster_state s);
+	prefix text := ringshard_internal.node_session_prefix();
 BEGIN
+	-- Asked outside any transaction: in one that has used the nodes, the
+	-- question would run in the node's part of it, and an error would end it.
+	IF ringshard_internal.node_transactions_open() THEN
+		RAISE EXCEPTION 'ringshard.cluster_activity cannot be read in a transaction that has used the nodes'
+			USING ERRCODE = 'active_sql_transaction',
+			      HINT = 'Read it in a transaction of its own.';
+	END IF;
 	FOR answer IN
 		SELECT * FROM ringshard.node_execute(ringshard.addressed_nodes(),
 			'SELECT COALESCE(pg_catalog.json_agg(pg_catalog.json_build_object('
@@ -74,7 +81,9 @@ BEGIN
 			'''wait_event_type'', a.wait_event_type, ''wait_event'', a.wait_event, ''xact_start'', a.xact_start, '
 			'''query_start'', a.query_start, ''query'', a.query) ORDER BY a.pid), ''[]'') '
 			'FROM pg_catalog.pg_stat_activity a '
-			'WHERE pg_catalog.starts_with(a.application_name, $1) AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() '
+			'WHERE pg_catalog.starts_with(a.application_name, $1) '
+			'AND pg_catalog.substr(a.application_name, pg_catalog.length($1) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.~) ''^[0-9]{1,9}$'' '
+			'AND a.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid() '
 			'AND a.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()',
 			ARRAY[prefix], false)
 		ORDER BY 1
@@ -91,8 +100,8 @@ BEGIN
 				  FROM json_to_recordset(answer.value::json)
 				       AS a(app text, pid integer, usename name, state text, wait_event_type text, wait_event text,
 				            xact_start timestamptz, query_start timestamptz, query text)
-				 WHERE starts_with(a.app, prefix);
-		EXCEPTION WHEN data_exception OR invalid_text_representation THEN
+				 WHERE starts_with(a.app, prefix) AND substr(a.app, length(prefix) + 1) ~ '^[0-9]{1,9}$';
+		EXCEPTION WHEN OTHERS THEN
 			RETURN QUERY SELECT answer.node, NULL::integer, NULL::integer, NULL::name, NULL::text, NULL::text, NULL::text,
 			                    NULL::timestamptz, NULL::timestamptz, NULL::text,
 			                    format('node "%s" answered with a malformed activity list', answer.node);
@@ -100,6 +109,16 @@ BEGIN
 	END LOOP;
 END
 $$;
+CREATE FUNCTION ringshard_internal.node_session_prefix() RETURNS text
+	AS 'MODULE_PATHNAME', 'ringshard_node_session_prefix' LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION ringshard_internal.node_session_prefix() IS
+	'how the application_name of this coordinator''s node connections begins: "ringshard", a tag derived from the coordinator''s id, a space (the backend''s pid follows)';
+
+CREATE FUNCTION ringshard_internal.node_transactions_open() RETURNS boolean
+	AS 'MODULE_PATHNAME', 'ringshard_node_transactions_open' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION ringshard_internal.node_transactions_open() IS
+	'whether this session has a transaction, or rows held back for one, open on any node';
+
 COMMENT ON FUNCTION ringshard_internal.node_activity() IS
 	'the sessions of every node that work for this coordinator (their application_name names it and the backend), read from each node''s pg_stat_activity as the calling role; a node that cannot be asked gives one row with its error';
 

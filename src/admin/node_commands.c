@@ -384,3 +384,43 @@ ringshard_node_table_rows(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_VOID();
 }
+
+PG_FUNCTION_INFO_V1(ringshard_node_session_prefix);
+
+/*
+ * "ringshard <tag> ": how the application_name of every node connection of
+ * this coordinator begins (the backend's pid follows).
+ */
+Datum
+ringshard_node_session_prefix(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("ringshard %s ", remote_coordinator_tag())));
+}
+
+/* Visitor: note a connection with a transaction open; stop at the first. */
+static bool
+note_open_transaction(RemoteConnection *c, void *arg)
+{
+	if (c->xact != RXACT_NONE || c->deferred != NULL)
+	{
+		*(bool *) arg = true;
+		return false;
+	}
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_node_transactions_open);
+
+/*
+ * Whether this session has a transaction (or rows held back for one) open
+ * on any node: a statement that asks the nodes outside the transaction
+ * would run in it instead.
+ */
+Datum
+ringshard_node_transactions_open(PG_FUNCTION_ARGS)
+{
+	bool		open = false;
+
+	remote_foreach(note_open_transaction, &open);
+	PG_RETURN_BOOL(open);
+}

@@ -19,6 +19,7 @@
 #include "catalog/pg_foreign_server.h"
 #include "catalog/pg_type.h"
 #include "catalog/pg_user_mapping.h"
+#include "common/hashfn.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -560,6 +561,28 @@ add_param(ConnParams *p, const char *keyword, const char *value)
 	p->n++;
 }
 
+/*
+ * The coordinator's tag in its node connections' application_name: 16 hex
+ * digits of a hash of its id (docs/security.md keeps the id itself from
+ * every role; any role on a node can read application_name).
+ */
+const char *
+remote_coordinator_tag(void)
+{
+	static char tag[17];
+	static char tagged_id[33];
+	const char *id = catalog_coordinator_id();
+
+	if (tag[0] == '\0' || strcmp(tagged_id, id) != 0)
+	{
+		uint64		hash = hash_bytes_extended((const unsigned char *) id, (int) strlen(id), 0x52494e47);
+
+		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long) hash);
+		strlcpy(tagged_id, id, sizeof(tagged_id));
+	}
+	return tag;
+}
+
 static void
 build_params(RemoteConnection *c, ConnParams *p)
 {
@@ -584,12 +607,13 @@ build_params(RemoteConnection *c, ConnParams *p)
 
 	/*
 	 * The node's pg_stat_activity and log lines (%a) name the coordinator
-	 * and the backend the connection works for: ringshard.cluster_activity
-	 * joins them, and so can an operator reading the node's log.  A
-	 * server's own application_name option, coming after, wins.
+	 * (by a tag derived from its id, which stays hidden) and the backend
+	 * the connection works for: ringshard.cluster_activity joins them, and
+	 * so can an operator reading the node's log.  A server's own
+	 * application_name option, coming after, wins.
 	 */
 	if (IsTransactionState())
-		add_param(p, "application_name", psprintf("ringshard %s %d", catalog_coordinator_id(), MyProcPid));
+		add_param(p, "application_name", psprintf("ringshard %s %d", remote_coordinator_tag(), MyProcPid));
 
 	foreach(lc, server->options)
 	{
@@ -1592,7 +1616,17 @@ count_result(RemoteConnection *c, PGresult *r, ExecStatusType status)
 				bytes += PQgetlength(r, i, j);
 		/* (a wrong shape is the reader's to refuse: here it counts as rows read) */
 		if (c->answer_counts_writes && rows == 1 && cols == 2 && !PQgetisnull(r, 0, 1))
-			written = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+		{
+			/* only a plain count counts: the reader refuses anything else */
+			const char *value = PQgetvalue(r, 0, 1);
+			char	   *end;
+			long long	changed;
+
+			errno = 0;
+			changed = strtoll(value, &end, 10);
+			if (errno == 0 && end != value && *end == '\0' && changed >= 0)
+				written = (int64) changed;
+		}
 		else
 			read = rows;
 	}

@@ -145,6 +145,9 @@ extern void remote_send(RemoteConnection *c, const char *sql, bool in_transactio
 /* The query just sent answers (rows counted, rows changed): stat_nodes counts the second as written. */
 extern void remote_answer_counts_writes(RemoteConnection *c);
 
+/* The coordinator's tag in the application_name of its node connections ("ringshard <tag> <pid>"). */
+extern const char *remote_coordinator_tag(void);
+
 /*
  * The same for one statement with text parameters $1..$n (extended protocol):
  * the remote transaction, if it must be opened, is opened first, with its

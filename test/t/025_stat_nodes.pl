@@ -249,6 +249,14 @@ sub connections_closed
 	my $k = $coordinator->safe_psql('postgres', q{SELECT min(g) FROM generate_series(500, 700) g WHERE shard_for(g) = 'w1'});
 	$coordinator->safe_psql('postgres', "INSERT INTO items VALUES ($k, 0)");
 	my $coordinator_id = $coordinator->safe_psql('postgres', q{SELECT replace(coordinator_id::text, '-', '') FROM ringshard.cluster_state});
+	my $prefix = $coordinator->safe_psql('postgres', q{SELECT ringshard_internal.node_session_prefix()});
+	like($prefix, qr/^ringshard [0-9a-f]{16} $/, 'node connections are named "ringshard <tag> <pid>"');
+	unlike($prefix, qr/$coordinator_id/, '... by a tag that does not show the coordinator\'s id');
+	# an administrator who may read every session on the nodes
+	$coordinator->safe_psql('postgres', q{CREATE ROLE operator LOGIN IN ROLE ringshard_admin;
+		CREATE USER MAPPING FOR operator SERVER w1 OPTIONS (user 'operator', password_required 'false');
+		CREATE USER MAPPING FOR operator SERVER w2 OPTIONS (user 'operator', password_required 'false');});
+	$_->safe_psql('postgres', 'CREATE ROLE operator LOGIN IN ROLE pg_read_all_stats') for ($w1, $w2);
 
 	# a writer waiting on w1 for the row a local session holds there
 	my $local = $w1->background_psql('postgres');
@@ -280,13 +288,21 @@ sub connections_closed
 	is($coordinator->safe_psql('postgres',
 			'SELECT count(*) FROM ringshard.cluster_activity WHERE coordinator_pid = pg_backend_pid() OR error IS NOT NULL'),
 		'0', 'the sessions asking the nodes are not listed, and no node failed');
+	is($coordinator->safe_psql('postgres', qq{
+			SELECT node || '|' || (node_query LIKE '%UPDATE%items%') FROM ringshard.cluster_activity WHERE coordinator_pid = $waiter_pid},
+			extra_params => ['-U', 'operator']),
+		'w1|true', 'ringshard_admin reads it too, as itself on the nodes (with pg_read_all_stats there: the query text)');
+	my ($rc, undef, $err) = $coordinator->psql('postgres',
+		'BEGIN; SELECT count(*) FROM items; SELECT count(*) FROM ringshard.cluster_activity; COMMIT');
+	like($err, qr/cannot be read in a transaction that has used the nodes/,
+		'it is refused in a transaction that has used the nodes (it would run in their part of it)');
 	$local->query_safe('COMMIT');
 	$local->quit;
 	$waiter->query_safe('SELECT 1');
 	$waiter->quit;
 	$reader->query_safe('COMMIT');
 	$reader->quit;
-	like(slurp_file($w1->logfile), qr/ringshard $coordinator_id $waiter_pid LOG:  statement: .*UPDATE/,
+	like(slurp_file($w1->logfile), qr/\Q$prefix\E$waiter_pid LOG:  statement: .*UPDATE/,
 		'the node\'s log lines name the coordinator and the backend (log_line_prefix %a)');
 
 	$w2->stop('fast');
@@ -294,9 +310,31 @@ sub connections_closed
 			q{SELECT node || ':' || (error IS NOT NULL) FROM ringshard.cluster_activity WHERE node = 'w2'}),
 		'w2:true', 'a node that cannot be asked gives a row with its error');
 	$w2->start;
-	my ($rc, undef, $err) = $coordinator->psql('postgres', 'SELECT * FROM ringshard.cluster_activity',
+	($rc, undef, $err) = $coordinator->psql('postgres', 'SELECT * FROM ringshard.cluster_activity',
 		extra_params => ['-U', 'nobody']);
 	like($err, qr/permission denied/, 'a plain role cannot read cluster_activity');
+}
+
+# 10. EXPLAIN ANALYZE of a read of every row: each node's rows and when they came.
+{
+	my %rows;
+	for my $line (split /\n/, $coordinator->safe_psql('postgres', 'SELECT shard_for(k), count(*) FROM items GROUP BY 1'))
+	{
+		my ($node, $n) = split /\|/, $line;
+		$rows{$node} = $n;
+	}
+	my $plan = $coordinator->safe_psql('postgres', 'EXPLAIN (ANALYZE, COSTS off) SELECT * FROM items');
+	for my $node (qw(w1 w2))
+	{
+		my $n = $rows{$node} // 0;
+		like($plan, qr/Node $node: $n rows? in 1 batch, first after \d+\.\d{3} ms, last after \d+\.\d{3} ms/,
+			"EXPLAIN ANALYZE: $node returned its $n rows, with the times of its first and last batch");
+	}
+	my $verbose = $coordinator->safe_psql('postgres', 'EXPLAIN (ANALYZE, VERBOSE, COSTS off, TIMING off) SELECT * FROM items');
+	like($verbose, qr/Node w1: \d+ rows? in 1 batch\n/, '... without times when TIMING is off');
+	like($verbose, qr/Remote SQL: SELECT /, '... and VERBOSE shows the SQL the nodes ran');
+	unlike($coordinator->safe_psql('postgres', 'EXPLAIN (COSTS off) SELECT * FROM items'), qr/Node w1:/,
+		'plain EXPLAIN runs nothing and shows no node rows');
 }
 
 done_testing();

@@ -54,7 +54,10 @@ my $lock_waiters = q{(SELECT count(*) FROM pg_stat_activity
 sub kill_backend
 {
 	my ($pid) = @_;
+	my $offset = -s $coordinator->logfile;
 	kill 'KILL', $pid;
+	# the postmaster has ended every backend (a session may connect before it starts to)
+	$coordinator->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 	$coordinator->poll_query_until('postgres', 'SELECT true')
 	  or die 'the coordinator did not come back';
 }
