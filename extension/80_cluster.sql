@@ -216,6 +216,20 @@ COMMENT ON FUNCTION ringshard_worker.reads_here(regclass, "any", text[], bigint)
 COMMENT ON FUNCTION ringshard_worker.reads_here(regclass, "any", "any", text[], bigint) IS
 	'the same for a table placed by a partition map whose keyspace is a column';
 
+-- On a worker: which of a row's replicas this node is, so that the
+-- coordinator can tell that a change reached the same rows on every replica.
+CREATE FUNCTION ringshard_worker.replica_slot(table_name regclass, key "any", excluded text[], topology_version bigint)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'ringshard_replica_slot_by_key' LANGUAGE C STABLE PARALLEL SAFE;
+CREATE FUNCTION ringshard_worker.replica_slot(table_name regclass, key "any", keyspace "any", excluded text[],
+									   topology_version bigint)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'ringshard_replica_slot_by_key' LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION ringshard_worker.replica_slot(regclass, "any", text[], bigint) IS
+	'on a worker: 100 times the number of the key''s replicas outside the excluded nodes plus this node''s rank among them (0 first), NULL if it is not one; errors if the node holds another topology version (NULL: no check)';
+COMMENT ON FUNCTION ringshard_worker.replica_slot(regclass, "any", "any", text[], bigint) IS
+	'the same for a table placed by a partition map whose keyspace is a column';
+
 -- On a worker: whether a ring token lies in one of the ranges (pairs of
 -- inclusive bounds, sorted) a fan-out gives: the rows this node serves.
 CREATE FUNCTION ringshard_worker.token_in_ranges(token ringtoken, ranges ringtoken[]) RETURNS boolean
@@ -524,6 +538,11 @@ CREATE FUNCTION ringshard.recover_prepared_transactions()
 	AS 'MODULE_PATHNAME', 'ringshard_recover_prepared_transactions' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.recover_prepared_transactions() IS
 	'on every node, commits this coordinator''s prepared transactions that have a record and rolls back the others whose coordinator transaction ended; the watchdog runs it every round';
+CREATE FUNCTION ringshard_internal.recover_prepared_transactions_on(nodes text[])
+	RETURNS TABLE (node text, committed integer, rolled_back integer, in_progress integer, error text)
+	AS 'MODULE_PATHNAME', 'ringshard_recover_prepared_transactions' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+COMMENT ON FUNCTION ringshard_internal.recover_prepared_transactions_on(text[]) IS
+	'recover_prepared_transactions() on these nodes only (a rebalance runs it on a batch''s new replicas before it deletes the batch''s rows where they left)';
 
 -- Proof that a table's replicas hold the same rows, and their repair (src/admin/verify.c).
 CREATE FUNCTION ringshard.verify_table(table_name regclass)

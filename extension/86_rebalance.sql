@@ -819,6 +819,7 @@ DECLARE
 	deletes text[];
 	target text;
 	removed bigint := 0;
+	unreachable text;
 BEGIN
 	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, deletes
 	  FROM ringshard.rebalance_progress p
@@ -832,6 +833,24 @@ BEGIN
 	END IF;
 	-- a statement that began before the copy committed may still read these rows there
 	PERFORM ringshard_internal.wait_for_readers(table_name);
+	-- The copy is committed here, but its parts on the targets may still be
+	-- prepared: their COMMIT PREPARED was not confirmed (a node, or this
+	-- server, went away in between; a resumed move meets the batch the
+	-- interrupted one copied last).  Those rows are invisible on the targets
+	-- until recovery commits them, so deleting them where they left would
+	-- leave them nowhere to be read: recovery runs first, and a target it
+	-- cannot reach stops the move.
+	SELECT string_agg(format('node "%s": %s', r.node, r.error), '; ' ORDER BY r.node) INTO unreachable
+	  FROM ringshard_internal.recover_prepared_transactions_on(ARRAY(
+	         SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
+	          WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied))) r
+	 WHERE r.error IS NOT NULL;
+	IF unreachable IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % cannot confirm that steps % are committed on their new replicas', table_name, copied
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = format('Recovery of their prepared parts failed: %s.', unreachable),
+			      HINT = 'Nothing was deleted.  Call rebalance again once the nodes answer: it resumes.';
+	END IF;
 	FOREACH target IN ARRAY deletes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',

@@ -96,6 +96,8 @@ GRANT EXECUTE ON FUNCTION
 	ringshard.node_table_rows(regclass),
 	ringshard_worker.reads_here(regclass, "any", text[], bigint),
 	ringshard_worker.reads_here(regclass, "any", "any", text[], bigint),
+	ringshard_worker.replica_slot(regclass, "any", text[], bigint),
+	ringshard_worker.replica_slot(regclass, "any", "any", text[], bigint),
 	ringshard_worker.token_in_ranges(ringtoken, ringtoken[]),
 	ringshard_worker.reject_misrouted_rows(),
 	ringshard_worker.expect_stored_rows(bigint, bigint),

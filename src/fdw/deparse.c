@@ -1310,17 +1310,30 @@ rsfdw_close_sql(const char *cursor)
 	return psprintf("CLOSE %s", cursor);
 }
 
-char *
-rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char *version)
+/* A call of ringshard_worker.<function>(table, key [, keyspace], excluded, version) for the rows (alias t). */
+static char *
+key_function_sql(const char *function, TablePlacement *placement, const char *excluded, const char *version)
 {
 	char	   *table = rsfdw_relation_name(placement->relid);
 
 	if (placement->keyspace_attnum > 0)
-		return psprintf("ringshard_worker.reads_here(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)",
+		return psprintf("ringshard_worker.%s(%s::pg_catalog.regclass, t.%s, t.%s, %s, %s)", function,
 						quote_literal_cstr(table), quote_identifier(placement->key_column),
 						quote_identifier(placement->keyspace_column), excluded, version);
-	return psprintf("ringshard_worker.reads_here(%s::pg_catalog.regclass, t.%s, %s, %s)",
+	return psprintf("ringshard_worker.%s(%s::pg_catalog.regclass, t.%s, %s, %s)", function,
 					quote_literal_cstr(table), quote_identifier(placement->key_column), excluded, version);
+}
+
+char *
+rsfdw_reads_here_sql(TablePlacement *placement, const char *excluded, const char *version)
+{
+	return key_function_sql("reads_here", placement, excluded, version);
+}
+
+char *
+rsfdw_replica_slot_sql(TablePlacement *placement, const char *excluded, const char *version)
+{
+	return key_function_sql("replica_slot", placement, excluded, version);
 }
 
 char *
@@ -1607,21 +1620,51 @@ rsfdw_key_filter_sql(const char *key_column, Oid key_type, const Datum *keys, in
 
 char *
 rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const char *where, const char *key_filter,
-						const char *counts)
+						const char *counts, const char *slots)
 {
 	StringInfoData sql;
 	ListCell   *lc;
 
-	/* each row counts once, on the node where counts is true (its first replica) */
+	/*
+	 * Each row counts once, on the node where counts is true (its first
+	 * replica); slots (replica_slot(), or NULL) says which replica of the row
+	 * this node is, and the answer ends with a row per slot and how many
+	 * rows this node changed in it: rows whose first column is NULL (and, for
+	 * RETURNING, whose flag is NULL).
+	 */
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "WITH m AS (%s%s%s RETURNING %s AS rs_counts", statement, where, key_filter, counts);
-	foreach(lc, plan->returning)
-		appendStringInfo(&sql, ", t.%s", rsfdw_column_name(plan->relid, lfirst_int(lc)));
 	if (plan->has_returning)
-		appendStringInfoString(&sql, ") SELECT * FROM m WHERE rs_counts");
+	{
+		/*
+		 * The CTE's columns named by position: a column of the table may be
+		 * called rs_counts.  The rows returned: flag, NULL, the columns, NULL;
+		 * then the slots: NULL, slot, NULLs, count.
+		 */
+		int			ncolumns = list_length(plan->returning);
+
+		appendStringInfoString(&sql, "WITH m (rs_counts, rs_slot");
+		for (int i = 1; i <= ncolumns; i++)
+			appendStringInfo(&sql, ", rs_c%d", i);
+		appendStringInfo(&sql, ") AS (%s%s%s RETURNING %s, %s", statement, where, key_filter, counts,
+						 slots ? slots : "NULL::pg_catalog.int4");
+		foreach(lc, plan->returning)
+			appendStringInfo(&sql, ", t.%s", rsfdw_column_name(plan->relid, lfirst_int(lc)));
+		appendStringInfoString(&sql, ") SELECT rs_counts, NULL::pg_catalog.int4");
+		for (int i = 1; i <= ncolumns; i++)
+			appendStringInfo(&sql, ", rs_c%d", i);
+		appendStringInfoString(&sql, ", NULL::pg_catalog.int8 FROM m WHERE rs_counts UNION ALL SELECT NULL, rs_slot");
+		for (int i = 1; i <= ncolumns; i++)
+			appendStringInfoString(&sql, ", NULL");
+		appendStringInfoString(&sql, ", pg_catalog.count(*) FROM m WHERE rs_slot IS NOT NULL GROUP BY rs_slot");
+	}
 	else
-		/* the rows the statement counts, and the rows this node changed (stat_nodes) */
-		appendStringInfoString(&sql, ") SELECT pg_catalog.count(*) FILTER (WHERE rs_counts), pg_catalog.count(*) FROM m");
+		/* the rows the statement counts and the rows this node changed (stat_nodes); then the slots */
+		appendStringInfo(&sql, "WITH m AS (%s%s%s RETURNING %s AS rs_counts, %s AS rs_slot)"
+						 " SELECT NULL::pg_catalog.int4, pg_catalog.count(*) FILTER (WHERE rs_counts),"
+						 " pg_catalog.count(*) FROM m"
+						 " UNION ALL SELECT rs_slot, pg_catalog.count(*), NULL FROM m"
+						 " WHERE rs_slot IS NOT NULL GROUP BY rs_slot",
+						 statement, where, key_filter, counts, slots ? slots : "NULL::pg_catalog.int4");
 	return sql.data;
 }
 

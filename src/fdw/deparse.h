@@ -154,6 +154,8 @@ extern char *rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary)
 
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
 extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
+/* The call of replica_slot() for the rows (alias t): which of each row's replicas the node is. */
+extern char *rsfdw_replica_slot_sql(struct TablePlacement *placement, const char *excluded, const char *version);
 /* The excluded nodes of a placement as a text[] literal, for reads_here(). */
 extern char *rsfdw_excluded_nodes_sql(struct TablePlacement *placement, const bool *excluded);
 /* " AND reads_here(...)": each row read once, on its first replica not excluded. */
@@ -186,7 +188,7 @@ extern char *rsfdw_copy_from_sql(const char *table, const char *columns, bool bi
 extern char *rsfdw_truncate_sql(Oid relid, bool cascade);
 extern char *rsfdw_key_filter_sql(const char *key_column, Oid key_type, const Datum *keys, int nkeys);
 extern char *rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const char *where,
-									 const char *key_filter, const char *counts);
+									 const char *key_filter, const char *counts, const char *slots);
 
 /*
  * DDL for the nodes, from the parse tree of a statement whose node-side

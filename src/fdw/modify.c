@@ -1330,6 +1330,62 @@ queued_targets(TablePlacement *placement, const bool *targets, int *nqueued)
 	return queued;
 }
 
+/*
+ * A row changes on every one of its replicas that took the statement, or on
+ * none: each node's answer counts the rows it changed by slot (the number of
+ * the row's replicas that took the statement, and which of them this node
+ * is, from ringshard_worker.replica_slot()), and for each number of replicas
+ * every rank must have changed as many rows.  One that changed fewer missed
+ * rows the others changed, most often a row inserted by a transaction that
+ * is still in doubt on it (its commit did not reach the node, and recovery
+ * has not finished it yet): acknowledging the change would leave the
+ * replicas different for good.  The statement fails instead, as a
+ * serialization failure: nothing was changed, and a retry once the replicas
+ * agree again succeeds.  Answers: rows whose slot column is not NULL, with
+ * their count in count_column.
+ */
+static void
+check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGresult **results, int n,
+							 int slot_column, int count_column, const char *what)
+{
+	int64	   *changed = palloc0(sizeof(int64) * (PLACEMENT_MAX_REPLICAS + 1) * PLACEMENT_MAX_REPLICAS);
+
+	for (int j = 0; j < n; j++)
+		for (int row = 0; row < PQntuples(results[j]); row++)
+		{
+			int64		slot;
+			int64		count;
+
+			if (PQgetisnull(results[j], row, slot_column))
+				continue;
+			slot = remote_int64_value(conns[j], results[j], row, slot_column, what);
+			count = remote_int64_value(conns[j], results[j], row, count_column, what);
+			if (slot < 100 || slot / 100 > PLACEMENT_MAX_REPLICAS || slot % 100 >= slot / 100 || count < 0)
+				remote_reject_answer(conns[j], what, psprintf("slot " INT64_FORMAT " with count " INT64_FORMAT,
+															  slot, count));
+			changed[(slot / 100) * PLACEMENT_MAX_REPLICAS + slot % 100] += count;
+		}
+	for (int copies = 2; copies <= PLACEMENT_MAX_REPLICAS; copies++)
+		for (int rank = 1; rank < copies; rank++)
+		{
+			int64		first = changed[copies * PLACEMENT_MAX_REPLICAS];
+			int64		other = changed[copies * PLACEMENT_MAX_REPLICAS + rank];
+
+			if (first != other)
+				ereport(ERROR,
+						(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+						 errmsg("the replicas of table %s changed different rows", RelationGetRelationName(state->rel)),
+						 errdetail("Of the rows kept by %d replicas, their first replicas changed " INT64_FORMAT
+								   " and their replicas number %d changed " INT64_FORMAT ".",
+								   copies, first, rank + 1, other),
+						 errhint("Nothing was changed.  A transaction may still be in doubt on a node, its rows not "
+								 "visible there yet: retry the statement once recovery has finished it "
+								 "(ringshard.recover_prepared_transactions()); if it fails again, compare the "
+								 "replicas with ringshard.verify_table().")));
+		}
+	pfree(changed);
+}
+
 /* Run the statement on every target node at once; queue it for those that are down. */
 static void
 execute_direct(ForeignScanState *node, RsDirectState *state)
@@ -1350,6 +1406,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	   *sql;
 	char	  **node_sql = NULL;
 	char	   *counted;
+	char	   *slots = NULL;
 	bool		single_copy = placement_single_copy(&state->placement);
 	char	   *what;
 	int			nqueued;
@@ -1391,7 +1448,17 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	counted = single_copy ? "true"
 		: rsfdw_reads_here_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
 							   "NULL::pg_catalog.int8");
-	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter, counted);
+
+	/*
+	 * ... and each node says which replica of each row it changed it as, so
+	 * that a row changed on some replicas only fails the statement
+	 * (check_replicas_changed_alike).  Not while rows move: a row not copied
+	 * yet changes on its old replicas, which the new topology does not rank.
+	 */
+	if (!single_copy && !placement_is_moving(&state->placement))
+		slots = rsfdw_replica_slot_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
+									   "NULL::pg_catalog.int8");
+	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter, counted, slots);
 	if (placement_is_moving(&state->placement))
 	{
 		/* ... and a row not copied yet on the first of its old replicas that takes the statement */
@@ -1405,7 +1472,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 															conn_node[j]);
 
 			node_sql[j] = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter,
-												  filter + strlen(" AND "));
+												  filter + strlen(" AND "), NULL);
 		}
 	}
 	for (int j = 0; j < n; j++)
@@ -1427,17 +1494,36 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	for (int j = 0; j < n; j++)
 	{
 		state->results[j] = out[j].result;
-		/* RETURNING: the flag, then the columns; else one count */
+		/* RETURNING: the flag, the slot, the columns, the slot's count; else the slot and two counts */
 		if (state->has_returning)
-			remote_expect_rows(conns[j], out[j].result, 1 + state->nreturning, 0, -1, what);
+			remote_expect_rows(conns[j], out[j].result, 3 + state->nreturning, 0, -1, what);
 		else
 		{
+			PGresult   *res = out[j].result;
+			int			totals = -1;
+			int64		changed;
+
+			remote_expect_rows(conns[j], res, 3, 1, 1 + PLACEMENT_MAX_REPLICAS * PLACEMENT_MAX_REPLICAS, what);
+			for (int row = 0; row < PQntuples(res); row++)
+				if (PQgetisnull(res, row, 0))
+				{
+					if (totals >= 0)
+						remote_reject_answer(conns[j], what, "two rows of totals");
+					totals = row;
+				}
+			if (totals < 0)
+				remote_reject_answer(conns[j], what, "no row of totals");
 			/* the rows counted here (on the first replica), and the rows the node changed */
-			remote_expect_rows(conns[j], out[j].result, 2, 1, 1, what);
-			node->ss.ps.state->es_processed += remote_int64_value(conns[j], out[j].result, 0, 0, what);
-			(void) remote_int64_value(conns[j], out[j].result, 0, 1, what);
+			node->ss.ps.state->es_processed += remote_int64_value(conns[j], res, totals, 1, what);
+			changed = remote_int64_value(conns[j], res, totals, 2, what);
+			if (changed < 0)
+				remote_reject_answer(conns[j], what, "a negative count");
+			remote_count_rows_written(conns[j], changed);
 		}
 	}
+	if (slots)
+		check_replicas_changed_alike(state, conns, state->results, n, state->has_returning ? 1 : 0,
+									 state->has_returning ? 2 + state->nreturning : 1, what);
 }
 
 TupleTableSlot *
@@ -1468,13 +1554,19 @@ rsIterateDirectModify(ForeignScanState *node)
 	{
 		PGresult   *res = state->results[state->result_index];
 		MemoryContext old;
-		int			column = 1;
+		int			column = 2;	/* after the flag and the slot */
 		ListCell   *lc;
 
 		if (state->row >= PQntuples(res))
 		{
 			state->result_index++;
 			state->row = 0;
+			continue;
+		}
+		/* a row of slot counts (check_replicas_changed_alike), not a returned row */
+		if (PQgetisnull(res, state->row, 0))
+		{
+			state->row++;
 			continue;
 		}
 		MemoryContextReset(state->row_cxt);

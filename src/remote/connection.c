@@ -1591,6 +1591,13 @@ remote_answer_counts_writes(RemoteConnection *c)
 	c->answer_counts_writes = true;
 }
 
+void
+remote_count_rows_written(RemoteConnection *c, int64 rows)
+{
+	if (ringshard_track_node_stats)
+		remote_stats_received(c->stats, 0, rows, 0);
+}
+
 /*
  * A result's rows for stat_nodes: those it returns are read, those its
  * command tag says it inserted, updated, deleted or copied in are written
@@ -1614,20 +1621,8 @@ count_result(RemoteConnection *c, PGresult *r, ExecStatusType status)
 		for (int i = 0; i < rows; i++)
 			for (int j = 0; j < cols; j++)
 				bytes += PQgetlength(r, i, j);
-		/* (a wrong shape is the reader's to refuse: here it counts as rows read) */
-		if (c->answer_counts_writes && rows == 1 && cols == 2 && !PQgetisnull(r, 0, 1))
-		{
-			/* only a plain count counts: the reader refuses anything else */
-			const char *value = PQgetvalue(r, 0, 1);
-			char	   *end;
-			long long	changed;
-
-			errno = 0;
-			changed = strtoll(value, &end, 10);
-			if (errno == 0 && end != value && *end == '\0' && changed >= 0)
-				written = (int64) changed;
-		}
-		else
+		/* an answer of counts is no rows read: its reader counts the rows written once it has checked it */
+		if (!c->answer_counts_writes)
 			read = rows;
 	}
 	else
@@ -1917,8 +1912,8 @@ remote_answer(RemoteConnection *c, RemoteResult *out, const char *sql, const cha
 }
 
 /* A node answered what no statement of ours can get: the link goes, and it is an error. */
-static void
-reject_answer(RemoteConnection *c, const char *what, const char *detail)
+void
+remote_reject_answer(RemoteConnection *c, const char *what, const char *detail)
 {
 	char	   *why = psprintf("the node's answer to %s was malformed: %s", what, detail);
 
@@ -1937,16 +1932,16 @@ remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows
 				   const char *what)
 {
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		reject_answer(c, what, psprintf("%s where rows were expected", PQresStatus(PQresultStatus(res))));
+		remote_reject_answer(c, what, psprintf("%s where rows were expected", PQresStatus(PQresultStatus(res))));
 	if (PQnfields(res) != nfields)
-		reject_answer(c, what, psprintf("%d columns where %d were expected", PQnfields(res), nfields));
+		remote_reject_answer(c, what, psprintf("%d columns where %d were expected", PQnfields(res), nfields));
 	if (PQntuples(res) < min_rows || (max_rows >= 0 && PQntuples(res) > max_rows))
-		reject_answer(c, what, max_rows == min_rows
+		remote_reject_answer(c, what, max_rows == min_rows
 					  ? psprintf("%d rows where %d were expected", PQntuples(res), min_rows)
 					  : psprintf("%d rows where %d to %d were expected", PQntuples(res), min_rows, max_rows));
 	for (int i = 0; i < nfields; i++)
 		if (PQfformat(res, i) != 0 && PQfformat(res, i) != 1)
-			reject_answer(c, what, psprintf("column %d has format %d", i + 1, PQfformat(res, i)));
+			remote_reject_answer(c, what, psprintf("column %d has format %d", i + 1, PQfformat(res, i)));
 }
 
 /* Whether a command tag is `tag` (alone or followed by its counts). */
@@ -1979,12 +1974,12 @@ remote_expect_command(RemoteConnection *c, PGresult *res, const char *tag, int64
 	const char *status;
 
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		reject_answer(c, what, psprintf("%s where a command's completion was expected", PQresStatus(PQresultStatus(res))));
+		remote_reject_answer(c, what, psprintf("%s where a command's completion was expected", PQresStatus(PQresultStatus(res))));
 	status = PQcmdStatus(res);
 	if (tag && !tag_is(status, tag))
-		reject_answer(c, what, psprintf("\"%s\" where \"%s\" was expected", pnstrdup(status, 60), tag));
+		remote_reject_answer(c, what, psprintf("\"%s\" where \"%s\" was expected", pnstrdup(status, 60), tag));
 	if (rows >= 0 && !tag_counts(status, rows))
-		reject_answer(c, what, psprintf("\"%s\" where " INT64_FORMAT " rows were expected",
+		remote_reject_answer(c, what, psprintf("\"%s\" where " INT64_FORMAT " rows were expected",
 										pnstrdup(status, 60), rows));
 }
 
@@ -2040,7 +2035,7 @@ remote_flush_deferred(RemoteConnection *c)
 	/* the node checked the count itself (rsfdw_insert_values_checked_sql): one row, the count */
 	remote_expect_rows(c, res, 1, 1, 1, c->deferred_what);
 	if (remote_int64_value(c, res, 0, 0, c->deferred_what) != c->deferred_rows)
-		reject_answer(c, c->deferred_what, psprintf("a count of %s where " INT64_FORMAT " was expected",
+		remote_reject_answer(c, c->deferred_what, psprintf("a count of %s where " INT64_FORMAT " was expected",
 													 pnstrdup(PQgetvalue(res, 0, 0), 24), c->deferred_rows));
 	remote_stats_received(c->stats, 0, c->deferred_rows, 0);
 	remote_result_free(res);
@@ -2137,11 +2132,11 @@ remote_expect_formats(RemoteConnection *c, PGresult *res, int format, const Oid 
 	for (int i = 0; i < PQnfields(res); i++)
 	{
 		if (PQfformat(res, i) != format)
-			reject_answer(c, what, psprintf("column %d is in %s format, not %s", i + 1,
+			remote_reject_answer(c, what, psprintf("column %d is in %s format, not %s", i + 1,
 											PQfformat(res, i) ? "binary" : "text", format ? "binary" : "text"));
 		/* a built-in type has the same OID on every server: a binary value must be of it */
 		if (types && OidIsValid(types[i]) && types[i] < FirstGenbkiObjectId && PQftype(res, i) != types[i])
-			reject_answer(c, what, psprintf("column %d is of type %u where %u was expected", i + 1,
+			remote_reject_answer(c, what, psprintf("column %d is of type %u where %u was expected", i + 1,
 											PQftype(res, i), types[i]));
 	}
 }
@@ -2150,9 +2145,9 @@ char *
 remote_text_value(RemoteConnection *c, PGresult *res, int row, int column, const char *what)
 {
 	if (row >= PQntuples(res) || column >= PQnfields(res) || PQfformat(res, column) != 0)
-		reject_answer(c, what, psprintf("no text value in row %d, column %d", row + 1, column + 1));
+		remote_reject_answer(c, what, psprintf("no text value in row %d, column %d", row + 1, column + 1));
 	if (PQgetisnull(res, row, column))
-		reject_answer(c, what, psprintf("a null value in row %d, column %d", row + 1, column + 1));
+		remote_reject_answer(c, what, psprintf("a null value in row %d, column %d", row + 1, column + 1));
 	return PQgetvalue(res, row, column);
 }
 
@@ -2166,7 +2161,7 @@ remote_int64_value(RemoteConnection *c, PGresult *res, int row, int column, cons
 	errno = 0;
 	value = strtoll(text, &end, 10);
 	if (errno != 0 || end == text || *end != '\0')
-		reject_answer(c, what, psprintf("\"%s\" in row %d, column %d is not an integer",
+		remote_reject_answer(c, what, psprintf("\"%s\" in row %d, column %d is not an integer",
 										pnstrdup(text, 40), row + 1, column + 1));
 	return (int64) value;
 }
@@ -2323,7 +2318,7 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 	remote_receive_all(&from, 1, &out, 0);
 	res = remote_answer(from, &out, out_sql, "a copy of rows");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		reject_answer(from, "a copy of rows", psprintf("%s where a command's end was expected",
+		remote_reject_answer(from, "a copy of rows", psprintf("%s where a command's end was expected",
 													   PQresStatus(PQresultStatus(res))));
 	sent = strtoll(PQcmdTuples(res), NULL, 10);
 	remote_result_free(res);
@@ -2333,7 +2328,7 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 	remote_receive_all(&to, 1, &out, 0);
 	res = remote_answer(to, &out, in_sql, "a copy of rows");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		reject_answer(to, "a copy of rows", psprintf("%s where a command's end was expected",
+		remote_reject_answer(to, "a copy of rows", psprintf("%s where a command's end was expected",
 													 PQresStatus(PQresultStatus(res))));
 	rows = strtoll(PQcmdTuples(res), NULL, 10);
 	remote_result_free(res);

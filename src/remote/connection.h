@@ -142,8 +142,12 @@ extern void remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
  * flight for another owner is drained and parked for it first.
  */
 extern void remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const void *owner);
-/* The query just sent answers (rows counted, rows changed): stat_nodes counts the second as written. */
+/*
+ * The query just sent answers with counts, not rows read: its reader tells
+ * stat_nodes the rows the node wrote, once it has checked the answer.
+ */
 extern void remote_answer_counts_writes(RemoteConnection *c);
+extern void remote_count_rows_written(RemoteConnection *c, int64 rows);
 
 /* The coordinator's tag in the application_name of its node connections ("ringshard <tag> <pid>"). */
 extern const char *remote_coordinator_tag(void);
@@ -259,6 +263,8 @@ extern PGresult *remote_answer(RemoteConnection *c, RemoteResult *out, const cha
  */
 extern void remote_expect_rows(RemoteConnection *c, PGresult *res, int nfields, int min_rows, int max_rows,
 							   const char *what);
+/* A node's answer to `what` is malformed (detail says how): the link goes, and it is an error. */
+extern void remote_reject_answer(RemoteConnection *c, const char *what, const char *detail) pg_attribute_noreturn();
 /* Remember why a connection's last command failed (its last_error). */
 extern void remote_set_error(RemoteConnection *c, const char *error);
 

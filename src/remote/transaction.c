@@ -825,6 +825,25 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	prefix = psprintf("rs_%s_" UINT64_FORMAT "_", catalog_coordinator_id(), GetSystemIdentifier());
 	nodes = catalog_addressed_nodes(&nnodes);
+	/* recover_prepared_transactions_on(nodes): those nodes only (a rebalance, before it deletes copied rows) */
+	if (PG_NARGS() == 1)
+	{
+		ArrayType  *only = PG_GETARG_ARRAYTYPE_P(0);
+		Datum	   *names;
+		bool	   *name_nulls;
+		int			nnames;
+		int			kept = 0;
+
+		deconstruct_array(only, TEXTOID, -1, false, TYPALIGN_INT, &names, &name_nulls, &nnames);
+		for (int n = 0; n < nnodes; n++)
+			for (int i = 0; i < nnames; i++)
+				if (!name_nulls[i] && strcmp(nodes[n], TextDatumGetCString(names[i])) == 0)
+				{
+					nodes[kept++] = nodes[n];
+					break;
+				}
+		nnodes = kept;
+	}
 
 	for (int n = 0; n < nnodes; n++)
 	{

@@ -113,32 +113,26 @@ typedef struct ReadsHereState
 	ArrayType  *excluded_array; /* the argument they were read from */
 } ReadsHereState;
 
-PG_FUNCTION_INFO_V1(ringshard_reads_here_by_key);
-
 /*
- * reads_here(table, key [, keyspace], excluded, version): on a worker,
- * whether this node is the first of the key's replicas outside the excluded
- * nodes, so that a fan-out reads each row exactly once.  It takes the key
- * columns, not the row: building each row as a value cost more than the
- * routing.  The coordinator passes its topology version: a node holding
- * another one would answer for the wrong rows, so that is an error (NULL
- * skips the check).  (Not named ringshard_reads_here: that symbol is 1.0's
- * reads_here(row, excluded); see legacy_1_0.c.)
+ * The replicas of a reads_here() or replica_slot() call's key, by node
+ * index, into replicas[] (their count into *nreplicas), and the call site's
+ * state, with this node's index and the excluded nodes; NULL if an argument
+ * is null or this node is not in the table's placement.  The coordinator
+ * passes its topology version: a node holding another one would answer for
+ * the wrong rows, so that is an error (NULL skips the check).
  */
-Datum
-ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
+static ReadsHereState *
+key_replicas_here(FunctionCallInfo fcinfo, uint16 *replicas, int *nreplicas)
 {
 	ReadsHereState *state = fcinfo->flinfo->fn_extra;
 	bool		with_keyspace = PG_NARGS() == 5;
 	int			excluded_arg = with_keyspace ? 3 : 2;
 	int			version_arg = excluded_arg + 1;
 	Oid			relid;
-	uint16		replicas[PLACEMENT_MAX_REPLICAS];
-	int			n;
 	ArrayType  *excluded;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || (with_keyspace && PG_ARGISNULL(2)) || PG_ARGISNULL(excluded_arg))
-		PG_RETURN_BOOL(false);
+		return NULL;
 	relid = PG_GETARG_OID(0);
 	excluded = PG_GETARG_ARRAYTYPE_P(excluded_arg);
 	if (state == NULL)
@@ -173,8 +167,9 @@ ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
 			state->generation = 0;
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("reads_here() needs the key%s of table %s as the table's column type%s",
-							with_keyspace ? " and keyspace" : "", get_rel_name(relid), with_keyspace ? "s" : "")));
+					 errmsg("%s() needs the key%s of table %s as the table's column type%s",
+							get_func_name(fcinfo->flinfo->fn_oid), with_keyspace ? " and keyspace" : "",
+							get_rel_name(relid), with_keyspace ? "s" : "")));
 		}
 		relation_close(rel, AccessShareLock);
 		read_cluster_state(&cluster, fcinfo->flinfo->fn_mcxt);
@@ -196,7 +191,7 @@ ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
 						PG_GETARG_INT64(version_arg)),
 				 errhint("Run ringshard.sync_topology() on the coordinator.")));
 	if (state->local_index < 0)
-		PG_RETURN_BOOL(false);
+		return NULL;
 	if (state->excluded_array == NULL || VARSIZE(state->excluded_array) != VARSIZE(excluded) ||
 		memcmp(state->excluded_array, excluded, VARSIZE(excluded)) != 0)
 	{
@@ -216,12 +211,70 @@ ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
 					state->excluded[i] = true;
 		MemoryContextSwitchTo(old);
 	}
-	n = placement_key_replicas(&state->placement, PG_GETARG_DATUM(1), with_keyspace ? PG_GETARG_DATUM(2) : (Datum) 0,
-							   replicas);
-	for (int i = 0; i < n; i++)
+	*nreplicas = placement_key_replicas(&state->placement, PG_GETARG_DATUM(1),
+										with_keyspace ? PG_GETARG_DATUM(2) : (Datum) 0, replicas);
+	return state;
+}
+
+PG_FUNCTION_INFO_V1(ringshard_reads_here_by_key);
+
+/*
+ * reads_here(table, key [, keyspace], excluded, version): on a worker,
+ * whether this node is the first of the key's replicas outside the excluded
+ * nodes, so that a fan-out reads each row exactly once.  It takes the key
+ * columns, not the row: building each row as a value cost more than the
+ * routing.  (Not named ringshard_reads_here: that symbol is 1.0's
+ * reads_here(row, excluded); see legacy_1_0.c.)
+ */
+Datum
+ringshard_reads_here_by_key(PG_FUNCTION_ARGS)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			n;
+	ReadsHereState *state = key_replicas_here(fcinfo, replicas, &n);
+
+	for (int i = 0; state && i < n; i++)
 		if (!state->excluded[replicas[i]])
 			PG_RETURN_BOOL(replicas[i] == state->local_index);
 	PG_RETURN_BOOL(false);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_replica_slot_by_key);
+
+/*
+ * replica_slot(table, key [, keyspace], excluded, version): on a worker,
+ * 100 times the number of the key's replicas outside the excluded nodes,
+ * plus this node's rank among them (0 for the first); NULL if this node is
+ * not one of them.  A change sent to every replica answers how many rows it
+ * changed in each slot: a row changes on every replica or on none, so, for
+ * each number of replicas, every rank must count the same rows.  A replica
+ * that missed a row (one still in doubt there, say, inserted by a
+ * transaction whose commit has not reached it) shows as a rank that counted
+ * fewer, and the coordinator fails the statement instead of acknowledging a
+ * change that only some replicas made.
+ */
+Datum
+ringshard_replica_slot_by_key(PG_FUNCTION_ARGS)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			n;
+	int			copies = 0;
+	int			rank = -1;
+	ReadsHereState *state = key_replicas_here(fcinfo, replicas, &n);
+
+	StaticAssertStmt(PLACEMENT_MAX_REPLICAS < 100, "a slot is copies * 100 + rank");
+	if (state == NULL)
+		PG_RETURN_NULL();
+	for (int i = 0; i < n; i++)
+		if (!state->excluded[replicas[i]])
+		{
+			if (replicas[i] == state->local_index)
+				rank = copies;
+			copies++;
+		}
+	if (rank < 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(copies * 100 + rank);
 }
 
 PG_FUNCTION_INFO_V1(ringshard_reject_misrouted_rows);

@@ -1,0 +1,97 @@
+# A rebalance never deletes a batch's rows where they left while the copy of
+# them is still in doubt on a new replica.  The attack, as 007_rebalance.pl
+# met it: the coordinator died between the local commit of a batch's copy
+# (the steps marked copied) and the COMMIT PREPARED of its part on the new
+# replica, so the copied rows stayed prepared, invisible, there; the resumed
+# rebalance deleted them from the node they left, before any recovery ran,
+# and each was left with one visible copy.
+#
+# Here: three workers at R = 2, a fourth added; a rebalance interrupted after
+# its first batch (statement_timeout during its pause); resumed in a session
+# whose next commit with node parts crashes the coordinator right after the
+# local commit (fault point after_local_commit); the coordinator restarts
+# (no watchdog runs recovery), so a new replica holds the batch prepared;
+# rebalance is called again.  It must commit that part before it deletes:
+# every worker then holds exactly its rows, two copies of each, and no
+# prepared transaction is left.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
+my @workers = map { PostgreSQL::Test::Cluster->new("r$_") } 1 .. 4;
+for my $node ($coordinator, @workers)
+{
+	$node->init;
+	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
+}
+# the fault point crashes the server: the postmaster restarts it (the test framework turns that off)
+$coordinator->append_conf('postgresql.conf', 'restart_after_crash = on');
+$coordinator->restart;
+
+my $rows = 400;
+$coordinator->safe_psql('postgres', join('', map {
+	sprintf(q{SELECT ringshard.add_node('r%d', 'host=%s port=%d dbname=postgres');}, $_,
+		$workers[ $_ - 1 ]->host, $workers[ $_ - 1 ]->port)
+} 1 .. 3) . qq{
+	SELECT ringshard.set_replication_factor('default', 2);
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE TABLE items (id bigint PRIMARY KEY, payload text NOT NULL);
+	SELECT ringshard.distribute_table('items', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('items');
+	INSERT INTO items SELECT g, 'row-' || g FROM generate_series(1, $rows) g;
+} . sprintf(q{SELECT ringshard.add_node('r4', 'host=%s port=%d dbname=postgres');}, $workers[3]->host,
+	$workers[3]->port));
+
+# 1. the move starts, copies and finishes its first batch, and is stopped in its pause
+my ($rc, $out, $err) = $coordinator->psql('postgres',
+	q{SET statement_timeout = '4s'; CALL ringshard.rebalance('items', batch => 10, pause_ms => 20000)});
+like($err, qr/canceling statement due to statement timeout/, 'the first call is stopped in its pause') or diag($err);
+my ($done, $left) = split /\|/, $coordinator->safe_psql('postgres',
+	q{SELECT count(*) FILTER (WHERE state = 'done'), count(*) FILTER (WHERE state <> 'done')
+	    FROM ringshard.rebalance_progress WHERE table_name = 'items'::regclass});
+cmp_ok($done, '>', 0, "it finished a batch ($done steps done)");
+cmp_ok($left, '>', 0, "and left steps to do ($left)");
+
+# 2. resumed; the next batch's copy commits here and the coordinator crashes before it commits on the nodes
+my $offset = -s $coordinator->logfile;
+($rc, $out, $err) = $coordinator->psql('postgres',
+	q{SET ringshard.fault_injection = 'after_local_commit=crash'; CALL ringshard.rebalance('items', batch => 10)});
+isnt($rc, 0, 'the resumed call dies with the coordinator');
+ok($coordinator->wait_for_log(qr/ringshard fault injection: crash at after_local_commit/, $offset),
+	'the crash came right after the local commit of a batch\'s copy');
+$coordinator->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+$coordinator->poll_query_until('postgres', 'SELECT true') or die 'the coordinator did not come back';
+my $prepared = 0;
+$prepared += $_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts') for @workers;
+cmp_ok($prepared, '>', 0, "the batch's copy is left prepared on its new replicas ($prepared parts)");
+is($coordinator->safe_psql('postgres',
+	q{SELECT count(*) > 0 FROM ringshard.rebalance_progress WHERE table_name = 'items'::regclass AND state = 'copied'}),
+	't', 'and its steps are recorded as copied');
+
+# 3. called again: the in-doubt copy is committed before its rows are deleted where they left
+($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', batch => 10)});
+is($rc, 0, 'rebalance called again finishes the move') or diag($err);
+$prepared = 0;
+$prepared += $_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts') for @workers;
+is($prepared, 0, 'no prepared transaction is left on any worker');
+my $total = 0;
+for my $i (1 .. 4)
+{
+	my $expected = $coordinator->safe_psql('postgres',
+		"SELECT string_agg(g::text, ',' ORDER BY g) FROM generate_series(1, $rows) g WHERE 'r$i' = ANY (replicas_for(g::bigint))");
+	my $actual = $workers[ $i - 1 ]->safe_psql('postgres', q{SELECT string_agg(id::text, ',' ORDER BY id) FROM items});
+	is($actual, $expected, "r$i holds exactly its rows after the move");
+	$total += $workers[ $i - 1 ]->safe_psql('postgres', 'SELECT count(*) FROM items');
+}
+is($total, 2 * $rows, "no row lost: $rows rows, two copies each");
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.verify_table('items')}), '0',
+	'verify_table finds every replica equal');
+is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM items'), $rows, 'the table reads every row');
+
+$_->stop for ($coordinator, @workers);
+done_testing();
