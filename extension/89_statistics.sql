@@ -14,6 +14,35 @@ CREATE FUNCTION ringshard_internal.stat_node_counters()
 COMMENT ON FUNCTION ringshard_internal.stat_node_counters() IS
 	'the counters behind ringshard.stat_nodes: one row per node of this database that a backend has connected to since the server started';
 
+-- When each node was last marked down and up, whoever marked it (the
+-- watchdog, a writer that queued a row for it, mark_node_down/up, or an
+-- UPDATE of ringshard.nodes): kept by a trigger on ringshard.nodes.
+CREATE TABLE ringshard.node_marks (
+	node_name text PRIMARY KEY REFERENCES ringshard.nodes (node_name) ON DELETE CASCADE,
+	last_marked_down timestamptz,
+	last_marked_up timestamptz
+);
+COMMENT ON TABLE ringshard.node_marks IS
+	'when each node was last marked down and up (by the watchdog, a write that queued a row for it, mark_node_down/up or an UPDATE of nodes)';
+
+CREATE FUNCTION ringshard_internal.note_node_mark() RETURNS trigger
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	IF NEW.is_up IS DISTINCT FROM OLD.is_up THEN
+		INSERT INTO ringshard.node_marks AS m (node_name, last_marked_down, last_marked_up)
+		VALUES (NEW.node_name, CASE WHEN NOT NEW.is_up THEN now() END, CASE WHEN NEW.is_up THEN now() END)
+		ON CONFLICT (node_name) DO UPDATE
+		   SET last_marked_down = CASE WHEN NOT NEW.is_up THEN now() ELSE m.last_marked_down END,
+		       last_marked_up = CASE WHEN NEW.is_up THEN now() ELSE m.last_marked_up END;
+	END IF;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.note_node_mark() IS
+	'trigger on ringshard.nodes: records in node_marks when a node is marked down or up';
+CREATE TRIGGER note_node_mark AFTER UPDATE OF is_up ON ringshard.nodes
+	FOR EACH ROW EXECUTE FUNCTION ringshard_internal.note_node_mark();
+
 -- One row per node: what the coordinator asked of it since the last reset,
 -- how long it took to answer, how often it failed, and what it holds open
 -- now; with the writes queued for it and what the watchdog last saw.
@@ -39,12 +68,15 @@ SELECT n.node_name AS node,
        (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = n.node_name) AS queued_writes,
        st.checked_at AS last_checked,
        st.rtt_ms AS last_rtt_ms,
+       mk.last_marked_down,
+       mk.last_marked_up,
        c.stats_reset
   FROM ringshard.nodes n
   LEFT JOIN ringshard_internal.stat_node_counters() c ON c.node = n.node_name
-  LEFT JOIN ringshard.node_status st ON st.node_name = n.node_name;
+  LEFT JOIN ringshard.node_status st ON st.node_name = n.node_name
+  LEFT JOIN ringshard.node_marks mk ON mk.node_name = n.node_name;
 COMMENT ON VIEW ringshard.stat_nodes IS
-	'per node since the last reset: queries sent and round trips with their mean and 99th-percentile time in ms (the percentile at most 19 % high), rows read and written, bytes, errors the node answered (by SQLSTATE class), links lost, malformed answers, timeouts, connections made; now: connections and prepared transactions open, writes queued; and the watchdog''s last check';
+	'per node since the last reset: queries sent and round trips with their mean and 99th-percentile time in ms (the percentile at most 19 % high), rows read and written, bytes, errors the node answered (by SQLSTATE class), links lost, malformed answers, timeouts, connections made; now: connections and prepared transactions open, writes queued; the watchdog''s last check; when the node was last marked down and up';
 
 CREATE FUNCTION ringshard.stat_reset(node text DEFAULT NULL) RETURNS integer
 	AS 'MODULE_PATHNAME', 'ringshard_stat_reset' LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -337,4 +337,24 @@ sub connections_closed
 		'plain EXPLAIN runs nothing and shows no node rows');
 }
 
+# 11. When a node was last marked down and up, whoever marked it.
+{
+	$coordinator->safe_psql('postgres', q{SELECT ringshard.mark_node_down('w1')});
+	is($coordinator->safe_psql('postgres',
+			q{SELECT (last_marked_down IS NOT NULL) || '/' || (last_marked_up IS NULL OR last_marked_up < last_marked_down)
+			    FROM ringshard.stat_nodes WHERE node = 'w1'}),
+		'true/true', 'stat_nodes says when w1 was marked down');
+	my $down = $coordinator->safe_psql('postgres', q{SELECT last_marked_down FROM ringshard.stat_nodes WHERE node = 'w1'});
+	$coordinator->safe_psql('postgres', q{SELECT ringshard.mark_node_down('w1')});
+	is($coordinator->safe_psql('postgres', q{SELECT last_marked_down FROM ringshard.stat_nodes WHERE node = 'w1'}), $down,
+		'... a mark of a node already down changes nothing');
+	$coordinator->safe_psql('postgres', q{UPDATE ringshard.nodes SET is_up = true WHERE node_name = 'w1'});
+	is($coordinator->safe_psql('postgres',
+			q{SELECT (last_marked_up >= last_marked_down) || '/' || (last_marked_down = '} . $down . q{')
+			    FROM ringshard.stat_nodes WHERE node = 'w1'}),
+		'true/true', '... and when it was marked up again (here by an UPDATE of ringshard.nodes), keeping the down time');
+	like($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.stat_nodes WHERE node = 'w1'},
+			extra_params => ['-U', 'watcher']), qr/^1$/, 'pg_monitor reads the marks through the view');
+}
+
 done_testing();

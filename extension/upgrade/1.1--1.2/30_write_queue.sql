@@ -11,3 +11,6 @@ ALTER TABLE ringshard.dead_letters
 
 -- What the watchdog saw of each node in its last round.
 --@copy CREATE TABLE ringshard.node_status
+
+-- When each node was last marked down and up (ringshard.stat_nodes).
+--@copy CREATE TABLE ringshard.node_marks

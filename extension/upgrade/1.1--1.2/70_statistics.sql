@@ -1,0 +1,3 @@
+-- Marks of nodes down and up are kept from now on (its function is defined
+-- by 50_definitions).
+--@copy CREATE TRIGGER note_node_mark
