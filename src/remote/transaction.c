@@ -536,6 +536,15 @@ post_commit(void)
 	if (prepared.n == 0)
 		return;
 	remote_fault_point("after_local_commit");
+	if (!PostmasterIsAlive())
+	{
+		/* the server is going away: its recovery (or a promoted standby's) finishes them */
+		ereport(WARNING,
+				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+				 errmsg("the server went away during the commit, so its parts on the nodes stay prepared"),
+				 errdetail("Recovery finishes them as the transaction records say, once the server is back.")));
+		return;
+	}
 	if (!decision_is_durable())
 	{
 		ereport(WARNING,
