@@ -79,6 +79,7 @@ END {
 		print  "      Direct: each worker looks up keys it owns (shard_for), its number of lookups = its share"
 		printf "      of the keys (%s of %d), and the figure is the mean over the three, weighted by share.\n", substr(shares, 2), nrows
 		row("sel_coord", "SELECT ... FROM faces WHERE nik = $1        (coordinator)", "us", 1000)
+		row("sel_nostats", "  the same, ringshard.track_node_stats = off (no stat_nodes counters)", "us", 1000)
 		row("sel_direct", "SELECT ... FROM faces WHERE nik = $1        (directly on the owning workers)", "us", 1000)
 		row("sel_peer", "SELECT ... FROM faces_peer WHERE nik = $1   (postgres_fdw peer)", "us", 1000)
 		row("sel_local", "  diagnostic: the same on faces_local, the coordinator's local table", "us", 1000)
@@ -104,6 +105,7 @@ END {
 		target("COPY at R = 1 / postgres_fdw peer INSERT ... SELECT (batch 1000)", "copy_r1", "peer_insert", 1.0)
 		target("point SELECT: coordinator / directly on the owning workers", "sel_coord", "sel_direct", 2.5)
 		target("point SELECT: coordinator / postgres_fdw peer", "sel_coord", "sel_peer", 1.2)
+		target("point SELECT: stat_nodes counters on / off", "sel_coord", "sel_nostats", 1.05)
 		target("count(*), sum(score): coordinator / slowest worker's part", "agg_coord", "agg_direct", 1.3,
 		       agg_rows != "" && agg_rows + 0 <= nnodes,
 		       sprintf("(rows sent by the nodes: %s; target %d, one per node)", agg_rows == "" ? "?" : agg_rows, nnodes))

@@ -603,6 +603,15 @@ BEGIN
 	IF NOT EXISTS (SELECT FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_begin.table_name) THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name USING ERRCODE = 'undefined_object';
 	END IF;
+	-- each batch runs in a transaction of its own, and runs recovery on its
+	-- targets before it deletes (rebalance_finish_steps), which must see
+	-- what commits while it runs
+	IF NOT dry_run AND current_setting('default_transaction_isolation') <> 'read committed' THEN
+		RAISE EXCEPTION 'rebalance runs its batches at isolation level READ COMMITTED, not %',
+			upper(current_setting('default_transaction_isolation'))
+			USING ERRCODE = 'active_sql_transaction',
+			      HINT = 'SET default_transaction_isolation = ''read committed'' in the session, then call rebalance.';
+	END IF;
 	qualified := ringshard.qualified_name(table_name);
 
 	IF dry_run THEN
@@ -819,7 +828,8 @@ DECLARE
 	deletes text[];
 	target text;
 	removed bigint := 0;
-	unreachable text;
+	targets text[];
+	in_doubt text;
 BEGIN
 	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, deletes
 	  FROM ringshard.rebalance_progress p
@@ -838,18 +848,36 @@ BEGIN
 	-- server, went away in between; a resumed move meets the batch the
 	-- interrupted one copied last).  Those rows are invisible on the targets
 	-- until recovery commits them, so deleting them where they left would
-	-- leave them nowhere to be read: recovery runs first, and a target it
-	-- cannot reach stops the move.
-	SELECT string_agg(format('node "%s": %s', r.node, r.error), '; ' ORDER BY r.node) INTO unreachable
-	  FROM ringshard_internal.recover_prepared_transactions_on(ARRAY(
-	         SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
-	          WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied))) r
-	 WHERE r.error IS NOT NULL;
-	IF unreachable IS NOT NULL THEN
+	-- leave them nowhere to be read.  Recovery runs on the targets first
+	-- (its own errors aside: a part of someone else's may fail there); then
+	-- no part of a committed transaction (one with a record) may still be
+	-- prepared on a target, or the move stops with nothing deleted.  (The
+	-- record of a part is kept until recovery has seen it committed.)
+	targets := ARRAY(SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
+	                  WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied) ORDER BY 1);
+	FOR attempt IN 1 .. 5 LOOP
+		PERFORM ringshard_internal.recover_prepared_transactions_on(targets);
+		in_doubt := NULL;
+		FOREACH target IN ARRAY targets LOOP
+			IF EXISTS (SELECT FROM ringshard.transaction_records r
+			            WHERE r.node_name = target
+			              AND r.gid = ANY (ringshard_internal.node_value(target,
+			                    'SELECT pg_catalog.coalesce(pg_catalog.array_agg(gid), ''{}'') FROM pg_catalog.pg_prepared_xacts
+			                      WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()',
+			                    in_transaction => false, shape => 'text[]')::text[])) THEN
+				in_doubt := concat_ws(', ', in_doubt, format('"%s"', target));
+			END IF;
+		END LOOP;
+		EXIT WHEN in_doubt IS NULL;
+		-- (another backend may be committing it right now)
+		PERFORM pg_sleep(0.2 * attempt);
+	END LOOP;
+	IF in_doubt IS NOT NULL THEN
 		RAISE EXCEPTION 'rebalance of % cannot confirm that steps % are committed on their new replicas', table_name, copied
 			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      DETAIL = format('Recovery of their prepared parts failed: %s.', unreachable),
-			      HINT = 'Nothing was deleted.  Call rebalance again once the nodes answer: it resumes.';
+			      DETAIL = format('Committed transactions are still prepared on node %s, and recovery did not finish them.', in_doubt),
+			      HINT = 'Nothing was deleted.  See ringshard.recover_prepared_transactions(); call rebalance again once it '
+			             'finishes them: it resumes.';
 	END IF;
 	FOREACH target IN ARRAY deletes LOOP
 		removed := removed + ringshard_internal.node_value(target,

@@ -17,6 +17,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
+#include "common/int.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -1346,15 +1347,21 @@ queued_targets(TablePlacement *placement, const bool *targets, int *nqueued)
  */
 static void
 check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGresult **results, int n,
-							 int slot_column, int count_column, const char *what)
+							 int slot_column, int count_column, const int64 *counted, const int64 *changed_here,
+							 const char *what)
 {
 	int64	   *changed = palloc0(sizeof(int64) * (PLACEMENT_MAX_REPLICAS + 1) * PLACEMENT_MAX_REPLICAS);
 
 	for (int j = 0; j < n; j++)
+	{
+		int64		first_replica = 0;	/* rows changed here as their first replica */
+		int64		as_replica = 0; /* rows changed here as any of their replicas */
+
 		for (int row = 0; row < PQntuples(results[j]); row++)
 		{
 			int64		slot;
 			int64		count;
+			int64	   *sum;
 
 			if (PQgetisnull(results[j], row, slot_column))
 				continue;
@@ -1363,8 +1370,24 @@ check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGr
 			if (slot < 100 || slot / 100 > PLACEMENT_MAX_REPLICAS || slot % 100 >= slot / 100 || count < 0)
 				remote_reject_answer(conns[j], what, psprintf("slot " INT64_FORMAT " with count " INT64_FORMAT,
 															  slot, count));
-			changed[(slot / 100) * PLACEMENT_MAX_REPLICAS + slot % 100] += count;
+			sum = &changed[(slot / 100) * PLACEMENT_MAX_REPLICAS + slot % 100];
+			if (pg_add_s64_overflow(*sum, count, sum) || pg_add_s64_overflow(as_replica, count, &as_replica) ||
+				(slot % 100 == 0 && pg_add_s64_overflow(first_replica, count, &first_replica)))
+				remote_reject_answer(conns[j], what, "counts that overflow");
 		}
+
+		/*
+		 * The node's counts must agree with each other: the rows it counted
+		 * for the statement are those it is the first replica of (reads_here
+		 * is rank 0 of replica_slot), and it changed at least the rows it
+		 * ranks.
+		 */
+		if (first_replica != counted[j] || (changed_here[j] >= 0 && as_replica > changed_here[j]))
+			remote_reject_answer(conns[j], what,
+								 psprintf("it counted " INT64_FORMAT " rows, " INT64_FORMAT " as their first replica, "
+										  "and ranked " INT64_FORMAT " of the " INT64_FORMAT " it changed",
+										  counted[j], first_replica, as_replica, changed_here[j]));
+	}
 	for (int copies = 2; copies <= PLACEMENT_MAX_REPLICAS; copies++)
 		for (int rank = 1; rank < copies; rank++)
 		{
@@ -1379,7 +1402,7 @@ check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGr
 								   " and their replicas number %d changed " INT64_FORMAT ".",
 								   copies, first, rank + 1, other),
 						 errhint("Nothing was changed.  A transaction may still be in doubt on a node, its rows not "
-								 "visible there yet: retry the statement once recovery has finished it "
+								 "visible there yet: retry the transaction once recovery has finished it "
 								 "(ringshard.recover_prepared_transactions()); if it fails again, compare the "
 								 "replicas with ringshard.verify_table().")));
 		}
@@ -1407,6 +1430,8 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	  **node_sql = NULL;
 	char	   *counted;
 	char	   *slots = NULL;
+	int64	   *node_counted;
+	int64	   *node_changed;
 	bool		single_copy = placement_single_copy(&state->placement);
 	char	   *what;
 	int			nqueued;
@@ -1491,12 +1516,20 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	state->results = palloc(sizeof(PGresult *) * Max(n, 1));
 	state->result_conns = conns;
 	state->nresults = n;
+	node_counted = palloc0(sizeof(int64) * Max(n, 1));
+	node_changed = palloc0(sizeof(int64) * Max(n, 1));
 	for (int j = 0; j < n; j++)
 	{
 		state->results[j] = out[j].result;
 		/* RETURNING: the flag, the slot, the columns, the slot's count; else the slot and two counts */
 		if (state->has_returning)
+		{
 			remote_expect_rows(conns[j], out[j].result, 3 + state->nreturning, 0, -1, what);
+			/* the rows returned are those counted here; the rows changed are not told */
+			for (int row = 0; row < PQntuples(out[j].result); row++)
+				node_counted[j] += !PQgetisnull(out[j].result, row, 0);
+			node_changed[j] = -1;
+		}
 		else
 		{
 			PGresult   *res = out[j].result;
@@ -1514,16 +1547,20 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 			if (totals < 0)
 				remote_reject_answer(conns[j], what, "no row of totals");
 			/* the rows counted here (on the first replica), and the rows the node changed */
-			node->ss.ps.state->es_processed += remote_int64_value(conns[j], res, totals, 1, what);
+			node_counted[j] = remote_int64_value(conns[j], res, totals, 1, what);
 			changed = remote_int64_value(conns[j], res, totals, 2, what);
-			if (changed < 0)
-				remote_reject_answer(conns[j], what, "a negative count");
+			if (node_counted[j] < 0 || changed < node_counted[j])
+				remote_reject_answer(conns[j], what, psprintf("it counted " INT64_FORMAT " rows and changed " INT64_FORMAT,
+															  node_counted[j], changed));
+			node_changed[j] = changed;
+			node->ss.ps.state->es_processed += node_counted[j];
 			remote_count_rows_written(conns[j], changed);
 		}
 	}
 	if (slots)
 		check_replicas_changed_alike(state, conns, state->results, n, state->has_returning ? 1 : 0,
-									 state->has_returning ? 2 + state->nreturning : 1, what);
+									 state->has_returning ? 2 + state->nreturning : 1, node_counted, node_changed,
+									 what);
 }
 
 TupleTableSlot *

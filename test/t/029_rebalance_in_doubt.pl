@@ -73,6 +73,15 @@ is($coordinator->safe_psql('postgres',
 	q{SELECT count(*) > 0 FROM ringshard.rebalance_progress WHERE table_name = 'items'::regclass AND state = 'copied'}),
 	't', 'and its steps are recorded as copied');
 
+# at REPEATABLE READ a rebalance is refused before it does anything (its recovery must see new commits)
+($rc, $out, $err) = $coordinator->psql('postgres',
+	q{SET default_transaction_isolation = 'repeatable read'; CALL ringshard.rebalance('items', batch => 10)});
+like($err, qr/ERROR:  rebalance runs its batches at isolation level READ COMMITTED, not REPEATABLE READ/,
+	'at REPEATABLE READ rebalance is refused, with the reason');
+$prepared = 0;
+$prepared += $_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts') for @workers;
+cmp_ok($prepared, '>', 0, '... before it touched the prepared copy');
+
 # 3. called again: the in-doubt copy is committed before its rows are deleted where they left
 ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', batch => 10)});
 is($rc, 0, 'rebalance called again finishes the move') or diag($err);
