@@ -1506,8 +1506,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 			remote_take_moving_rows(conns[j]);
 		remote_note_write(conns[j]);
 		remote_send(conns[j], node_sql ? node_sql[j] : sql, true, state);
-		if (!state->has_returning)
-			remote_answer_counts_writes(conns[j]);
+		remote_answer_counts_writes(conns[j]);
 	}
 	remote_receive(conns, n, out, 0, 0);
 	what = psprintf("a change of table %s", RelationGetRelationName(state->rel));
@@ -1524,11 +1523,23 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 		/* RETURNING: the flag, the slot, the columns, the slot's count; else the slot and two counts */
 		if (state->has_returning)
 		{
+			int64		written = 0;
+
 			remote_expect_rows(conns[j], out[j].result, 3 + state->nreturning, 0, -1, what);
 			/* the rows returned are those counted here; the rows changed are not told */
 			for (int row = 0; row < PQntuples(out[j].result); row++)
 				node_counted[j] += !PQgetisnull(out[j].result, row, 0);
 			node_changed[j] = -1;
+			/* stat_nodes: the rows the node changed as a replica of theirs (its slots), else those it returned */
+			for (int row = 0; slots && row < PQntuples(out[j].result); row++)
+				if (!PQgetisnull(out[j].result, row, 1) && PQgetisnull(out[j].result, row, 0))
+				{
+					int64		count = remote_int64_value(conns[j], out[j].result, row, 2 + state->nreturning, what);
+
+					if (count < 0 || pg_add_s64_overflow(written, count, &written))
+						remote_reject_answer(conns[j], what, "a negative or overflowing count");
+				}
+			remote_count_rows_written(conns[j], slots ? written : node_counted[j]);
 		}
 		else
 		{

@@ -123,6 +123,10 @@ ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1},
 	$out = counters('SELECT ringshard.stat_reset(); DELETE FROM pairs WHERE k > 15', qw(rows_written));
 	is(column_of($out, 'w1', 'rows_written') . '/' . column_of($out, 'w2', 'rows_written'), '5/5',
 		'a DELETE of 5 rows at R = 2 counts 5 on each replica');
+	$out = counters('SELECT ringshard.stat_reset(); UPDATE pairs SET v = v + 1 WHERE k <= 3 RETURNING k',
+		qw(rows_written rows_read));
+	is(join('/', map { column_of($out, $_, 'rows_written') . ':' . column_of($out, $_, 'rows_read') } qw(w1 w2)),
+		'3:0/3:0', 'an UPDATE of 3 rows with RETURNING at R = 2 counts 3 written on each replica, none read');
 	$coordinator->safe_psql('postgres', 'INSERT INTO pairs SELECT g, g + 1 FROM generate_series(16, 20) g');
 }
 
