@@ -19,20 +19,13 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use RingshardTestCluster qw(start_servers);
 
-my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
-my @workers = map { PostgreSQL::Test::Cluster->new("w$_") } 1 .. 2;
-for my $node ($coordinator, @workers)
-{
-	$node->init;
-	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
-}
-my ($w1, $w2) = @workers;
 # A backend killed: the postmaster restarts the server (the test framework turns it off).
-$coordinator->append_conf('postgresql.conf', 'restart_after_crash = on');
-$coordinator->restart;
+my ($coordinator, $w1, $w2) = start_servers(workers => [qw(w1 w2)], coordinator_conf => 'restart_after_crash = on');
+my @workers = ($w1, $w2);
 
 $coordinator->safe_psql('postgres', sprintf(q{
 	SELECT ringshard.add_node('w1', 'host=%s port=%d dbname=postgres');

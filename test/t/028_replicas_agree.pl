@@ -23,22 +23,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use RingshardTestCluster qw(start_servers add_workers);
 
-my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
-my @workers = map { PostgreSQL::Test::Cluster->new("w$_") } 1 .. 3;
-for my $node ($coordinator, @workers)
-{
-	$node->init;
-	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
-}
-my %worker = map { ("w$_" => $workers[ $_ - 1 ]) } 1 .. 3;
-
-$coordinator->safe_psql('postgres', join('', map {
-	sprintf(q{SELECT ringshard.add_node('w%d', 'host=%s port=%d dbname=postgres');}, $_,
-		$workers[ $_ - 1 ]->host, $workers[ $_ - 1 ]->port)
-} 1 .. 3) . q{
+my ($coordinator, @workers) = start_servers(workers => [qw(w1 w2 w3)]);
+my %worker = map { ($_->name => $_) } @workers;
+add_workers($coordinator, @workers);
+$coordinator->safe_psql('postgres', q{
 	SELECT ringshard.set_replication_factor('default', 2);
 	SELECT count(*) FROM ringshard.sync_topology();
 	CREATE TABLE acct (k bigint PRIMARY KEY, v int NOT NULL);

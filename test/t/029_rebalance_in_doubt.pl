@@ -19,33 +19,25 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use RingshardTestCluster qw(start_servers add_workers);
 
-my $coordinator = PostgreSQL::Test::Cluster->new('coordinator');
-my @workers = map { PostgreSQL::Test::Cluster->new("r$_") } 1 .. 4;
-for my $node ($coordinator, @workers)
-{
-	$node->init;
-	$node->append_conf('postgresql.conf', "max_prepared_transactions = 20\nshared_preload_libraries = 'ringshard'");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION ringshard');
-}
 # the fault point crashes the server: the postmaster restarts it (the test framework turns that off)
-$coordinator->append_conf('postgresql.conf', 'restart_after_crash = on');
-$coordinator->restart;
+my ($coordinator, @workers) = start_servers(workers => [qw(r1 r2 r3 r4)],
+	coordinator_conf => 'restart_after_crash = on');
+add_workers($coordinator, @workers[0 .. 2]);
 
 my $rows = 400;
-$coordinator->safe_psql('postgres', join('', map {
-	sprintf(q{SELECT ringshard.add_node('r%d', 'host=%s port=%d dbname=postgres');}, $_,
-		$workers[ $_ - 1 ]->host, $workers[ $_ - 1 ]->port)
-} 1 .. 3) . qq{
+$coordinator->safe_psql('postgres', qq{
 	SELECT ringshard.set_replication_factor('default', 2);
 	SELECT count(*) FROM ringshard.sync_topology();
 	CREATE TABLE items (id bigint PRIMARY KEY, payload text NOT NULL);
 	SELECT ringshard.distribute_table('items', 'id');
 	SELECT count(*) FROM ringshard.create_distributed_table('items');
 	INSERT INTO items SELECT g, 'row-' || g FROM generate_series(1, $rows) g;
-} . sprintf(q{SELECT ringshard.add_node('r4', 'host=%s port=%d dbname=postgres');}, $workers[3]->host,
-	$workers[3]->port));
+});
+add_workers($coordinator, $workers[3]);
 
 # 1. the move starts, copies and finishes its first batch, and is stopped in its pause
 my ($rc, $out, $err) = $coordinator->psql('postgres',
