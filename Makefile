@@ -70,6 +70,8 @@ DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(EXTENSION)--1.1--1.2.sql
 # Install and update scripts of earlier versions, as they were released (the
 # upgrade tests install 1.0 and 1.1 first).
 DATA = $(EXTENSION)--1.0.sql $(EXTENSION)--1.1.sql $(EXTENSION)--1.0--1.1.sql
+# the Prometheus exporter's queries file (docs/monitoring.md), into $(docdir)/extension
+DOCS = monitoring/postgres_exporter-queries.yaml
 # The update from 1.1: hand-written steps, and every definition of 1.2 taken
 # from the install script's pieces (scripts/upgrade-script).
 UPGRADE_PIECES = $(sort $(wildcard extension/upgrade/1.1--1.2/*.sql))

@@ -581,6 +581,16 @@ sub hits
 	return $n;
 }
 
+# Action "delay:MS": the query waits MS milliseconds, then goes to the server
+# as it is (a slow node).  Returns the action left to apply.
+sub delayed
+{
+	my ($action) = @_;
+	return $action unless defined $action && $action =~ /^delay:(\d+)$/;
+	Time::HiRes::sleep($1 / 1000);
+	return undef;
+}
+
 # The action for a text, or undef.
 sub match_rule
 {
@@ -803,7 +813,7 @@ sub relay
 		{
 			(my $sql = $body) =~ s/\0$//;
 			append_line($config->{log}, "seen\t" . substr($sql, 0, 300));
-			my $action = match_rule($config, $sql);
+			my $action = delayed(match_rule($config, $sql));
 			if (defined $action && $action ne 'bad_binary' && $action ne 'extra_results')
 			{
 				return if $answer_here->($action, $sql);
@@ -847,7 +857,7 @@ sub relay
 			if ($has_execute)
 			{
 				append_line($config->{log}, "seen\t" . substr($sql, 0, 300));
-				my $action = match_rule($config, $sql);
+				my $action = delayed(match_rule($config, $sql));
 				if (defined $action && $action ne 'bad_binary' && $action ne 'extra_results')
 				{
 					return if $answer_here->($action, $sql, ($has_parse ? parse_complete() : ()),

@@ -226,6 +226,18 @@ hostile_case(
 		  or diag($out);
 	});
 
+# A slow node: each node's round trip is its own, not the probe's total.
+hostile_case(
+	label => 'node_health, a node that answers its probe 600 ms late',
+	rules => [ [ 'pg_database_size', 'delay:600' ] ],
+	sql => q{SELECT node || ' ' || reachable || ' ' || (rtt_ms >= 600) FROM ringshard.node_health() ORDER BY node},
+	check => sub {
+		my ($rc, $out, $err) = @_;
+		is($rc, 0, 'node_health, a slow node: node_health() answers') or diag($err);
+		is($out, "h1 true false\nh2 true true",
+			'node_health, a slow node: h2\'s round trip shows its 600 ms, h1\'s does not') or diag($out);
+	});
+
 #
 # node_table_rows(): a count per node.
 #

@@ -292,6 +292,24 @@ sub connections_closed
 	is($coordinator->safe_psql('postgres',
 			'SELECT count(*) FROM ringshard.cluster_activity WHERE coordinator_pid = pg_backend_pid() OR error IS NOT NULL'),
 		'0', 'the sessions asking the nodes are not listed, and no node failed');
+	# sessions on w1 whose names look like ringshard's but are not this
+	# coordinator's node sessions (a pid that is no number, too long a pid,
+	# another coordinator's tag) are not listed, and blank nothing
+	my $w1_rows = q{SELECT count(*) || '/' || count(*) FILTER (WHERE error IS NOT NULL) FROM ringshard.cluster_activity WHERE node = 'w1'};
+	my $before = $coordinator->safe_psql('postgres', $w1_rows);
+	my @lookalikes;
+	for my $name ("${prefix}abc", "${prefix}1234567890", "ringshard 0000000000000000 $waiter_pid", "${prefix}$waiter_pid x")
+	{
+		local $ENV{PGAPPNAME} = $name;
+		my $session = $w1->background_psql('postgres');
+		$session->query_safe('SELECT 1');
+		push @lookalikes, $session;
+	}
+	is($w1->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'ringshard %' AND application_name NOT LIKE '%' || pg_backend_pid()}) >= 4 ? 'there' : 'missing',
+		'there', 'the look-alike sessions are on w1');
+	is($coordinator->safe_psql('postgres', $w1_rows), $before,
+		"sessions named like ringshard's but not this coordinator's node sessions are not listed ($before rows/errors)");
+	$_->quit for @lookalikes;
 	is($coordinator->safe_psql('postgres', qq{
 			SELECT node || '|' || (node_query LIKE '%UPDATE%items%') FROM ringshard.cluster_activity WHERE coordinator_pid = $waiter_pid},
 			extra_params => ['-U', 'operator']),
