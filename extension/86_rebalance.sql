@@ -631,6 +631,13 @@ BEGIN
 	END IF;
 
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_begin.table_name) THEN
+		-- The interrupted move may have left parts of its last transactions
+		-- prepared on its nodes (a crash between a commit and its COMMIT
+		-- PREPARED): recovery finishes them first, so that a batch it deleted
+		-- is gone and one it copied is there before the move goes on.
+		PERFORM ringshard_internal.recover_prepared_transactions_on(ARRAY(
+			SELECT DISTINCT x.node FROM ringshard.rebalance_progress p, unnest(ARRAY[p.source] || p.targets || p.deletes) x(node)
+			 WHERE p.table_name = rebalance_begin.table_name));
 		-- Steps recorded before their rows were counted (by an older version) are counted now.
 		UPDATE ringshard.rebalance_progress p SET rows_total = c.rows, bytes_total = c.bytes
 		  FROM ringshard_internal.count_plan_rows(rebalance_begin.table_name,
@@ -829,6 +836,9 @@ DECLARE
 	target text;
 	removed bigint := 0;
 	targets text[];
+	prepared text[];
+	seen text[];
+	stuck text[];
 	in_doubt text;
 BEGIN
 	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, deletes
@@ -855,23 +865,28 @@ BEGIN
 	-- record of a part is kept until recovery has seen it committed.)
 	targets := ARRAY(SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
 	                  WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied) ORDER BY 1);
+	-- A part that was prepared at the first look and still is at the last
+	-- (about 3 s later, recovery run before each look) is in doubt; a
+	-- writer's part between its commit and its COMMIT PREPARED is not there
+	-- long.
 	FOR attempt IN 1 .. 5 LOOP
 		PERFORM ringshard_internal.recover_prepared_transactions_on(targets);
-		in_doubt := NULL;
+		seen := '{}';
 		FOREACH target IN ARRAY targets LOOP
-			IF EXISTS (SELECT FROM ringshard.transaction_records r
-			            WHERE r.node_name = target
-			              AND r.gid = ANY (ringshard_internal.node_value(target,
-			                    'SELECT pg_catalog.coalesce(pg_catalog.array_agg(gid), ''{}'') FROM pg_catalog.pg_prepared_xacts
-			                      WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()',
-			                    in_transaction => false, shape => 'text[]')::text[])) THEN
-				in_doubt := concat_ws(', ', in_doubt, format('"%s"', target));
-			END IF;
+			prepared := ringshard_internal.node_value(target,
+				'SELECT COALESCE(pg_catalog.array_agg(gid), ''{}'') FROM pg_catalog.pg_prepared_xacts
+				  WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()',
+				in_transaction => false, shape => 'text[]')::text[];
+			seen := seen || ARRAY(SELECT target || ' ' || r.gid FROM ringshard.transaction_records r
+			                       WHERE r.node_name = target AND r.gid = ANY (prepared));
 		END LOOP;
-		EXIT WHEN in_doubt IS NULL;
-		-- (another backend may be committing it right now)
-		PERFORM pg_sleep(0.2 * attempt);
+		stuck := CASE WHEN attempt = 1 THEN seen ELSE ARRAY(SELECT unnest(stuck) INTERSECT SELECT unnest(seen)) END;
+		EXIT WHEN cardinality(stuck) = 0;
+		IF attempt < 5 THEN
+			PERFORM pg_sleep(0.2 * attempt);
+		END IF;
 	END LOOP;
+	in_doubt := (SELECT string_agg(DISTINCT format('"%s"', split_part(x, ' ', 1)), ', ') FROM unnest(stuck) x);
 	IF in_doubt IS NOT NULL THEN
 		RAISE EXCEPTION 'rebalance of % cannot confirm that steps % are committed on their new replicas', table_name, copied
 			USING ERRCODE = 'object_not_in_prerequisite_state',
