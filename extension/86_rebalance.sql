@@ -866,7 +866,7 @@ BEGIN
 	targets := ARRAY(SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
 	                  WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied) ORDER BY 1);
 	-- A part that was prepared at the first look and still is at the last
-	-- (about 3 s later, recovery run before each look) is in doubt; a
+	-- (about 2 s later, recovery run before each look) is in doubt; a
 	-- writer's part between its commit and its COMMIT PREPARED is not there
 	-- long.
 	FOR attempt IN 1 .. 5 LOOP

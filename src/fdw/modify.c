@@ -1343,12 +1343,13 @@ queued_targets(TablePlacement *placement, const bool *targets, int *nqueued)
  * replicas different for good.  The statement fails instead, as a
  * serialization failure: nothing was changed, and a retry once the replicas
  * agree again succeeds.  Answers: rows whose slot column is not NULL, with
- * their count in count_column.
+ * their count in count_column; ranked[] gets the rows each node changed as
+ * a replica of theirs.
  */
 static void
 check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGresult **results, int n,
 							 int slot_column, int count_column, const int64 *counted, const int64 *changed_here,
-							 const char *what)
+							 int64 *ranked, const char *what)
 {
 	int64	   *changed = palloc0(sizeof(int64) * (PLACEMENT_MAX_REPLICAS + 1) * PLACEMENT_MAX_REPLICAS);
 
@@ -1387,6 +1388,7 @@ check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGr
 								 psprintf("it counted " INT64_FORMAT " rows, " INT64_FORMAT " as their first replica, "
 										  "and ranked " INT64_FORMAT " of the " INT64_FORMAT " it changed",
 										  counted[j], first_replica, as_replica, changed_here[j]));
+		ranked[j] = as_replica;
 	}
 	for (int copies = 2; copies <= PLACEMENT_MAX_REPLICAS; copies++)
 		for (int rank = 1; rank < copies; rank++)
@@ -1428,10 +1430,12 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	int			n = 0;
 	char	   *sql;
 	char	  **node_sql = NULL;
+	char	   *excluded;
 	char	   *counted;
 	char	   *slots = NULL;
 	int64	   *node_counted;
 	int64	   *node_changed;
+	int64	   *node_ranked;
 	bool		single_copy = placement_single_copy(&state->placement);
 	char	   *what;
 	int			nqueued;
@@ -1470,9 +1474,8 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	remote_connect_all(conns, n, false);
 
 	/* Each row counts once: on its first replica (ringshard_worker.reads_here with nobody left out). */
-	counted = single_copy ? "true"
-		: rsfdw_reads_here_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
-							   "NULL::pg_catalog.int8");
+	excluded = rsfdw_excluded_nodes_sql(&state->placement, queued);
+	counted = single_copy ? "true" : rsfdw_reads_here_sql(&state->placement, excluded, "NULL::pg_catalog.int8");
 
 	/*
 	 * ... and each node says which replica of each row it changed it as, so
@@ -1481,8 +1484,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	 * yet changes on its old replicas, which the new topology does not rank.
 	 */
 	if (!single_copy && !placement_is_moving(&state->placement))
-		slots = rsfdw_replica_slot_sql(&state->placement, rsfdw_excluded_nodes_sql(&state->placement, queued),
-									   "NULL::pg_catalog.int8");
+		slots = rsfdw_replica_slot_sql(&state->placement, excluded, "NULL::pg_catalog.int8");
 	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter, counted, slots);
 	if (placement_is_moving(&state->placement))
 	{
@@ -1517,29 +1519,18 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	state->nresults = n;
 	node_counted = palloc0(sizeof(int64) * Max(n, 1));
 	node_changed = palloc0(sizeof(int64) * Max(n, 1));
+	node_ranked = palloc0(sizeof(int64) * Max(n, 1));
 	for (int j = 0; j < n; j++)
 	{
 		state->results[j] = out[j].result;
 		/* RETURNING: the flag, the slot, the columns, the slot's count; else the slot and two counts */
 		if (state->has_returning)
 		{
-			int64		written = 0;
-
 			remote_expect_rows(conns[j], out[j].result, 3 + state->nreturning, 0, -1, what);
 			/* the rows returned are those counted here; the rows changed are not told */
 			for (int row = 0; row < PQntuples(out[j].result); row++)
 				node_counted[j] += !PQgetisnull(out[j].result, row, 0);
 			node_changed[j] = -1;
-			/* stat_nodes: the rows the node changed as a replica of theirs (its slots), else those it returned */
-			for (int row = 0; slots && row < PQntuples(out[j].result); row++)
-				if (!PQgetisnull(out[j].result, row, 1) && PQgetisnull(out[j].result, row, 0))
-				{
-					int64		count = remote_int64_value(conns[j], out[j].result, row, 2 + state->nreturning, what);
-
-					if (count < 0 || pg_add_s64_overflow(written, count, &written))
-						remote_reject_answer(conns[j], what, "a negative or overflowing count");
-				}
-			remote_count_rows_written(conns[j], slots ? written : node_counted[j]);
 		}
 		else
 		{
@@ -1571,7 +1562,10 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	if (slots)
 		check_replicas_changed_alike(state, conns, state->results, n, state->has_returning ? 1 : 0,
 									 state->has_returning ? 2 + state->nreturning : 1, node_counted, node_changed,
-									 what);
+									 node_ranked, what);
+	/* stat_nodes, RETURNING: the rows each node changed as a replica of theirs (its slots), else those it returned */
+	for (int j = 0; state->has_returning && j < n; j++)
+		remote_count_rows_written(conns[j], slots ? node_ranked[j] : node_counted[j]);
 }
 
 TupleTableSlot *
