@@ -15,7 +15,8 @@ CORE_OBJS = \
 	src/core/rs_ring_alloc.o \
 	src/core/rs_schemes.o \
 	src/core/rs_partmap.o \
-	src/core/rs_config.o
+	src/core/rs_config.o \
+	src/core/rs_topk.o
 
 GLUE_OBJS = \
 	src/ringshard.o \
@@ -32,6 +33,7 @@ GLUE_OBJS = \
 	src/routing/annotated_tables.o \
 	src/routing/previews.o \
 	src/routing/placement.o \
+	src/routing/hot_keys.o \
 	src/remote/catalog.o \
 	src/remote/connection.o \
 	src/remote/transaction.o \

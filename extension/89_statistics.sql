@@ -83,6 +83,42 @@ CREATE FUNCTION ringshard.stat_reset(node text DEFAULT NULL) RETURNS integer
 COMMENT ON FUNCTION ringshard.stat_reset(text) IS
 	'zeroes the counters of ringshard.stat_nodes for one node of this database, or for all (NULL); returns how many nodes were reset';
 
+-- The hottest keys of each table, by reads and by writes, in the last four
+-- periods of ringshard.hot_keys_period (src/routing/hot_keys.c): noted by
+-- the coordinator as statements route by them, into a space-saving sketch
+-- of 256 keys per access kind and period, in shared memory shared by the
+-- server's databases.  ringshard.track_hot_keys turns the noting off.
+CREATE FUNCTION ringshard_internal.stat_hot_key_counts()
+	RETURNS TABLE (period_start timestamptz, period_end timestamptz, table_oid oid, access text, key text,
+	               keyspace text, token ringtoken, partition integer, count bigint, min_count bigint,
+	               period_total bigint)
+	AS 'MODULE_PATHNAME', 'ringshard_stat_hot_key_counts' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION ringshard_internal.stat_hot_key_counts() IS
+	'the sketches behind ringshard.stat_hot_keys: every key of this database''s tables they hold, per period and access kind, with its count, the least its true count can be, and the period''s total of that kind on the server';
+
+CREATE VIEW ringshard.stat_hot_keys AS
+SELECT h.period_start,
+       h.period_end,
+       c.oid::regclass AS table_name,
+       h.access,
+       rank() OVER (PARTITION BY h.period_start, h.table_oid, h.access ORDER BY h.count DESC) AS rank,
+       h.key,
+       h.keyspace,
+       h.token,
+       h.partition,
+       h.count,
+       h.min_count,
+       round(100.0 * h.count / greatest(h.period_total, 1), 1) AS percent_of_period
+  FROM ringshard_internal.stat_hot_key_counts() h
+  JOIN pg_catalog.pg_class c ON c.oid = h.table_oid;
+COMMENT ON VIEW ringshard.stat_hot_keys IS
+	'the hottest keys of each distributed table, by reads and by writes, per period of ringshard.hot_keys_period (the last four): rank within table, period and access; the key (its canonical text, "..." when cut), keyspace, ring token or partition; count (never below the true count), min_count (never above it); percent of all the period''s routed reads or writes on the server';
+
+CREATE FUNCTION ringshard.stat_reset_hot_keys() RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_stat_reset_hot_keys' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard.stat_reset_hot_keys() IS
+	'empties ringshard.stat_hot_keys: every period''s sketches, which the server''s databases share';
+
 -- What the nodes are running for this coordinator: every node connection
 -- names its coordinator and backend in its application_name
 -- ("ringshard <coordinator id> <pid>", src/remote/connection.c), so each

@@ -124,3 +124,5 @@ GRANT USAGE ON FOREIGN SERVER ringshard_cluster TO ringshard_admin;
 -- for administrators.
 GRANT SELECT ON ringshard.stat_nodes TO pg_monitor;
 GRANT EXECUTE ON FUNCTION ringshard_internal.stat_node_counters() TO pg_monitor;
+GRANT SELECT ON ringshard.stat_hot_keys TO pg_monitor;
+GRANT EXECUTE ON FUNCTION ringshard_internal.stat_hot_key_counts() TO pg_monitor;

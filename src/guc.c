@@ -25,6 +25,8 @@ char	   *ringshard_watchdog_database = NULL;
 char	   *ringshard_watchdog_role = NULL;
 int			ringshard_rebalance_notice_interval_ms = 5000;
 bool		ringshard_track_node_stats = true;
+bool		ringshard_track_hot_keys = true;
+int			ringshard_hot_keys_period_s = 60;
 
 void
 ringshard_define_settings(void)
@@ -107,5 +109,16 @@ ringshard_define_settings(void)
 							 "Needs ringshard in shared_preload_libraries. Open connections and prepared transactions "
 							 "are counted whatever this says.",
 							 &ringshard_track_node_stats, true, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("ringshard.track_hot_keys",
+							 "Notes the keys statements route by, per table, for ringshard.stat_hot_keys.",
+							 "Needs ringshard in shared_preload_libraries. Each key a router read or write, a keyed "
+							 "scan, UPDATE or DELETE, or a row of an INSERT or COPY routes by is counted once.",
+							 &ringshard_track_hot_keys, true, PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("ringshard.hot_keys_period",
+							"Length of one period of ringshard.stat_hot_keys.",
+							"The last four periods are kept, each counted from empty; periods are aligned to the clock "
+							"(a period of 60 s starts on the minute).",
+							&ringshard_hot_keys_period_s, 60, 1, 86400,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("ringshard");
 }

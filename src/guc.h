@@ -14,6 +14,8 @@ extern bool ringshard_two_phase_commit;		/* ringshard.two_phase_commit */
 extern bool ringshard_writes_with_commit;	/* ringshard.writes_with_commit */
 extern char *ringshard_fault_injection;		/* ringshard.fault_injection (FAULT_INJECTION builds) */
 extern bool ringshard_track_node_stats;		/* ringshard.track_node_stats */
+extern bool ringshard_track_hot_keys;		/* ringshard.track_hot_keys */
+extern int	ringshard_hot_keys_period_s;	/* ringshard.hot_keys_period, seconds */
 
 /* Distributed tables (src/fdw). */
 extern int	ringshard_write_quorum;			/* ringshard.write_quorum */

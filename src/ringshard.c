@@ -18,6 +18,7 @@
 #include "remote/queue.h"
 #include "remote/stats.h"
 #include "remote/transaction.h"
+#include "routing/hot_keys.h"
 #include "routing/topology_cache.h"
 
 PG_MODULE_MAGIC;
@@ -26,7 +27,8 @@ void		_PG_init(void);
 
 /*
  * Load-time set-up: cache invalidation hooks, clean administration errors,
- * cluster settings, the node statistics' shared memory, the watchdog.
+ * cluster settings, the node statistics' and hot keys' shared memory, the
+ * watchdog.
  */
 void
 _PG_init(void)
@@ -36,6 +38,7 @@ _PG_init(void)
 	admin_errors_init();
 	remote_connection_init();
 	remote_stats_init();
+	hot_keys_init();
 	remote_transaction_init();
 	rsfdw_ddl_init();
 	rsfdw_statement_planner_init();

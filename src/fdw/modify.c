@@ -46,6 +46,7 @@
 #include "remote/queue.h"
 #include "remote/transaction.h"
 #include "remote/values.h"
+#include "routing/hot_keys.h"
 #include "routing/placement.h"
 
 /* A few rows go as one INSERT (one round trip); more as a COPY (two). */
@@ -406,6 +407,7 @@ row_replicas(RsModifyState *state, TupleTableSlot *slot, uint16 *replicas)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	hot_keys_note_slot(&state->placement, slot, HOT_KEY_WRITE);
 	/*
 	 * A key whose rows are not copied yet is written where it is read: on
 	 * its old replicas, which the copy then takes it from (docs/design.md,
@@ -1236,6 +1238,7 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 			if (nulls[k])
 				continue;
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
+			hot_keys_note_key(&state->placement, elems[k], state->keyspace_state ? &keyspace : NULL, HOT_KEY_WRITE);
 			/* a key not copied yet is changed where it is read: on its old replicas, all of them up */
 			if (placement_is_moving(&state->placement))
 			{

@@ -69,6 +69,7 @@
 #include "remote/connection.h"
 #include "remote/transaction.h"
 #include "remote/values.h"
+#include "routing/hot_keys.h"
 #include "routing/placement.h"
 
 /* A distributed table of the statement (one range table entry) and the key value it is fixed to. */
@@ -1214,6 +1215,8 @@ route(RouterScanState *state, EState *estate)
 		}
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
 		holders = key_holders(&placement, key, &moving, NULL);
+		if (!(state->eflags & EXEC_FLAG_EXPLAIN_ONLY))
+			hot_keys_note_key(&placement, key, NULL, HOT_KEY_READ);
 		relation_close(rel, AccessShareLock);
 intersect:
 		if (first)
@@ -1321,7 +1324,7 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	state->routed = !(eflags & EXEC_FLAG_EXPLAIN_ONLY) || estate->es_param_list_info != NULL ||
 		!uses_statement_params(state->param_ids);
 	check_functions((List *) list_nth(plan->custom_private, 5));
-	state->eflags = eflags;
+	state->eflags = eflags;		/* before routing: a plain EXPLAIN notes no hot key */
 	/* a plan cached before ringshard.router_statements was turned off runs table by table too */
 	if (!ringshard_router_statements)
 	{
@@ -2227,10 +2230,11 @@ has_name(List *names, const char *name)
 /*
  * Where the write goes: every replica of the target's key, each holding the
  * rows the statement reads of the other tables.  An ERROR (or, under a
- * plain EXPLAIN, why_not) when that cannot be.
+ * plain EXPLAIN, why_not) when that cannot be.  note_keys: count the keys
+ * for ringshard.stat_hot_keys (the run's routing does, not the begin's).
  */
 static void
-route_write(RouterWriteState *state, bool explain_only)
+route_write(RouterWriteState *state, bool explain_only, bool note_keys)
 {
 	ExprContext *econtext = state->css.ss.ps.ps_ExprContext;
 	List	   *targets = NIL;
@@ -2279,7 +2283,11 @@ route_write(RouterWriteState *state, bool explain_only)
 					state->lock_table = true;
 			}
 			else
+			{
 				holders = key_holders(&placement, key, &moving, &down);
+				if (note_keys)
+					hot_keys_note_key(&placement, key, NULL, i == state->target ? HOT_KEY_WRITE : HOT_KEY_READ);
+			}
 			if (i == state->target)
 			{
 				if (moving)
@@ -2375,7 +2383,7 @@ router_write_begin(CustomScanState *node, EState *estate, int eflags)
 			state->answer_types[desc->natts + foreach_current_index(lc)] = lfirst_oid(lc);
 	}
 	if (!explain_only || estate->es_param_list_info != NULL || !uses_statement_params(state->param_ids))
-		route_write(state, explain_only);
+		route_write(state, explain_only, false);	/* the run routes again, and notes its keys */
 }
 
 /* A result's rows as sorted texts, to compare two replicas' RETURNING. */
@@ -2459,7 +2467,7 @@ run_write(RouterWriteState *state, EState *estate)
 	else
 		rsfdw_lock_key_for_write(list_nth_oid(state->relids, state->target), state->lock_slot);
 	/* under the lock, the replicas as they are now (a node may have gone down meanwhile) */
-	route_write(state, false);
+	route_write(state, false, true);
 	if (state->nothing || state->nnodes == 0)
 		return;
 	conns = repalloc(conns, sizeof(RemoteConnection *) * Max(state->nnodes, 1));

@@ -33,6 +33,7 @@
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/values.h"
+#include "routing/hot_keys.h"
 #include "routing/placement.h"
 #include "types/key_bytes.h"
 
@@ -231,6 +232,9 @@ route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
 {
 	uint16		replicas[PLACEMENT_MAX_REPLICAS];
 	int			n = placement_key_replicas(&state->placement, route->key, keyspace, replicas);
+
+	hot_keys_note_key(&state->placement, route->key,
+					  state->kind == RS_SCAN_ROUTER_KEYSPACE ? &keyspace : NULL, HOT_KEY_READ);
 
 	/*
 	 * A key whose replicas changed and whose rows are not copied yet is read
