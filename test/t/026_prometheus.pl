@@ -3,8 +3,8 @@
 # prometheus-postgres-exporter; scripts/install-deps installs it).
 #
 # A coordinator and two workers, a distributed table, and a scripted
-# workload: one INSERT of 20 rows, 40 reads of one key each, one duplicate
-# key.  The watchdog's round is run by hand once, then w2 is marked down.
+# workload: one INSERT of 20 rows, 45 reads of one key each (key 3 seven
+# times), one duplicate key.  The watchdog's round is run by hand once, then w2 is marked down.
 # Then the exporter runs as the Debian user would start it, connected over
 # the coordinator's unix socket as a role with pg_monitor only, listening on
 # a free loopback port; /metrics is polled until ringshard's series are there
@@ -15,7 +15,9 @@
 #  2. Each value is the one ringshard.stat_nodes shows.
 #  3. The values are those the workload implies: each node's queries at
 #     least the statements sent to it, rows_written the rows it owns, the
-#     duplicate key's error on its owner as class 23, w1 up and w2 down.
+#     duplicate key's error on its owner as class 23, w1 up and w2 down;
+#     the hot keys: key 3 the most read, key 7 (the duplicate tried) the
+#     most written, five series per access kind.
 #  4. No scrape error: pg_exporter_last_scrape_error 0, the file loaded, and
 #     nothing in the exporter's log reports an error.
 #  5. With --auto-discover-databases the exporter also runs the queries in a
@@ -30,6 +32,9 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib "$FindBin::RealBin/../perl";
+use RingshardTestCluster qw(wait_for_fresh_period);
 
 my ($exporter) = grep { -x $_ }
   map { ("$_/prometheus-postgres-exporter", "$_/postgres_exporter") } split /:/, ($ENV{PATH} // '');
@@ -93,7 +98,7 @@ $owns{ $owner{$_} }++ for keys %owner;
 ok($owns{w1} > 0 && $owns{w2} > 0, "keys 1..20 fall on both nodes (w1 $owns{w1}, w2 $owns{w2})");
 
 # The workload: one statement per line, each sent on its own by psql.
-my @reads = ((1 .. 20), (1 .. 20));
+my @reads = ((1 .. 20), (1 .. 20), (3) x 5);    # key 3 the hottest read (7), key 7 the hottest write (2)
 my $duplicate = 7;
 my %sent = (w1 => 1, w2 => 1);    # the INSERT writes to both
 $sent{ $owner{$_} }++ for @reads, $duplicate;
@@ -101,6 +106,7 @@ my $workload = join("\n",
 	'SELECT ringshard.stat_reset();',
 	'INSERT INTO items SELECT g, g FROM generate_series(1, 20) g;',
 	(map { "SELECT v FROM items WHERE k = $_;" } @reads));
+wait_for_fresh_period($coordinator);    # one period of stat_hot_keys holds the workload
 $coordinator->safe_psql('postgres', $workload);
 my ($rc, undef, $err) = $coordinator->psql('postgres', "INSERT INTO items VALUES ($duplicate, 0)");
 like($err, qr/duplicate key/, 'workload: ' . (2 + @reads) . " statements, the last a duplicate key on $owner{$duplicate}");
@@ -326,6 +332,11 @@ sub log_errors
 		"ringshard_stat_nodes_errors_by_class{class=\"23\"} 1 on $dup_owner, the duplicate key's owner");
 	is(scalar(series($all, 'ringshard_stat_nodes_errors_by_class')), 1, '... and no other error class anywhere');
 	is(($type->{ringshard_stat_nodes_errors_by_class} // 'none'), 'counter', '... a counter');
+	is(join(' ', map { one_value($all, 'ringshard_stat_hot_keys_count', datname => 'postgres', table_name => 'items',
+				access => $_->[0], rank => $_->[1], key => $_->[2]) // 'none' } ([ 'read', 1, 3 ], [ 'read', 2, 1 ], [ 'write', 1, 7 ])),
+		'7 2 2', 'ringshard_stat_hot_keys_count: key 3 read 7 times first, then key 1 (2); key 7 written twice (the duplicate tried) first');
+	is(scalar(series($all, 'ringshard_stat_hot_keys_count', table_name => 'items')), 10, '... five per access kind');
+	is(($type->{ringshard_stat_hot_keys_count} // 'none'), 'gauge', '... a gauge');
 
 	# 4
 	my @errors = log_errors($log);

@@ -27,7 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 use lib "$FindBin::RealBin/../perl";
-use RingshardTestCluster qw(start_servers add_workers);
+use RingshardTestCluster qw(start_servers add_workers wait_for_fresh_period);
 
 my ($coordinator, @workers) = start_servers(workers => [qw(w1 w2)]);
 add_workers($coordinator, @workers);
@@ -65,7 +65,8 @@ sub hot_rows
 		 WHERE period_start = (SELECT max(period_start) FROM ringshard.stat_hot_keys) AND $where});
 }
 
-# 1. exact counts while the sketch holds every key
+# 1. exact counts while the sketch holds every key (each part of 1-3 falls in one period)
+wait_for_fresh_period($coordinator);
 $coordinator->safe_psql('postgres', q{SELECT ringshard.stat_reset_hot_keys()});
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.stat_hot_keys'), '0',
 	'after stat_reset_hot_keys() the view is empty');
@@ -100,6 +101,7 @@ is($coordinator->safe_psql('postgres', q{
 	'1 0 0 0', 'the most read key ranks first; every token is the key\'s ring_token; no partition; 60 s periods');
 
 # 2. one hot key among 10,000 uniform ones, by reads and by writes
+wait_for_fresh_period($coordinator);
 $coordinator->safe_psql('postgres', q{SELECT ringshard.stat_reset_hot_keys()});
 $coordinator->safe_psql('postgres', q{
 	INSERT INTO residents SELECT '3201' || lpad(g::text, 12, '0'), 0 FROM generate_series(1, 10000) g;
@@ -142,6 +144,7 @@ is($coordinator->safe_psql('postgres', q{
 	'percent_of_period is the share of the period\'s 11,000 reads');
 
 # 3. partitions, cut keys, keys shown as hex
+wait_for_fresh_period($coordinator);
 $coordinator->safe_psql('postgres', q{SELECT ringshard.stat_reset_hot_keys()});
 $coordinator->safe_psql('postgres', q{
 	INSERT INTO by_part VALUES ('a', 1), ('bb', 2), (repeat('x', 200), 3), (E'tab\there', 4);
