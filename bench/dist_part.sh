@@ -256,6 +256,7 @@ point_run() {	# point_run VARIANT N ROUND
 	case $v in
 		sel_coord) ms=$(pgb "$C" "$D/sel_faces.sql" "$n" "FROM faces WHERE") ;;
 		sel_nostats) ms=$(PGOPTIONS="${PGOPTIONS:-} -c ringshard.track_node_stats=off" pgb "$C" "$D/sel_faces.sql" "$n" "FROM faces WHERE") ;;
+		sel_nohot) ms=$(PGOPTIONS="${PGOPTIONS:-} -c ringshard.track_hot_keys=off" pgb "$C" "$D/sel_faces.sql" "$n" "FROM faces WHERE") ;;
 		sel_peer) ms=$(pgb "$C" "$D/sel_faces_peer.sql" "$n" "FROM faces_peer WHERE") ;;
 		sel_local) ms=$(pgb "$C" "$D/sel_faces_local.sql" "$n" "FROM faces_local WHERE") ;;
 		join_router) ms=$(pgb "$C" "$D/join_faces.sql" "$n" "JOIN faces b") ;;
@@ -289,7 +290,7 @@ point_run() {	# point_run VARIANT N ROUND
 	esac
 	[ "$r" = 0 ] || record "$r" "$v" "$ms"
 }
-reads="sel_coord sel_nostats sel_peer sel_direct sel_local join_router join_table join_local agg_coord agg_direct topk_coord topk_peer diag_scan diag_filter"
+reads="sel_coord sel_nostats sel_nohot sel_peer sel_direct sel_local join_router join_table join_local agg_coord agg_direct topk_coord topk_peer diag_scan diag_filter"
 log "part 5: reads, 1 warm-up round + $ROUNDS rounds ($NSEL point lookups per variant and round)"
 for v in $reads; do point_run $v $(( NSEL / 10 )) 0; done
 for ((r = 1; r <= ROUNDS; r++)); do

@@ -80,6 +80,7 @@ END {
 		printf "      of the keys (%s of %d), and the figure is the mean over the three, weighted by share.\n", substr(shares, 2), nrows
 		row("sel_coord", "SELECT ... FROM faces WHERE nik = $1        (coordinator)", "us", 1000)
 		row("sel_nostats", "  the same, ringshard.track_node_stats = off (no stat_nodes counters)", "us", 1000)
+		row("sel_nohot", "  the same, ringshard.track_hot_keys = off (no hot-key sketch)", "us", 1000)
 		row("sel_direct", "SELECT ... FROM faces WHERE nik = $1        (directly on the owning workers)", "us", 1000)
 		row("sel_peer", "SELECT ... FROM faces_peer WHERE nik = $1   (postgres_fdw peer)", "us", 1000)
 		row("sel_local", "  diagnostic: the same on faces_local, the coordinator's local table", "us", 1000)
@@ -106,6 +107,7 @@ END {
 		target("point SELECT: coordinator / directly on the owning workers", "sel_coord", "sel_direct", 2.5)
 		target("point SELECT: coordinator / postgres_fdw peer", "sel_coord", "sel_peer", 1.2)
 		target("point SELECT: stat_nodes counters on / off", "sel_coord", "sel_nostats", 1.05)
+		target("point SELECT: hot-key sketch on / off", "sel_coord", "sel_nohot", 1.05)
 		target("count(*), sum(score): coordinator / slowest worker's part", "agg_coord", "agg_direct", 1.3,
 		       agg_rows != "" && agg_rows + 0 <= nnodes,
 		       sprintf("(rows sent by the nodes: %s; target %d, one per node)", agg_rows == "" ? "?" : agg_rows, nnodes))
