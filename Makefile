@@ -51,6 +51,7 @@ GLUE_OBJS = \
 	src/fdw/upper_scan.o \
 	src/fdw/modify.o \
 	src/fdw/write_locks.o \
+	src/fdw/node_analysis.o \
 	src/commands/ddl.o \
 	src/commands/ddl_hook.o \
 	src/worker/guard.o \

@@ -40,6 +40,7 @@
 #include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/node_analysis.h"
 #include "fdw/write_locks.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
@@ -1137,6 +1138,7 @@ typedef struct RsDirectState
 	int		   *key_set_size;
 	int			nkey_sets;
 	bool	   *moving_nodes;	/* by node: takes rows of keys not copied yet (their old replica) */
+	NodeAnalyses *analysis;		/* EXPLAIN ANALYZE: by placement node, else NULL */
 } RsDirectState;
 
 void
@@ -1436,6 +1438,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	   *excluded;
 	char	   *counted;
 	char	   *slots = NULL;
+	char	   *version = "NULL::pg_catalog.int8";	/* unused at one copy: nothing is counted there */
 	int64	   *node_counted;
 	int64	   *node_changed;
 	int64	   *node_ranked;
@@ -1476,9 +1479,17 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 		}
 	remote_connect_all(conns, n, false);
 
-	/* Each row counts once: on its first replica (ringshard_worker.reads_here with nobody left out). */
+	/*
+	 * Each row counts once: on its first replica (ringshard_worker.reads_here
+	 * with nobody left out).  The nodes rank the rows by their own copy of
+	 * the topology, so they are given the coordinator's version, as a
+	 * fan-out's are: a node that holds another one fails the statement
+	 * instead of counting, or ranking, by another placement.
+	 */
 	excluded = rsfdw_excluded_nodes_sql(&state->placement, queued);
-	counted = single_copy ? "true" : rsfdw_reads_here_sql(&state->placement, excluded, "NULL::pg_catalog.int8");
+	if (!single_copy)
+		version = psprintf(INT64_FORMAT "::pg_catalog.int8", rsfdw_coordinator_topology_version());
+	counted = single_copy ? "true" : rsfdw_reads_here_sql(&state->placement, excluded, version);
 
 	/*
 	 * ... and each node says which replica of each row it changed it as, so
@@ -1487,7 +1498,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	 * yet changes on its old replicas, which the new topology does not rank.
 	 */
 	if (!single_copy && !placement_is_moving(&state->placement))
-		slots = rsfdw_replica_slot_sql(&state->placement, excluded, "NULL::pg_catalog.int8");
+		slots = rsfdw_replica_slot_sql(&state->placement, excluded, version);
 	sql = rsfdw_direct_modify_sql(state->plan, statement, where, key_filter, counted, slots);
 	if (placement_is_moving(&state->placement))
 	{
@@ -1505,6 +1516,7 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 												  filter + strlen(" AND "), NULL);
 		}
 	}
+	state->analysis = node_analysis_start_run(state->analysis, &node->ss.ps, nnodes);
 	for (int j = 0; j < n; j++)
 	{
 		if (state->moving_nodes[conn_node[j]])
@@ -1569,6 +1581,11 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	/* stat_nodes, RETURNING: the rows each node changed as a replica of theirs (its slots), else those it returned */
 	for (int j = 0; state->has_returning && j < n; j++)
 		remote_count_rows_written(conns[j], slots ? node_ranked[j] : node_counted[j]);
+	/* EXPLAIN ANALYZE: the rows each node changed (with RETURNING, as for stat_nodes) */
+	for (int j = 0; j < n; j++)
+		node_analysis_add_at(state->analysis, conn_node[j],
+							 !state->has_returning ? node_changed[j] : slots ? node_ranked[j] : node_counted[j],
+							 out[j].elapsed_ms);
 }
 
 TupleTableSlot *
@@ -1674,6 +1691,8 @@ rsExplainDirectModify(ForeignScanState *node, ExplainState *es)
 												   rsfdw_template_text(state->plan->where_tmpl, NULL),
 												   state->kind != RS_SCAN_FANOUT
 												   ? psprintf(" AND t.%s = ANY ($keys)", state->key_column) : ""), es);
+	/* EXPLAIN ANALYZE: each node's rows changed, and when it answered */
+	node_analysis_explain(state->analysis, &state->placement, "row changed", "rows changed", es);
 }
 
 /* ----- TRUNCATE ----- */

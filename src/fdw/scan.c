@@ -29,6 +29,7 @@
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/node_analysis.h"
 #include "fdw/upper.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
@@ -64,18 +65,6 @@ typedef struct NodeStream
 	bool		has_row;		/* merge: sort_values hold the current row */
 } NodeStream;
 
-/*
- * EXPLAIN ANALYZE, per node of the placement: what its batches brought and
- * when, counted from the start of the run (the last run's times, every
- * run's rows).
- */
-typedef struct NodeAnalysis
-{
-	int64		rows;
-	int64		batches;
-	double		first_ms;		/* the first batch came back after this long, -1 before it */
-	double		last_ms;		/* the last one */
-} NodeAnalysis;
 
 typedef struct RsScanState
 {
@@ -109,10 +98,7 @@ typedef struct RsScanState
 	bool		explain_only;
 	RsScanSQL  *sql;			/* this run's SQL parts, parameters filled in */
 	int			fetch_size;		/* ringshard.fetch_size when the run started: every FETCH of it asks this many */
-	NodeAnalysis *analysis;		/* EXPLAIN ANALYZE: by placement node, else NULL */
-	int			nanalysis;
-	int			runs;
-	instr_time	run_started;
+	NodeAnalyses *analysis;		/* EXPLAIN ANALYZE: by placement node, else NULL */
 } RsScanState;
 
 static unsigned int cursor_number = 0;
@@ -573,19 +559,7 @@ start_scan(ForeignScanState *node)
 	 * EXPLAIN ANALYZE instruments the node (after BeginForeignScan): say per
 	 * node what it returned, and when.
 	 */
-	if (state->analysis == NULL && node->ss.ps.instrument != NULL)
-	{
-		state->nanalysis = nnodes;
-		state->analysis = MemoryContextAllocZero(node->ss.ps.state->es_query_cxt,
-												 sizeof(NodeAnalysis) * Max(nnodes, 1));
-	}
-	if (state->analysis)
-	{
-		state->runs++;
-		INSTR_TIME_SET_CURRENT(state->run_started);
-		for (int i = 0; i < state->nanalysis; i++)
-			state->analysis[i].first_ms = -1;
-	}
+	state->analysis = node_analysis_start_run(state->analysis, &node->ss.ps, nnodes);
 
 	if (state->kind == RS_SCAN_FANOUT)
 	{
@@ -732,19 +706,7 @@ take_batch(RsScanState *state, NodeStream *stream, RemoteResult *out)
 	remote_result_free(stream->batch);
 	stream->batch = out->result;
 	stream->next = 0;
-	if (state->analysis && stream->node >= 0 && stream->node < state->nanalysis)
-	{
-		NodeAnalysis *a = &state->analysis[stream->node];
-		instr_time	now;
-
-		INSTR_TIME_SET_CURRENT(now);
-		INSTR_TIME_SUBTRACT(now, state->run_started);
-		a->rows += PQntuples(stream->batch);
-		a->batches++;
-		a->last_ms = INSTR_TIME_GET_MILLISEC(now);
-		if (a->first_ms < 0)
-			a->first_ms = a->last_ms;
-	}
+	node_analysis_add(state->analysis, stream->node, PQntuples(stream->batch));
 	if (state->kind != RS_SCAN_FANOUT || PQntuples(stream->batch) < state->fetch_size)
 	{
 		ListCell   *lc;
@@ -1096,23 +1058,5 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 												   sql->tail), es);
 	}
 	/* EXPLAIN ANALYZE: each node that was asked, its rows and when they came */
-	if (es->analyze && state->analysis)
-	{
-		for (int i = 0; i < state->nanalysis; i++)
-		{
-			NodeAnalysis *a = &state->analysis[i];
-
-			if (a->batches == 0)
-				continue;
-			ExplainPropertyText(psprintf("Node %s", placement_node_name(&state->placement, i)),
-								es->timing
-								? psprintf(INT64_FORMAT " row%s in " INT64_FORMAT " batch%s, first after %.3f ms, last after %.3f ms%s",
-										   a->rows, a->rows == 1 ? "" : "s", a->batches, a->batches == 1 ? "" : "es",
-										   Max(a->first_ms, 0), a->last_ms,
-										   state->runs > 1 ? psprintf(" (rows of all %d runs, times of the last)", state->runs) : "")
-								: psprintf(INT64_FORMAT " row%s in " INT64_FORMAT " batch%s",
-										   a->rows, a->rows == 1 ? "" : "s", a->batches, a->batches == 1 ? "" : "es"),
-								es);
-		}
-	}
+	node_analysis_explain(state->analysis, &state->placement, "row", "rows", es);
 }

@@ -41,6 +41,7 @@
 
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/node_analysis.h"
 #include "fdw/upper.h"
 #include "remote/connection.h"
 #include "remote/values.h"
@@ -128,6 +129,7 @@ typedef struct UpperScanState
 
 	int			nanswers;
 	NodeAnswer *answers;
+	NodeAnalyses *analysis;		/* EXPLAIN ANALYZE: by placement node, else NULL */
 	bool		started;
 	MemoryContext run_cxt;		/* one run of the scan: answers, groups */
 	MemoryContext group_cxt;	/* the hash table's entries (in run_cxt, made again each run) */
@@ -519,6 +521,7 @@ start_run(ForeignScanState *node)
 	}
 	sql = rsfdw_scan_sql(state->plan, rsfdw_eval_params(state->param_states, state->param_exprs, econtext));
 
+	state->analysis = node_analysis_start_run(state->analysis, &node->ss.ps, nnodes);
 	conns = rsfdw_fanout_connect(&state->placement, state->userid, get_rel_name(state->relid), &filters);
 	state->late = false;
 	for (int i = 0; i < nnodes; i++)
@@ -574,6 +577,8 @@ start_run(ForeignScanState *node)
 			remote_expect_formats(answer->conn, answer->result, 0, NULL, "a read of the top rows");
 		}
 	}
+	for (int j = 0; j < nsent; j++)
+		node_analysis_add_at(state->analysis, which[j], PQntuples(out[j].result), out[j].elapsed_ms);
 	if (state->aggregating)
 		combine_answers(node, state);
 	MemoryContextSwitchTo(old);
@@ -877,4 +882,6 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 			filter = psprintf(" AND %s", rsfdw_reads_here_sql(&state->placement, "$excluded", "$topology_version"));
 		ExplainPropertyText("Remote SQL", rsfdw_upper_sql(plan, sql, filter, plan->limit_sql, late), es);
 	}
+	/* EXPLAIN ANALYZE: each node's rows (groups, partial aggregates or top rows) and when they came */
+	node_analysis_explain(state->analysis, &state->placement, "row", "rows", es);
 }

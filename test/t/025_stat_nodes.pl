@@ -16,6 +16,11 @@
 #  7. ringshard.track_node_stats = off: counters stand still.
 #  8. Privileges: pg_monitor reads the view; a plain role reads nothing and
 #     cannot reset.
+#  9. ringshard.cluster_activity shows a statement running on a node.
+# 10. EXPLAIN ANALYZE per node: the rows of a read, the partial rows of an
+#     aggregate and a GROUP BY pushed down, the rows an UPDATE and a DELETE
+#     changed, each with the times its answers came.
+# 11. When a node was last marked down and up.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -357,6 +362,33 @@ sub connections_closed
 	like($verbose, qr/Remote SQL: SELECT /, '... and VERBOSE shows the SQL the nodes ran');
 	unlike($coordinator->safe_psql('postgres', 'EXPLAIN (COSTS off) SELECT * FROM items'), qr/Node w1:/,
 		'plain EXPLAIN runs nothing and shows no node rows');
+
+	# an aggregate pushed down: one partial row per node; a GROUP BY: a row per group the node has
+	my $agg = $coordinator->safe_psql('postgres', 'EXPLAIN (ANALYZE, COSTS off) SELECT count(*), sum(v) FROM items');
+	like($agg, qr/Pushed down:/, 'count(*) and sum(v) are pushed down');
+	like($agg, qr/Node $_: 1 row in 1 batch, first after \d+\.\d{3} ms, last after \d+\.\d{3} ms/,
+		"EXPLAIN ANALYZE of the aggregate: $_ answered its one partial row, with its time") for qw(w1 w2);
+	my %groups;
+	for my $line (split /\n/, $coordinator->safe_psql('postgres',
+			'SELECT shard_for(k), count(DISTINCT k % 3) FROM items GROUP BY 1'))
+	{
+		my ($node, $n) = split /\|/, $line;
+		$groups{$node} = $n;
+	}
+	my $grouped = $coordinator->safe_psql('postgres',
+		'EXPLAIN (ANALYZE, COSTS off, TIMING off) SELECT k % 3, count(*) FROM items GROUP BY 1');
+	like($grouped, qr/Node $_: $groups{$_} rows? in 1 batch\n/,
+		"... of a GROUP BY: $_ answered one row per group it holds ($groups{$_})") for qw(w1 w2);
+
+	# a write sent whole: the rows each node changed
+	my $update = $coordinator->safe_psql('postgres', 'EXPLAIN (ANALYZE, COSTS off) UPDATE items SET v = v');
+	like($update, qr/Node $_: $rows{$_} rows? changed in 1 batch, first after \d+\.\d{3} ms, last after \d+\.\d{3} ms/,
+		"EXPLAIN ANALYZE of an UPDATE of every row: $_ changed its $rows{$_} rows") for qw(w1 w2);
+	my $key = $coordinator->safe_psql('postgres', q{SELECT min(k) FROM items WHERE shard_for(k) = 'w2'});
+	my $delete = $coordinator->safe_psql('postgres', qq{
+		BEGIN; EXPLAIN (ANALYZE, COSTS off, TIMING off) DELETE FROM items WHERE k = $key RETURNING k; ROLLBACK;});
+	like($delete, qr/Node w2: 1 row changed in 1 batch\n/, "... of a DELETE by key with RETURNING: its owner w2 changed 1 row");
+	unlike($delete, qr/Node w1:/, '... and w1 was not asked');
 }
 
 # 11. When a node was last marked down and up, whoever marked it.
