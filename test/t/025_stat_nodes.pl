@@ -19,7 +19,7 @@
 #  9. ringshard.cluster_activity shows a statement running on a node.
 # 10. EXPLAIN ANALYZE per node: the rows of a read, the partial rows of an
 #     aggregate and a GROUP BY pushed down, the rows an UPDATE and a DELETE
-#     changed, each with the times its answers came.
+#     changed, the rows an INSERT routed to each node, each with the times its answers came.
 # 11. When a node was last marked down and up.
 use strict;
 use warnings;
@@ -389,6 +389,19 @@ sub connections_closed
 		BEGIN; EXPLAIN (ANALYZE, COSTS off, TIMING off) DELETE FROM items WHERE k = $key RETURNING k; ROLLBACK;});
 	like($delete, qr/Node w2: 1 row changed in 1 batch\n/, "... of a DELETE by key with RETURNING: its owner w2 changed 1 row");
 	unlike($delete, qr/Node w1:/, '... and w1 was not asked');
+
+	# an INSERT: the rows sent to each node
+	my %sent;
+	for my $line (split /\n/, $coordinator->safe_psql('postgres',
+			'SELECT shard_for(g), count(*) FROM generate_series(1001, 1020) g GROUP BY 1'))
+	{
+		my ($node, $n) = split /\|/, $line;
+		$sent{$node} = $n;
+	}
+	my $insert = $coordinator->safe_psql('postgres', q{
+		BEGIN; EXPLAIN (ANALYZE, COSTS off, TIMING off) INSERT INTO items SELECT g, 0 FROM generate_series(1001, 1020) g; ROLLBACK;});
+	like($insert, qr/Node $_: $sent{$_} rows?\n/, "... of an INSERT of 20 rows: $_ got the $sent{$_} it owns")
+	  for qw(w1 w2);
 }
 
 # 11. When a node was last marked down and up, whoever marked it.
