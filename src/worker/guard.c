@@ -183,6 +183,21 @@ key_replicas_here(FunctionCallInfo fcinfo, uint16 *replicas, int *nreplicas)
 		state->generation = topology_cache_generation;
 		state->excluded_array = NULL;
 	}
+	/*
+	 * A node ahead of the coordinator's statement took a sync_topology that
+	 * committed after the statement read its version: the topology changed
+	 * under it, which a retry settles (40001, as clients and pgbench retry).
+	 * A node behind missed a sync: that needs one.
+	 */
+	if (!PG_ARGISNULL(version_arg) && PG_GETARG_INT64(version_arg) < state->topology_version)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("node \"%s\" holds topology version " INT64_FORMAT ", newer than the coordinator's " INT64_FORMAT
+						" when the statement began",
+						state->local_node ? state->local_node : "?", state->topology_version,
+						PG_GETARG_INT64(version_arg)),
+				 errdetail("The topology changed while the statement ran."),
+				 errhint("Retry the transaction.")));
 	if (!PG_ARGISNULL(version_arg) && PG_GETARG_INT64(version_arg) != state->topology_version)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

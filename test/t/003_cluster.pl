@@ -57,6 +57,23 @@ is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM faces'), '300',
 is($workers[0]->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state'),
 	$coordinator->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state'),
 	'workers hold the coordinator\'s topology version');
+# A node's answer for another topology version: ahead of the coordinator's
+# statement (a sync committed meanwhile), a retryable 40001; behind it (a
+# missed sync), an error that names sync_topology.
+{
+	my $version = $workers[0]->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state');
+	for my $case ([ $version - 1, qr/newer than the coordinator's.*\n.*DETAIL:  The topology changed while the statement ran.*\n.*HINT:  Retry the transaction/s, '40001' ],
+		[ $version + 1, qr/holds topology version $version, the coordinator @{[ $version + 1 ]}.*HINT:  Run ringshard.sync_topology/s, '55000' ])
+	{
+		my ($asked, $message, $state) = @$case;
+		my ($rc, $out, $err) = $workers[0]->psql('postgres', qq{
+			\\set VERBOSITY verbose
+			SELECT count(*) FROM faces t WHERE ringshard_worker.reads_here('public.faces'::regclass, t.face_id, '{}'::text[], $asked)});
+		like($err, qr/ERROR:  $state: /, "a read asked at version $asked of a node at $version fails with $state");
+		$err =~ s/ERROR:  $state: /ERROR:  /;
+		like($err, $message, '... saying what to do');
+	}
+}
 
 # Each worker holds exactly the rows whose replica set names it.
 for my $i (1 .. 3)
