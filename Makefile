@@ -61,6 +61,7 @@ GLUE_OBJS = \
 	src/admin/checks.o \
 	src/admin/verify.o \
 	src/operations/move_rows.o \
+	src/operations/progress.o \
 	src/compat/plproxy_bridge.o \
 	src/bgworker/watchdog.o \
 	src/compat/legacy_1_0.o

@@ -920,10 +920,13 @@ DECLARE
 BEGIN
 	printed_at := last_notice;
 	line := last_line;
+	-- after every batch: ringshard.operation_progress, which other sessions read
+	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
+	PERFORM ringshard_internal.progress_report('rebalance', table_name,
+		format('step %s of %s (%s)', status.steps_done, status.steps, status.phase), status.rows_done, status.rows_total);
 	IF clock_timestamp() < last_notice + coalesce(current_setting('ringshard.rebalance_notice_interval', true), '5s')::interval THEN
 		RETURN;
 	END IF;
-	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
 	IF format('step %s of %s, rows %s of %s (%s %%)', status.steps_done, status.steps, status.rows_done, status.rows_total,
 	          status.percent) IS NOT DISTINCT FROM last_line THEN
 		RETURN;
@@ -1002,6 +1005,7 @@ BEGIN
 	END LOOP;
 	PERFORM ringshard_internal.rebalance_finish(table_name);
 	COMMIT;
+	PERFORM ringshard_internal.progress_done();
 END
 $$;
 COMMENT ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) IS

@@ -262,6 +262,8 @@ DECLARE
 	total_deleted pg_catalog.int8 := 0;
 	last_notice pg_catalog.timestamptz;
 	report pg_catalog.text[] := '{}';
+	all_taken pg_catalog.int8 := 0;
+	all_total pg_catalog.int8;
 BEGIN
 	plan := ringshard_internal.rehome_begin(table_name, batch_size);
 	sources := ARRAY(SELECT x OPERATOR(pg_catalog.->>) 'node' FROM pg_catalog.json_array_elements(plan) x);
@@ -269,6 +271,8 @@ BEGIN
 	shared := ARRAY(SELECT (x OPERATOR(pg_catalog.->>) 'shared')::pg_catalog.int8 FROM pg_catalog.json_array_elements(plan) x);
 	COMMIT;
 	last_notice := pg_catalog.clock_timestamp();
+	all_total := (SELECT pg_catalog.sum(m) FROM pg_catalog.unnest(misplaced) m) OPERATOR(pg_catalog.+)
+	             (SELECT pg_catalog.sum(h) FROM pg_catalog.unnest(shared) h);
 	FOR i IN 1 .. pg_catalog.cardinality(sources) LOOP
 		node_taken := 0;
 		node_copied := 0;
@@ -282,6 +286,9 @@ BEGIN
 				node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
 				node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
 				node_deleted := node_deleted OPERATOR(pg_catalog.+) batch.deleted;
+				all_taken := all_taken OPERATOR(pg_catalog.+) batch.taken;
+				PERFORM ringshard_internal.progress_report('rehome_rows', table_name,
+					pg_catalog.format('rows not on their replicas, from node "%s"', sources[i]), all_taken, all_total);
 				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
 					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
 			END LOOP;
@@ -302,6 +309,9 @@ BEGIN
 				after_ctid := batch.last_ctid;
 				node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
 				node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
+				all_taken := all_taken OPERATOR(pg_catalog.+) batch.taken;
+				PERFORM ringshard_internal.progress_report('rehome_rows', table_name,
+					pg_catalog.format('rows shared with other replicas, on node "%s"', sources[i]), all_taken, all_total);
 				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
 					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
 			END LOOP;
@@ -315,6 +325,7 @@ BEGIN
 	END LOOP;
 	PERFORM ringshard_internal.rehome_finish(table_name);
 	COMMIT;
+	PERFORM ringshard_internal.progress_done();
 	RAISE NOTICE 'rehome of % complete: % rows moved to their replicas, % copies made%', ringshard.qualified_name(table_name),
 		total_deleted, total_copied,
 		CASE WHEN pg_catalog.cardinality(report) OPERATOR(pg_catalog.>) 0

@@ -119,6 +119,46 @@ CREATE FUNCTION ringshard.stat_reset_hot_keys() RETURNS void
 COMMENT ON FUNCTION ringshard.stat_reset_hot_keys() IS
 	'empties ringshard.stat_hot_keys: every period''s sketches, which the server''s databases share';
 
+-- Long operations of this database's backends as they run (rebalance,
+-- rehome_rows, create_distributed_table), from shared memory
+-- (src/operations/progress.c): another session reads how far each is.
+CREATE FUNCTION ringshard_internal.progress_report(command text, table_name regclass, phase text, done bigint, total bigint)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_progress_report' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.progress_report(text, regclass, text, bigint, bigint) IS
+	'records how far this backend''s operation on a table is (ringshard.operation_progress): phase, rows done, rows in all (NULL: unknown); does nothing without ringshard in shared_preload_libraries';
+
+CREATE FUNCTION ringshard_internal.progress_done() RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_progress_done' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.progress_done() IS
+	'this backend''s operation has ended: it leaves ringshard.operation_progress (an error or the backend''s exit does that too)';
+
+CREATE FUNCTION ringshard_internal.operation_progress_rows()
+	RETURNS TABLE (pid integer, command text, table_oid oid, phase text, rows_done bigint, rows_total bigint,
+	               started_at timestamptz, updated_at timestamptz)
+	AS 'MODULE_PATHNAME', 'ringshard_operation_progress' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION ringshard_internal.operation_progress_rows() IS
+	'the slots behind ringshard.operation_progress: one row per operation running in this database';
+
+CREATE VIEW ringshard.operation_progress AS
+SELECT o.pid,
+       o.command,
+       o.table_oid::regclass AS table_name,
+       o.phase,
+       o.rows_done,
+       o.rows_total,
+       CASE WHEN o.rows_total > 0 THEN round(100.0 * o.rows_done / o.rows_total, 1) END AS percent,
+       CASE WHEN o.updated_at > o.started_at
+            THEN round(o.rows_done / extract(epoch FROM o.updated_at - o.started_at))::bigint END AS rows_per_second,
+       CASE WHEN o.rows_total >= o.rows_done AND o.rows_done > 0 AND o.updated_at > o.started_at
+            THEN date_trunc('second', (o.updated_at - o.started_at) * ((o.rows_total - o.rows_done)::float8 / o.rows_done)
+                                      + interval '0.5 s') END AS time_left,
+       o.started_at,
+       o.updated_at
+  FROM ringshard_internal.operation_progress_rows() o;
+COMMENT ON VIEW ringshard.operation_progress IS
+	'one row per rebalance, rehome_rows or create_distributed_table running in this database, as pg_stat_progress_* show theirs: the backend, the table, the phase, rows done and in all, percent, rows per second since it started, time left at that rate (to the second)';
+
 -- What the nodes are running for this coordinator: every node connection
 -- names its coordinator and backend in its application_name
 -- ("ringshard <coordinator id> <pid>", src/remote/connection.c), so each

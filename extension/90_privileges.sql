@@ -126,3 +126,5 @@ GRANT SELECT ON ringshard.stat_nodes TO pg_monitor;
 GRANT EXECUTE ON FUNCTION ringshard_internal.stat_node_counters() TO pg_monitor;
 GRANT SELECT ON ringshard.stat_hot_keys TO pg_monitor;
 GRANT EXECUTE ON FUNCTION ringshard_internal.stat_hot_key_counts() TO pg_monitor;
+GRANT SELECT ON ringshard.operation_progress TO pg_monitor;
+GRANT EXECUTE ON FUNCTION ringshard_internal.operation_progress_rows() TO pg_monitor;

@@ -14,6 +14,7 @@
 #include "commands/ddl.h"
 #include "fdw/fdw.h"
 #include "guc.h"
+#include "operations/progress.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/stats.h"
@@ -27,8 +28,8 @@ void		_PG_init(void);
 
 /*
  * Load-time set-up: cache invalidation hooks, clean administration errors,
- * cluster settings, the node statistics' and hot keys' shared memory, the
- * watchdog.
+ * cluster settings, the shared memory of the node statistics, hot keys
+ * and operation progress, the watchdog.
  */
 void
 _PG_init(void)
@@ -39,6 +40,7 @@ _PG_init(void)
 	remote_connection_init();
 	remote_stats_init();
 	hot_keys_init();
+	operation_progress_init();
 	remote_transaction_init();
 	rsfdw_ddl_init();
 	rsfdw_statement_planner_init();

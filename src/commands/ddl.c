@@ -43,6 +43,7 @@
 #include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "operations/progress.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
@@ -784,6 +785,7 @@ ringshard_create_distributed_table(PG_FUNCTION_ARGS)
 	PG_FINALLY();
 	{
 		rsfdw_progress_total = -1;
+		operation_progress_done();
 	}
 	PG_END_TRY();
 	ringshard_ddl_internal = true;

@@ -42,6 +42,7 @@
 #include "fdw/fdw.h"
 #include "fdw/node_analysis.h"
 #include "fdw/write_locks.h"
+#include "operations/progress.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/queue.h"
@@ -549,6 +550,10 @@ insert_row(RsModifyState *state, TupleTableSlot *slot)
 	flush_buffers(state, true, false);
 
 	state->rows++;
+	/* create_distributed_table: ringshard.operation_progress every 1000 rows, a NOTICE every 5 s */
+	if (rsfdw_progress_total >= 0 && (state->rows % 1000) == 0)
+		operation_progress_report("create_distributed_table", RelationGetRelid(state->rel), "copying rows to their nodes",
+								  state->rows, rsfdw_progress_total);
 	if (rsfdw_progress_total >= 0 && (state->rows % 1000) == 0 &&
 		TimestampDifferenceExceeds(state->last_progress, GetCurrentTimestamp(), 5000))
 	{

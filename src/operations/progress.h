@@ -1,0 +1,28 @@
+/*
+ * progress.h
+ *		What a long operation of this server's backends has done so far:
+ *		ringshard.operation_progress, in the manner of pg_stat_progress_*
+ *		(docs/monitoring.md).
+ *
+ * rebalance(), rehome_rows() and create_distributed_table() run for
+ * minutes in transactions of their own, whose catalog rows another session
+ * cannot see until they commit; so each backend writes its progress into a
+ * slot of shared memory, which any session reads.  A slot is the backend's
+ * until the operation ends, its transaction aborts or the backend exits.
+ * Without ringshard in shared_preload_libraries nothing is recorded.
+ */
+#ifndef RINGSHARD_OPERATIONS_PROGRESS_H
+#define RINGSHARD_OPERATIONS_PROGRESS_H
+
+#include "postgres.h"
+
+/* From _PG_init: ask for the shared memory (when preloaded). */
+extern void operation_progress_init(void);
+
+/* This backend's operation on a table: what it is doing now, and how far (total -1: unknown). */
+extern void operation_progress_report(const char *command, Oid relid, const char *phase, int64 done, int64 total);
+
+/* The operation has ended: the slot is free again. */
+extern void operation_progress_done(void);
+
+#endif							/* RINGSHARD_OPERATIONS_PROGRESS_H */
