@@ -52,6 +52,26 @@ node_analysis_add(NodeAnalyses *analyses, int node, int64 rows)
 	node_analysis_add_at(analyses, node, rows, INSTR_TIME_GET_MILLISEC(now));
 }
 
+static void
+explain_one(const NodeAnalyses *analyses, int i, const char *name, const char *row_word, const char *rows_word,
+			ExplainState *es)
+{
+	const NodeAnalysis *a = &analyses->nodes[i];
+	char	   *counts;
+
+	if (a->batches == 0)
+		return;
+	counts = psprintf(INT64_FORMAT " %s in " INT64_FORMAT " batch%s", a->rows, a->rows == 1 ? row_word : rows_word,
+					  a->batches, a->batches == 1 ? "" : "es");
+	ExplainPropertyText(psprintf("Node %s", name),
+						es->timing
+						? psprintf("%s, first after %.3f ms, last after %.3f ms%s", counts,
+								   Max(a->first_ms, 0), a->last_ms,
+								   analyses->runs > 1 ? psprintf(" (rows of all %d runs, times of the last)", analyses->runs) : "")
+						: counts,
+						es);
+}
+
 void
 node_analysis_explain(const NodeAnalyses *analyses, const TablePlacement *placement,
 					  const char *row_word, const char *rows_word, ExplainState *es)
@@ -59,20 +79,15 @@ node_analysis_explain(const NodeAnalyses *analyses, const TablePlacement *placem
 	if (!es->analyze || analyses == NULL)
 		return;
 	for (int i = 0; i < analyses->nnodes; i++)
-	{
-		const NodeAnalysis *a = &analyses->nodes[i];
-		char	   *counts;
+		explain_one(analyses, i, placement_node_name(placement, i), row_word, rows_word, es);
+}
 
-		if (a->batches == 0)
-			continue;
-		counts = psprintf(INT64_FORMAT " %s in " INT64_FORMAT " batch%s", a->rows, a->rows == 1 ? row_word : rows_word,
-						  a->batches, a->batches == 1 ? "" : "es");
-		ExplainPropertyText(psprintf("Node %s", placement_node_name(placement, i)),
-							es->timing
-							? psprintf("%s, first after %.3f ms, last after %.3f ms%s", counts,
-									   Max(a->first_ms, 0), a->last_ms,
-									   analyses->runs > 1 ? psprintf(" (rows of all %d runs, times of the last)", analyses->runs) : "")
-							: counts,
-							es);
-	}
+void
+node_analysis_explain_named(const NodeAnalyses *analyses, char *const *names,
+							const char *row_word, const char *rows_word, ExplainState *es)
+{
+	if (!es->analyze || analyses == NULL || names == NULL)
+		return;
+	for (int i = 0; i < analyses->nnodes; i++)
+		explain_one(analyses, i, names[i], row_word, rows_word, es);
 }

@@ -51,8 +51,16 @@ extern void node_analysis_add(NodeAnalyses *analyses, int node, int64 rows);
 /* The same for an answer that came elapsed_ms after the run started. */
 extern void node_analysis_add_at(NodeAnalyses *analyses, int node, int64 rows, double elapsed_ms);
 
-/* One "Node <name>" property per node that answered; what: "row" or "row changed" (a plural takes an s). */
+/*
+ * One "Node <name>" property per node that answered, named as the
+ * placement names its node indexes; row_word and rows_word say what was
+ * counted ("row", "rows"; "row changed", "rows changed").
+ */
 extern void node_analysis_explain(const NodeAnalyses *analyses, const TablePlacement *placement,
 								  const char *row_word, const char *rows_word, ExplainState *es);
+
+/* The same where the analyses are indexed by answer, names[i] naming the node of answer i. */
+extern void node_analysis_explain_named(const NodeAnalyses *analyses, char *const *names,
+										const char *row_word, const char *rows_word, ExplainState *es);
 
 #endif							/* RINGSHARD_NODE_ANALYSIS_H */

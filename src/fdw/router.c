@@ -66,6 +66,7 @@
 #include "commands/ddl.h"
 #include "fdw/deparse.h"
 #include "fdw/fdw.h"
+#include "fdw/node_analysis.h"
 #include "remote/connection.h"
 #include "remote/transaction.h"
 #include "remote/values.h"
@@ -1124,6 +1125,7 @@ typedef struct RouterScanState
 	char		cursor[32];
 	int			nresults;
 	int			current;
+	NodeAnalyses *analysis;		/* EXPLAIN ANALYZE of a fan-out: by answer, else NULL */
 } RouterScanState;
 
 static int
@@ -1513,6 +1515,7 @@ take_fanout_batch(RouterScanState *state, int j, RemoteResult *out)
 	remote_result_free(state->results[j]);
 	state->results[j] = out->result;
 	state->exhausted[j] = PQntuples(out->result) < ringshard_fetch_size;
+	node_analysis_add(state->analysis, j, PQntuples(out->result));
 }
 
 /* The next batch of node j's cursor, waited for. */
@@ -1613,6 +1616,8 @@ run_fanout(RouterScanState *state)
 	 * large): first the DECLARE everywhere at once, then the first batch
 	 * everywhere at once.
 	 */
+	/* EXPLAIN ANALYZE: by answer (a rescan may ask other nodes, so its analyses start again) */
+	state->analysis = node_analysis_start_run(NULL, &state->css.ss.ps, n);
 	{
 		static uint32 cursor_number = 0;
 		char	   *declare;
@@ -1809,6 +1814,8 @@ router_explain(CustomScanState *node, List *ancestors, ExplainState *es)
 		for (int i = 0; i < state->nresults; i++)
 			appendStringInfo(&buf, "%s%s", i ? ", " : "", state->answered[i]);
 		ExplainPropertyText("Answered by", buf.data, es);
+		/* each node's rows and when its batches came */
+		node_analysis_explain_named(state->analysis, state->answered, "row", "rows", es);
 	}
 	else if (es->analyze && state->answered_by)
 		ExplainPropertyText("Answered by", psprintf("%s, %d row%s in %.3f ms", state->answered_by,
