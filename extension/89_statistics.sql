@@ -102,8 +102,9 @@ SELECT h.period_start,
        c.oid::regclass AS table_name,
        h.access,
        rank() OVER (PARTITION BY h.period_start, h.table_oid, h.access ORDER BY h.count DESC) AS rank,
-       h.key,
-       h.keyspace,
+       -- the keys are the table's data: shown to whoever may read the table, as pg_stats shows its values
+       CASE WHEN pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN h.key END AS key,
+       CASE WHEN pg_catalog.has_table_privilege(c.oid, 'SELECT') THEN h.keyspace END AS keyspace,
        h.token,
        h.partition,
        h.count,
@@ -112,7 +113,7 @@ SELECT h.period_start,
   FROM ringshard_internal.stat_hot_key_counts() h
   JOIN pg_catalog.pg_class c ON c.oid = h.table_oid;
 COMMENT ON VIEW ringshard.stat_hot_keys IS
-	'the hottest keys of each distributed table, by reads and by writes, per period of ringshard.hot_keys_period (the last four): rank within table, period and access; the key (its canonical text, "..." when cut), keyspace, ring token or partition; count (never below the true count), min_count (never above it); percent of all the period''s routed reads or writes on the server';
+	'the hottest keys of each distributed table, by reads and by writes, per period of ringshard.hot_keys_period (the last four): rank within table, period and access; the key (its canonical text, "..." when cut) and keyspace, NULL unless the reader may SELECT from the table; ring token or partition; count (never below the true count), min_count (never above it); percent of all the period''s routed reads or writes on the server';
 
 CREATE FUNCTION ringshard.stat_reset_hot_keys() RETURNS void
 	AS 'MODULE_PATHNAME', 'ringshard_stat_reset_hot_keys' LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -411,7 +411,9 @@ row_replicas(RsModifyState *state, TupleTableSlot *slot, uint16 *replicas)
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
-	hot_keys_note_slot(&state->placement, slot, HOT_KEY_WRITE);
+	/* the rows create_distributed_table moves to their nodes are no key's load */
+	if (rsfdw_progress_total < 0)
+		hot_keys_note_slot(&state->placement, slot, HOT_KEY_WRITE);
 	/*
 	 * A key whose rows are not copied yet is written where it is read: on
 	 * its old replicas, which the copy then takes it from (docs/design.md,

@@ -89,5 +89,6 @@ node_analysis_explain_named(const NodeAnalyses *analyses, char *const *names,
 	if (!es->analyze || analyses == NULL || names == NULL)
 		return;
 	for (int i = 0; i < analyses->nnodes; i++)
-		explain_one(analyses, i, names[i], row_word, rows_word, es);
+		if (analyses->nodes[i].batches > 0)
+			explain_one(analyses, i, names[i], row_word, rows_word, es);
 }

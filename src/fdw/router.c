@@ -1552,6 +1552,7 @@ run_fanout(RouterScanState *state)
 	int			n = 0;
 	StringInfoData left_out;
 	const char **params;
+	NodeAnalyses *analysis;
 
 	table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
 	relation_close(rel, AccessShareLock);
@@ -1616,8 +1617,12 @@ run_fanout(RouterScanState *state)
 	 * large): first the DECLARE everywhere at once, then the first batch
 	 * everywhere at once.
 	 */
-	/* EXPLAIN ANALYZE: by answer (a rescan may ask other nodes, so its analyses start again) */
-	state->analysis = node_analysis_start_run(NULL, &state->css.ss.ps, n);
+	/*
+	 * EXPLAIN ANALYZE: by answer, so made for this run's nodes (a rescan may
+	 * ask others), and kept only with their names below: a run that falls
+	 * back keeps the last run's names and analyses together.
+	 */
+	analysis = node_analysis_start_run(NULL, &state->css.ss.ps, n);
 	{
 		static uint32 cursor_number = 0;
 		char	   *declare;
@@ -1648,6 +1653,7 @@ run_fanout(RouterScanState *state)
 	}
 	state->streams = asked;
 	state->answered = names;
+	state->analysis = analysis;
 	state->nresults = n;
 	state->results = palloc0(sizeof(PGresult *) * Max(n, 1));
 	state->exhausted = palloc0(sizeof(bool) * Max(n, 1));

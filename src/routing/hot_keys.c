@@ -48,7 +48,8 @@ typedef struct HotKeyItem
 	Oid			relid;
 	uint64		position;		/* the key's ring token, or its partition */
 	bool		on_ring;
-	bool		truncated;		/* the key (or keyspace) was longer than kept */
+	bool		key_truncated;	/* the key was longer than kept */
+	bool		keyspace_truncated; /* ... the keyspace */
 	bool		has_keyspace;
 	uint8		keyspace_len;
 	uint8		key_len;
@@ -130,15 +131,21 @@ current_period(TimestampTz now, int period_seconds, int *place)
 	return (TimestampTz) (index * length);
 }
 
-/* Back off to the start of a UTF-8 character, so a cut key stays valid text. */
+/*
+ * Back off to the start of a UTF-8 character, so a cut key stays valid
+ * text: at most 3 bytes (a character has at most 4), so bytes that are no
+ * text (a bytea key) are cut where they reach the room.
+ */
 static size_t
 utf8_cut(const char *bytes, size_t len, size_t room)
 {
+	size_t		cut = room;
+
 	if (len <= room)
 		return len;
-	while (room > 0 && ((unsigned char) bytes[room] & 0xC0) == 0x80)
-		room--;
-	return room;
+	while (cut > 0 && room - cut < 3 && ((unsigned char) bytes[cut] & 0xC0) == 0x80)
+		cut--;
+	return ((unsigned char) bytes[cut] & 0xC0) == 0x80 ? room : cut;
 }
 
 /* The ring token or partition of a key (as shard_for and partition_for give them). */
@@ -220,7 +227,8 @@ hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAcc
 		item->relid = p->relid;
 		item->position = key_position(p, bytes, len, ks, ks_len, &item->on_ring);
 		item->has_keyspace = keyspace_shown;
-		item->truncated = (keyspace_shown && ks_kept < ks_len) || key_kept < len;
+		item->keyspace_truncated = keyspace_shown && ks_kept < ks_len;
+		item->key_truncated = key_kept < len;
 		item->keyspace_len = (uint8) ks_kept;
 		item->key_len = (uint8) key_kept;
 		memcpy(item->bytes, ks, ks_kept);
@@ -268,9 +276,10 @@ require_shared(void)
 
 /*
  * Bytes as text the view can show: the canonical bytes of every key type
- * but bytea are UTF-8 text, shown as they are (converted to the database
- * encoding, which can hold them when it is UTF-8 or they are ASCII); other
- * bytes, and control characters, are shown as \x and hex, as bytea prints.
+ * but bytea are UTF-8 text, shown as they are where the database is UTF-8
+ * (or they are ASCII); other bytes, non-ASCII text in a database of another
+ * encoding, and control characters are shown as \x and hex, as bytea
+ * prints.
  */
 static Datum
 bytes_as_text(const char *bytes, size_t len, bool truncated)
@@ -347,9 +356,9 @@ ringshard_stat_hot_key_counts(PG_FUNCTION_ARGS)
 				values[1] = TimestampTzGetDatum(copy->period_start + length);
 				values[2] = ObjectIdGetDatum(item->relid);
 				values[3] = CStringGetTextDatum(a == HOT_KEY_READ ? "read" : "write");
-				values[4] = bytes_as_text(item->bytes + item->keyspace_len, item->key_len, item->truncated);
+				values[4] = bytes_as_text(item->bytes + item->keyspace_len, item->key_len, item->key_truncated);
 				if (item->has_keyspace)
-					values[5] = bytes_as_text(item->bytes, item->keyspace_len, false);
+					values[5] = bytes_as_text(item->bytes, item->keyspace_len, item->keyspace_truncated);
 				else
 					nulls[5] = true;
 				if (item->on_ring)

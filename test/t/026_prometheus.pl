@@ -83,6 +83,7 @@ $coordinator->safe_psql('postgres', sprintf(q{
 	SELECT ringshard.distribute_table('items', 'k');
 	SELECT ringshard.create_distributed_table('items');
 	CREATE ROLE watcher LOGIN IN ROLE pg_monitor;
+	GRANT SELECT ON items TO watcher;    -- the hot keys' values are shown to readers of the table
 	CREATE DATABASE plain;
 }, $w1->host, $w1->port, $w2->host, $w2->port));
 

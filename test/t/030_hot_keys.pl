@@ -18,8 +18,8 @@
 #     give two rows, each a second long; a period older than four is gone.
 #  5. ringshard.track_hot_keys = off notes nothing; stat_reset_hot_keys()
 #     empties the view.
-#  6. Privileges: pg_monitor reads the view; a plain role can neither read
-#     it nor reset it.
+#  6. Privileges: pg_monitor reads the view, the keys only of tables it may
+#     read; a plain role can neither read it nor reset it.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -212,8 +212,12 @@ $coordinator->safe_psql('postgres', q{SELECT v FROM small WHERE k = 1});
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.stat_hot_keys'), '1', 'on again: noted');
 
 # 6. privileges
-is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.stat_hot_keys', extra_params => [ '-U', 'watcher' ]),
-	'1', 'pg_monitor reads the view');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) || ' ' || count(key) || ' ' || count(token) FROM ringshard.stat_hot_keys},
+		extra_params => [ '-U', 'watcher' ]),
+	'1 0 1', 'pg_monitor reads the view, but not the keys of a table it may not read (as pg_stats)');
+$coordinator->safe_psql('postgres', 'GRANT SELECT ON small TO watcher');
+is($coordinator->safe_psql('postgres', 'SELECT key FROM ringshard.stat_hot_keys', extra_params => [ '-U', 'watcher' ]),
+	'1', '... and the keys once it may read the table');
 ($rc, $out, $err) = $coordinator->psql('postgres', 'SELECT count(*) FROM ringshard.stat_hot_keys', extra_params => [ '-U', 'nobody' ]);
 like($err, qr/permission denied/, 'a plain role cannot read the keys');
 ($rc, $out, $err) = $coordinator->psql('postgres', 'SELECT ringshard.stat_reset_hot_keys()', extra_params => [ '-U', 'watcher' ]);

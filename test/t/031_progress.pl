@@ -7,7 +7,8 @@
 #     rows to copy, the percent of them), and sees the rows done grow.
 #  2. When it ends the row is gone; a report is gone when its transaction
 #     fails or its backend exits.
-#  3. create_distributed_table and rehome_rows leave no row behind.
+#  3. create_distributed_table and rehome_rows leave no row behind (and the
+#     rows create_distributed_table moves are no hot keys' writes).
 #  4. A plain role cannot read the view.
 use strict;
 use warnings;
@@ -33,6 +34,8 @@ $coordinator->safe_psql('postgres', q{
 });
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.operation_progress'), '0',
 	'create_distributed_table of 3,000 rows left no row behind');
+is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.stat_hot_keys'), '0',
+	'... and its moving of the rows counts as no key\'s writes in stat_hot_keys');
 add_workers($coordinator, $workers[2]);
 $coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.sync_topology()');
 my $to_copy = $coordinator->safe_psql('postgres', q{SELECT count(*) FROM items WHERE shard_for(k) = 'w3'});
