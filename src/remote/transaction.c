@@ -474,16 +474,49 @@ pre_commit(bool preparing)
 
 /*
  * Whether a COMMIT PREPARED (or ROLLBACK PREPARED) failed only because
- * another session finished the part first: after the local commit,
- * recovery may commit a part while its own transaction's COMMIT PREPARED is
- * on its way, and the one that comes second finds it gone (42704) or being
- * finished (55006).  The decision is the same either way.
+ * another session finished the part first, or is finishing it: after the
+ * local commit, recovery (a rebalance's, the watchdog's) may commit a part
+ * while its own transaction's COMMIT PREPARED is on its way, and the one that
+ * comes second finds it gone (42704, "does not exist") or being finished
+ * (55000, "is busy": PostgreSQL's LockGXact).  The decision is the same
+ * either way.
  */
+static bool
+part_is_busy(RemoteConnection *c)
+{
+	return c->link == LINK_IDLE && c->last_sqlstate == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+}
+
 static bool
 finished_meanwhile(RemoteConnection *c)
 {
-	return c->link == LINK_IDLE &&
-		(c->last_sqlstate == ERRCODE_UNDEFINED_OBJECT || c->last_sqlstate == ERRCODE_OBJECT_IN_USE);
+	return c->link == LINK_IDLE && (c->last_sqlstate == ERRCODE_UNDEFINED_OBJECT || part_is_busy(c));
+}
+
+/*
+ * A part that another session is committing at this moment: wait until it is
+ * gone from the node (its COMMIT PREPARED again finds it gone, or does it),
+ * so that the commit is visible on every node once this one returns (the
+ * client's next statement must see its own write).  Bounded: if the other
+ * session stalls, the part stays for recovery.  Nothing here may throw.
+ */
+static bool
+wait_while_busy(RemoteConnection *c, char *sql)
+{
+	int			waited_ms = 0;
+	int			bound_ms = ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000;
+
+	while (part_is_busy(c) && waited_ms < bound_ms)
+	{
+		bool		worked;
+
+		pg_usleep(10 * 1000L);
+		waited_ms += 10;
+		command_all(&c, 1, &sql, "COMMIT PREPARED", &worked, ringshard_node_timeout_ms);
+		if (worked || (c->link == LINK_IDLE && c->last_sqlstate == ERRCODE_UNDEFINED_OBJECT))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -569,17 +602,31 @@ post_commit(void)
 	else
 		command_all(prepared.conns, prepared.n, sql, "COMMIT PREPARED", worked, ringshard_node_timeout_ms);
 	for (int i = 0; i < prepared.n; i++)
-		if (!worked[i] && finished_meanwhile(prepared.conns[i]))
+	{
+		RemoteConnection *c = prepared.conns[i];
+
+		if (worked[i])
+			continue;
+		if (part_is_busy(c))
+		{
+			if (!wait_while_busy(c, sql[i]))
+				ereport(WARNING,
+						(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+						 errmsg("node \"%s\" is still finishing the commit of its part of the transaction", c->node),
+						 errdetail("The transaction is committed; another session (recovery) is committing the "
+								   "node's part, which may not be visible there yet.")));
+		}
+		else if (finished_meanwhile(c))
 			ereport(DEBUG1,
-					(errmsg_internal("node \"%s\": recovery finished the commit of the part %s",
-									 prepared.conns[i]->node, prepared.conns[i]->gid)));
-		else if (!worked[i])
+					(errmsg_internal("node \"%s\": recovery finished the commit of the part %s", c->node, c->gid)));
+		else
 			ereport(WARNING,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("node \"%s\" did not confirm the commit of its part of the transaction", prepared.conns[i]->node),
+					 errmsg("node \"%s\" did not confirm the commit of its part of the transaction", c->node),
 					 errdetail("The transaction is committed; the node's part stays prepared until "
 							   "ringshard.recover_prepared_transactions() commits it (the watchdog does)."),
-					 prepared.conns[i]->last_error ? errdetail_internal("%s", prepared.conns[i]->last_error) : 0));
+					 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	}
 }
 
 /* After a local abort: roll back every remote part.  Nothing here may throw. */
@@ -1009,7 +1056,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 						 * nothing is left to do.
 						 */
 						remote_result_free(done.result);
-						left += owner_conn->last_sqlstate == ERRCODE_OBJECT_IN_USE;
+						left += part_is_busy(owner_conn);
 						continue;
 					}
 					res = remote_answer(owner_conn, &done, sql, NULL);
