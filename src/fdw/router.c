@@ -1188,6 +1188,11 @@ route(RouterScanState *state, EState *estate)
 	List	   *common = NIL;
 	bool		first = true;
 
+	/* the keys are noted as hot keys only if routed here: a fallback's scans note their own */
+	TablePlacement *noted_placements = palloc(sizeof(TablePlacement) * Max(list_length(state->relids), 1));
+	Datum	   *noted_keys = palloc(sizeof(Datum) * Max(list_length(state->relids), 1));
+	int			nnoted = 0;
+
 	forboth(lr, state->relids, lv, state->value_states)
 	{
 		Relation	rel = relation_open(lfirst_oid(lr), AccessShareLock);
@@ -1217,8 +1222,11 @@ route(RouterScanState *state, EState *estate)
 		}
 		table_placement_load(&placement, RelationGetRelid(rel), RelationGetDescr(rel), CurrentMemoryContext);
 		holders = key_holders(&placement, key, &moving, NULL);
-		if (!(state->eflags & EXEC_FLAG_EXPLAIN_ONLY))
-			hot_keys_note_key(&placement, key, NULL, HOT_KEY_READ);
+		if (!(state->eflags & EXEC_FLAG_EXPLAIN_ONLY) && hot_keys_tracking())
+		{
+			noted_placements[nnoted] = placement;
+			noted_keys[nnoted++] = key;
+		}
 		relation_close(rel, AccessShareLock);
 intersect:
 		if (first)
@@ -1248,6 +1256,8 @@ intersect:
 	state->nodes = palloc(sizeof(char *) * state->nnodes);
 	for (int i = 0; i < state->nnodes; i++)
 		state->nodes[i] = list_nth(common, i);
+	for (int i = 0; i < nnoted; i++)
+		hot_keys_note_key(&noted_placements[i], noted_keys[i], NULL, HOT_KEY_READ);
 	return true;
 }
 

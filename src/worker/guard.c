@@ -9,10 +9,12 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -100,6 +102,39 @@ read_cluster_state(WorkerState *state, MemoryContext mcxt)
 	state->topology_version = cached_topology_version;
 }
 
+/*
+ * A node behind the coordinator's statement may only be in the middle of
+ * taking the sync_topology that the coordinator has committed: its part
+ * (prepared, holding its lock on cluster_state) commits a moment later.  Wait
+ * for such a part, at most ringshard.node_timeout and interruptibly, so that
+ * a statement meeting that moment goes on under the new version instead of
+ * failing.  True if the version may have moved on (the caller reads it
+ * again); false if no change was in flight (the node missed a sync).
+ */
+static bool
+waited_for_topology_change(void)
+{
+	Oid			schema = get_namespace_oid("ringshard", true);
+	Oid			relid = OidIsValid(schema) ? get_relname_relid("cluster_state", schema) : InvalidOid;
+	uint64		generation = topology_cache_generation;
+	int			waited_ms = 0;
+	int			bound_ms = ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000;
+
+	if (!OidIsValid(relid))
+		return false;
+	/* (ShareLock conflicts with the RowExclusiveLock of the change's UPDATE; acquiring takes its invalidations) */
+	while (!ConditionalLockRelationOid(relid, ShareLock))
+	{
+		if (waited_ms >= bound_ms)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(5 * 1000L);
+		waited_ms += 5;
+	}
+	UnlockRelationOid(relid, ShareLock);
+	return waited_ms > 0 || generation != topology_cache_generation;
+}
+
 /* What a reads_here() call site keeps: the table's placement, this node, who is left out. */
 typedef struct ReadsHereState
 {
@@ -130,6 +165,7 @@ key_replicas_here(FunctionCallInfo fcinfo, uint16 *replicas, int *nreplicas)
 	int			version_arg = excluded_arg + 1;
 	Oid			relid;
 	ArrayType  *excluded;
+	bool		waited = false;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || (with_keyspace && PG_ARGISNULL(2)) || PG_ARGISNULL(excluded_arg))
 		return NULL;
@@ -137,6 +173,7 @@ key_replicas_here(FunctionCallInfo fcinfo, uint16 *replicas, int *nreplicas)
 	excluded = PG_GETARG_ARRAYTYPE_P(excluded_arg);
 	if (state == NULL)
 		state = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(ReadsHereState));
+reload:
 	if (state->generation != topology_cache_generation || state->relid != relid)
 	{
 		Relation	rel;
@@ -187,7 +224,9 @@ key_replicas_here(FunctionCallInfo fcinfo, uint16 *replicas, int *nreplicas)
 	 * A node ahead of the coordinator's statement took a sync_topology that
 	 * committed after the statement read its version: the topology changed
 	 * under it, which a retry settles (40001, as clients and pgbench retry).
-	 * A node behind missed a sync: that needs one.
+	 * A node behind is either taking that sync at this moment (its part
+	 * commits a moment after the coordinator's commit: wait for it, once) or
+	 * missed one, which needs a sync_topology.
 	 */
 	if (!PG_ARGISNULL(version_arg) && PG_GETARG_INT64(version_arg) < state->topology_version)
 		ereport(ERROR,
@@ -198,6 +237,17 @@ key_replicas_here(FunctionCallInfo fcinfo, uint16 *replicas, int *nreplicas)
 						PG_GETARG_INT64(version_arg)),
 				 errdetail("The topology changed while the statement ran."),
 				 errhint("Retry the transaction.")));
+	if (!PG_ARGISNULL(version_arg) && PG_GETARG_INT64(version_arg) > state->topology_version && !waited)
+	{
+		waited = true;
+		if (waited_for_topology_change())
+		{
+			/* read this node's version and the table's placement again */
+			cached_generation = 0;
+			state->generation = 0;
+			goto reload;
+		}
+	}
 	if (!PG_ARGISNULL(version_arg) && PG_GETARG_INT64(version_arg) != state->topology_version)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -5,7 +5,8 @@
 #  1. Exact while few keys are seen: router reads, a scan by a list of keys,
 #     UPDATE and DELETE by key, an UPDATE that reads another table, and each
 #     row of an INSERT count by the amounts the script implies, as reads or
-#     as writes; a plain EXPLAIN counts nothing.
+#     as writes; a plain EXPLAIN counts nothing; a router read that falls
+#     back to the plan below counts its keys once.
 #  2. The issue's case: one key read 1,000 times more among 10,000 keys read
 #     once each (itself one of them), in random order, ranks first, its
 #     bounds holding its true count (1,001); the same for writes (300
@@ -99,6 +100,16 @@ is($coordinator->safe_psql('postgres', q{
 	       || ' ' || count(*) FILTER (WHERE period_end - period_start <> interval '60 s')
 	  FROM ringshard.stat_hot_keys WHERE table_name = 'small'::regclass}),
 	'1 0 0 0', 'the most read key ranks first; every token is the key\'s ring_token; no partition; 60 s periods');
+
+# a router read whose keys have no node in common runs as the plan below,
+# whose scans note each key: once, not once more for the router's attempt
+my $apart = $coordinator->safe_psql('postgres',
+	q{SELECT min(g) FROM generate_series(2, 500) g WHERE replicas_for(g) <> replicas_for(1)});
+$coordinator->safe_psql('postgres', qq{
+	SELECT ringshard.stat_reset_hot_keys();
+	SELECT a.v, b.v FROM small a, small b WHERE a.k = 1 AND b.k = $apart;});
+is(hot_rows(q{table_name = 'small'::regclass}), "small/read/1=1/1 small/read/$apart=1/1",
+	"a join of keys on different nodes (1 and $apart), which no node can answer alone: each key read once");
 
 # 2. one hot key among 10,000 uniform ones, by reads and by writes
 wait_for_fresh_period($coordinator);
