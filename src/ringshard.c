@@ -6,6 +6,10 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
 #include "admin/admin_errors.h"
@@ -26,6 +30,32 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* The shared memory of the node statistics, the hot keys and the operations in progress. */
+static void
+ringshard_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	remote_stats_shmem_request();
+	hot_keys_shmem_request();
+	operation_progress_shmem_request();
+}
+
+static void
+ringshard_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	remote_stats_shmem_startup();
+	hot_keys_shmem_startup();
+	operation_progress_shmem_startup();
+	LWLockRelease(AddinShmemInitLock);
+}
+
 /*
  * Load-time set-up: cache invalidation hooks, clean administration errors,
  * cluster settings, the shared memory of the node statistics, hot keys
@@ -38,9 +68,13 @@ _PG_init(void)
 	topology_cache_init();
 	admin_errors_init();
 	remote_connection_init();
-	remote_stats_init();
-	hot_keys_init();
-	operation_progress_init();
+	if (process_shared_preload_libraries_in_progress)
+	{
+		prev_shmem_request_hook = shmem_request_hook;
+		shmem_request_hook = ringshard_shmem_request;
+		prev_shmem_startup_hook = shmem_startup_hook;
+		shmem_startup_hook = ringshard_shmem_startup;
+	}
 	remote_transaction_init();
 	rsfdw_ddl_init();
 	rsfdw_statement_planner_init();

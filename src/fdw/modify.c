@@ -404,16 +404,18 @@ row_replicas(RsModifyState *state, TupleTableSlot *slot, uint16 *replicas)
 	int			nreplicas;
 	int			took = 0;
 	int			quorum;
+	PlacementRowKey key;
 
-	nreplicas = placement_slot_replicas(&state->placement, slot, replicas);
-	if (nreplicas == 0)
+	/* encoded once: for its replicas, its hot-key note, its lock slot */
+	if (!placement_slot_key(&state->placement, slot, &key))
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),
 				 errmsg("a row of distributed table %s needs a sharding key", RelationGetRelationName(state->rel)),
 				 errdetail("Its key column \"%s\" is null.", state->placement.key_column)));
+	nreplicas = placement_row_key_replicas(&state->placement, &key, replicas);
 	/* the rows create_distributed_table moves to their nodes are no key's load */
 	if (rsfdw_progress_total < 0)
-		hot_keys_note_slot(&state->placement, slot, HOT_KEY_WRITE);
+		hot_keys_note_encoded(&state->placement, key.bytes, key.len, key.keyspace, key.keyspace_len, HOT_KEY_WRITE);
 	/*
 	 * A key whose rows are not copied yet is written where it is read: on
 	 * its old replicas, which the copy then takes it from (docs/design.md,
@@ -441,11 +443,7 @@ row_replicas(RsModifyState *state, TupleTableSlot *slot, uint16 *replicas)
 		}
 	}
 	/* writers of one key queue here, before any replica (write_locks.c) */
-	rsfdw_lock_key_for_write(RelationGetRelid(state->rel),
-							 placement_key_lock_slot(&state->placement,
-													 slot->tts_values[state->placement.key_attnum - 1],
-													 state->placement.keyspace_attnum > 0
-													 ? slot->tts_values[state->placement.keyspace_attnum - 1] : (Datum) 0));
+	rsfdw_lock_key_for_write(RelationGetRelid(state->rel), placement_row_key_lock_slot(&key));
 	for (int r = 0; r < nreplicas; r++)
 	{
 		prepare_node(state, replicas[r]);
@@ -1269,6 +1267,9 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 		state->key_set_size = palloc(sizeof(int) * Max(nelems, 1));
 		state->nkey_sets = 0;
 
+		if (!isnull && !keyspace_null)
+			hot_keys_note_keys(&state->placement, elems, nulls, nelems, state->keyspace_state ? &keyspace : NULL,
+							   HOT_KEY_WRITE);
 		for (int k = 0; k < nelems && !isnull && !keyspace_null; k++)
 		{
 			uint16		replicas[PLACEMENT_MAX_REPLICAS];
@@ -1277,7 +1278,6 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 			if (nulls[k])
 				continue;
 			n = placement_key_replicas(&state->placement, elems[k], keyspace, replicas);
-			hot_keys_note_key(&state->placement, elems[k], state->keyspace_state ? &keyspace : NULL, HOT_KEY_WRITE);
 			/* a key not copied yet is changed where it is read: on its old replicas, all of them up */
 			if (placement_is_moving(&state->placement))
 			{

@@ -48,44 +48,25 @@ typedef struct OperationsShared
 static OperationsShared *shared = NULL;
 static int	my_slot = -1;		/* this backend's slot, or -1 */
 static bool callbacks_registered = false;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void
-progress_shmem_request(void)
+void
+operation_progress_shmem_request(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(OperationsShared)));
 	RequestNamedLWLockTranche("ringshard_progress", 1);
 }
 
-static void
-progress_shmem_startup(void)
+void
+operation_progress_shmem_startup(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	shared = ShmemInitStruct("ringshard operation progress", sizeof(OperationsShared), &found);
 	if (!found)
 	{
 		memset(shared, 0, sizeof(OperationsShared));
 		shared->lock = &(GetNamedLWLockTranche("ringshard_progress"))->lock;
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-operation_progress_init(void)
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = progress_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = progress_shmem_startup;
 }
 
 void

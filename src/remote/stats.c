@@ -72,26 +72,19 @@ typedef struct NodeStatsShared
 
 static NodeStatsShared *shared = NULL;
 static bool slots_full_warned = false;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void
-stats_shmem_request(void)
+void
+remote_stats_shmem_request(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(NodeStatsShared)));
 	RequestNamedLWLockTranche("ringshard_stats", 1);
 }
 
-static void
-stats_shmem_startup(void)
+void
+remote_stats_shmem_startup(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	shared = ShmemInitStruct("ringshard node statistics", sizeof(NodeStatsShared), &found);
 	if (!found)
 	{
@@ -107,18 +100,6 @@ stats_shmem_startup(void)
 				pg_atomic_init_u64(a, 0);
 		}
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-remote_stats_init(void)
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = stats_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = stats_shmem_startup;
 }
 
 static NodeStatsSlot *

@@ -24,7 +24,13 @@ typedef enum RemoteFailureKind
 } RemoteFailureKind;
 
 /* From _PG_init: ask for the shared memory (when preloaded). */
-extern void remote_stats_init(void);
+/*
+ * Its shared memory, when preloaded: asked for from the library's
+ * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c,
+ * which holds AddinShmemInitLock around every area's attach).
+ */
+extern void remote_stats_shmem_request(void);
+extern void remote_stats_shmem_startup(void);
 
 /* The slot of a node of this database, made on first use; NULL if none can be had. */
 extern NodeStatsSlot *remote_stats_slot(const char *node);

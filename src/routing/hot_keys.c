@@ -71,26 +71,19 @@ typedef struct HotKeysShared
 } HotKeysShared;
 
 static HotKeysShared *shared = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void
+void
 hot_keys_shmem_request(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(HotKeysShared)));
 	RequestNamedLWLockTranche("ringshard_hot_keys", HOT_KEY_ACCESS_KINDS);
 }
 
-static void
+void
 hot_keys_shmem_startup(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	shared = ShmemInitStruct("ringshard hot keys", sizeof(HotKeysShared), &found);
 	if (!found)
 	{
@@ -100,18 +93,6 @@ hot_keys_shmem_startup(void)
 			for (int p = 0; p < HOT_KEY_PERIODS; p++)
 				(void) rs_topk_init(&shared->sketches[a][p].topk, RS_TOPK_MAX_CAPACITY);
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-void
-hot_keys_init(void)
-{
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = hot_keys_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = hot_keys_shmem_startup;
 }
 
 bool
@@ -167,15 +148,10 @@ key_position(TablePlacement *p, const char *bytes, size_t len, const char *ks, s
 }
 
 void
-hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAccess access)
+hot_keys_note_encoded(TablePlacement *p, const char *bytes, size_t len, const char *ks, size_t ks_len,
+					  HotKeyAccess access)
 {
-	char		buf[KEY_BYTES_BUFSIZE];
-	char		keyspace_buf[KEY_BYTES_BUFSIZE];
-	size_t		len;
-	size_t		ks_len = 0;
-	const char *bytes;
-	const char *ks = "";
-	bool		has_keyspace = false;
+	bool		has_keyspace = p->map != NULL;
 	uint64		fingerprint;
 	int			period_seconds = ringshard_hot_keys_period_s;
 	int			place;
@@ -187,21 +163,11 @@ hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAcc
 
 	if (!hot_keys_tracking())
 		return;
-	bytes = key_encoder_bytes(&p->key, key, buf, &len);
-	if (p->map)
+	if (!has_keyspace || ks == NULL)
 	{
-		has_keyspace = true;
-		if (p->keyspace_attnum > 0)
-		{
-			if (keyspace == NULL)
-				return;			/* a keyspace column not given: not a key this table routes by */
-			ks = key_encoder_bytes(&p->keyspace_key, *keyspace, keyspace_buf, &ks_len);
-		}
-		else
-		{
-			ks = p->keyspace_bytes;
-			ks_len = p->keyspace_bytes_len;
-		}
+		/* a ring's key has no keyspace */
+		ks = "";
+		ks_len = 0;
 	}
 	fingerprint = rs_topk_fingerprint(((uint64) MyDatabaseId << 32) | p->relid, ks, ks_len, bytes, len);
 	start = current_period(GetCurrentTimestamp(), period_seconds, &place);
@@ -243,24 +209,76 @@ hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAcc
 }
 
 void
-hot_keys_note_slot(TablePlacement *p, TupleTableSlot *slot, HotKeyAccess access)
+hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAccess access)
 {
-	Datum		keyspace;
+	char		buf[KEY_BYTES_BUFSIZE];
+	char		keyspace_buf[KEY_BYTES_BUFSIZE];
+	size_t		len;
+	size_t		ks_len = 0;
+	const char *bytes;
+	const char *ks = "";
 
 	if (!hot_keys_tracking())
 		return;
-	slot_getsomeattrs(slot, Max(p->key_attnum, p->keyspace_attnum));
-	if (slot->tts_isnull[p->key_attnum - 1])
-		return;
-	if (p->map && p->keyspace_attnum > 0)
+	bytes = key_encoder_bytes(&p->key, key, buf, &len);
+	if (p->map)
 	{
-		if (slot->tts_isnull[p->keyspace_attnum - 1])
-			return;
-		keyspace = slot->tts_values[p->keyspace_attnum - 1];
-		hot_keys_note_key(p, slot->tts_values[p->key_attnum - 1], &keyspace, access);
+		if (p->keyspace_attnum > 0)
+		{
+			if (keyspace == NULL)
+				return;			/* a keyspace column not given: not a key this table routes by */
+			ks = key_encoder_bytes(&p->keyspace_key, *keyspace, keyspace_buf, &ks_len);
+		}
+		else
+		{
+			ks = p->keyspace_bytes;
+			ks_len = p->keyspace_bytes_len;
+		}
 	}
-	else
-		hot_keys_note_key(p, slot->tts_values[p->key_attnum - 1], NULL, access);
+	hot_keys_note_encoded(p, bytes, len, ks, ks_len, access);
+}
+
+void
+hot_keys_note_keys(TablePlacement *p, const Datum *keys, const bool *nulls, int nkeys, const Datum *keyspace,
+				   HotKeyAccess access)
+{
+	const char **seen;
+	size_t	   *seen_len;
+	int			nseen = 0;
+
+	if (!hot_keys_tracking())
+		return;
+	if (nkeys == 1)
+	{
+		if (!nulls[0])
+			hot_keys_note_key(p, keys[0], keyspace, access);
+		return;
+	}
+	/* equal keys (1.5 and 1.50, 'c7' and 'c7 ' as char(n)) have the same canonical bytes */
+	seen = palloc(sizeof(char *) * nkeys);
+	seen_len = palloc(sizeof(size_t) * nkeys);
+	for (int k = 0; k < nkeys; k++)
+	{
+		char		buf[KEY_BYTES_BUFSIZE];
+		size_t		len;
+		const char *bytes;
+		bool		again = false;
+
+		if (nulls[k])
+			continue;
+		bytes = key_encoder_bytes_slow(&p->key, keys[k], buf, &len);
+		for (int j = 0; j < nseen && !again; j++)
+			again = seen_len[j] == len && memcmp(seen[j], bytes, len) == 0;
+		if (again)
+			continue;
+		seen[nseen] = pnstrdup(bytes, len);
+		seen_len[nseen++] = len;
+		hot_keys_note_key(p, keys[k], keyspace, access);
+	}
+	for (int j = 0; j < nseen; j++)
+		pfree((void *) seen[j]);
+	pfree(seen);
+	pfree(seen_len);
 }
 
 static void

@@ -28,8 +28,13 @@ typedef enum HotKeyAccess
 
 #define HOT_KEY_ACCESS_KINDS 2
 
-/* From _PG_init: ask for the shared memory (when preloaded). */
-extern void hot_keys_init(void);
+/*
+ * Its shared memory, when preloaded: asked for from the library's
+ * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c,
+ * which holds AddinShmemInitLock around every area's attach).
+ */
+extern void hot_keys_shmem_request(void);
+extern void hot_keys_shmem_startup(void);
 
 /* Whether notes are kept now: shared memory, and the setting on. */
 extern bool hot_keys_tracking(void);
@@ -41,7 +46,15 @@ extern bool hot_keys_tracking(void);
  */
 extern void hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAccess access);
 
-/* The same for the key of a row in a slot. */
-extern void hot_keys_note_slot(TablePlacement *p, TupleTableSlot *slot, HotKeyAccess access);
+/* The same for a list of keys (an IN list): each distinct key once, as a scan reads it. */
+extern void hot_keys_note_keys(TablePlacement *p, const Datum *keys, const bool *nulls, int nkeys,
+							   const Datum *keyspace, HotKeyAccess access);
+
+/*
+ * The same for a key already encoded (placement.h: the key's and the
+ * keyspace's canonical bytes; keyspace_is_column as there).
+ */
+extern void hot_keys_note_encoded(TablePlacement *p, const char *bytes, size_t len,
+								  const char *keyspace, size_t keyspace_len, HotKeyAccess access);
 
 #endif							/* RINGSHARD_HOT_KEYS_H */

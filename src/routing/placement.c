@@ -114,21 +114,38 @@ placement_key_lock_slot(TablePlacement *p, Datum key, Datum keyspace)
 	return rsfdw_key_lock_slot(bytes, len, ks, ks_len);
 }
 
-int
-placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint16 *out)
+bool
+placement_slot_key(TablePlacement *p, TupleTableSlot *slot, PlacementRowKey *key)
 {
-	Datum		keyspace = (Datum) 0;
-
 	slot_getsomeattrs(slot, Max(p->key_attnum, p->keyspace_attnum));
 	if (slot->tts_isnull[p->key_attnum - 1])
-		return 0;
-	if (p->map && p->keyspace_attnum > 0)
+		return false;
+	key->keyspace = p->keyspace_bytes;	/* a constant keyspace, in UTF-8 */
+	key->keyspace_len = p->keyspace_bytes_len;
+	key->keyspace_is_column = p->map && p->keyspace_attnum > 0;
+	if (key->keyspace_is_column)
 	{
 		if (slot->tts_isnull[p->keyspace_attnum - 1])
-			return 0;
-		keyspace = slot->tts_values[p->keyspace_attnum - 1];
+			return false;
+		key->keyspace = key_encoder_bytes(&p->keyspace_key, slot->tts_values[p->keyspace_attnum - 1],
+										  key->keyspace_buf, &key->keyspace_len);
 	}
-	return placement_key_replicas(p, slot->tts_values[p->key_attnum - 1], keyspace, out);
+	key->bytes = key_encoder_bytes(&p->key, slot->tts_values[p->key_attnum - 1], key->buf, &key->len);
+	return true;
+}
+
+int
+placement_row_key_replicas(TablePlacement *p, const PlacementRowKey *key, uint16 *out)
+{
+	return bytes_replicas(p, key->bytes, key->len, key->keyspace, key->keyspace_len, out);
+}
+
+uint32
+placement_row_key_lock_slot(const PlacementRowKey *key)
+{
+	/* (as placement_key_lock_slot: a constant keyspace is the table's, not part of the slot) */
+	return rsfdw_key_lock_slot(key->bytes, key->len, key->keyspace_is_column ? key->keyspace : NULL,
+							   key->keyspace_is_column ? key->keyspace_len : 0);
 }
 
 bool

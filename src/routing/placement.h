@@ -13,6 +13,7 @@
 #include "executor/tuptable.h"
 
 #include "routing/annotated_tables.h"
+#include "types/key_bytes.h"
 
 /* At most this many replicas per key (rings allow up to 64). */
 #define PLACEMENT_MAX_REPLICAS 64
@@ -33,8 +34,28 @@ extern int	placement_key_replicas(TablePlacement *p, Datum key, Datum keyspace, 
 /* The coordinator lock slot of a key (fdw/write_locks.h), from its canonical bytes. */
 extern uint32 placement_key_lock_slot(TablePlacement *p, Datum key, Datum keyspace);
 
-/* The replicas of a row in a slot; 0 if its key (or keyspace) is NULL. */
-extern int	placement_slot_replicas(TablePlacement *p, TupleTableSlot *slot, uint16 *out);
+/*
+ * A row's key as canonical bytes, encoded once for each use a write makes
+ * of it (its replicas, its lock slot, its hot-key note).  The bytes may
+ * point into the struct: use it where it was filled.
+ */
+typedef struct PlacementRowKey
+{
+	const char *bytes;
+	size_t		len;
+	const char *keyspace;		/* what the partition is hashed with: the column's or the map's constant */
+	size_t		keyspace_len;
+	bool		keyspace_is_column;
+	char		buf[KEY_BYTES_BUFSIZE];
+	char		keyspace_buf[KEY_BYTES_BUFSIZE];
+} PlacementRowKey;
+
+/* The key (and keyspace) of the row in a slot, encoded; false if either is NULL. */
+extern bool placement_slot_key(TablePlacement *p, TupleTableSlot *slot, PlacementRowKey *key);
+
+/* The replicas and the coordinator lock slot of an encoded key. */
+extern int	placement_row_key_replicas(TablePlacement *p, const PlacementRowKey *key, uint16 *out);
+extern uint32 placement_row_key_lock_slot(const PlacementRowKey *key);
 
 /* Whether every token range or partition keeps a replica on a node not excluded. */
 extern bool placement_covered(const TablePlacement *p, const bool *excluded);

@@ -81,6 +81,7 @@ $coordinator->safe_psql('postgres', q{
 	UPDATE small SET v = v + 1 WHERE k = 3;
 	UPDATE small SET v = v + 1 WHERE k = 3;
 	DELETE FROM small WHERE k = 2;
+	UPDATE small SET v = v WHERE k IN (1, 1);
 	UPDATE small SET v = (SELECT s2.v FROM small s2 WHERE s2.k = 3) WHERE k = 3;
 	EXPLAIN SELECT v FROM small WHERE k = 1;
 	EXPLAIN UPDATE small SET v = 0 WHERE k = 1;
@@ -89,8 +90,8 @@ $coordinator->safe_psql('postgres', q{
 	EXECUTE one(3);
 });
 is(hot_rows(q{table_name = 'small'::regclass}),
-	'small/read/1=4/4 small/read/2=2/2 small/read/3=3/3 small/write/1=1/1 small/write/2=2/2 small/write/3=4/4',
-	'reads (router, prepared, a list of keys) and writes (each INSERT row, UPDATE, DELETE, an UPDATE reading its own key) counted exactly; EXPLAIN counts nothing');
+	'small/read/1=4/4 small/read/2=2/2 small/read/3=3/3 small/write/1=2/2 small/write/2=2/2 small/write/3=4/4',
+	'reads (router, prepared, a list of keys) and writes (each INSERT row, UPDATE, DELETE, an UPDATE of a list naming one key twice, an UPDATE reading its own key) counted exactly; EXPLAIN counts nothing');
 like($coordinator->safe_psql('postgres', q{EXPLAIN UPDATE small SET v = (SELECT s2.v FROM small s2 WHERE s2.k = 3) WHERE k = 3}),
 	qr/Router: the whole statement to every replica of its key/, '... that UPDATE is a router write (its read of the key counted as a read)');
 is($coordinator->safe_psql('postgres', q{
