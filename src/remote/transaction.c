@@ -497,21 +497,20 @@ finished_meanwhile(RemoteConnection *c)
  * A part that another session is committing at this moment: wait until it is
  * gone from the node (its COMMIT PREPARED again finds it gone, or does it),
  * so that the commit is visible on every node once this one returns (the
- * client's next statement must see its own write).  Bounded: if the other
- * session stalls, the part stays for recovery.  Nothing here may throw.
+ * client's next statement must see its own write).  Bounded by a deadline
+ * that all of a commit's parts share: if the other session stalls, the part
+ * stays for recovery.  False if the part is still busy at the deadline, or
+ * a retry failed otherwise (then last_error says how).  Nothing here may
+ * throw.
  */
 static bool
-wait_while_busy(RemoteConnection *c, char *sql)
+wait_while_busy(RemoteConnection *c, char *sql, TimestampTz deadline)
 {
-	int			waited_ms = 0;
-	int			bound_ms = ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000;
-
-	while (part_is_busy(c) && waited_ms < bound_ms)
+	while (part_is_busy(c) && GetCurrentTimestamp() < deadline)
 	{
 		bool		worked;
 
 		pg_usleep(10 * 1000L);
-		waited_ms += 10;
 		command_all(&c, 1, &sql, "COMMIT PREPARED", &worked, ringshard_node_timeout_ms);
 		if (worked || (c->link == LINK_IDLE && c->last_sqlstate == ERRCODE_UNDEFINED_OBJECT))
 			return true;
@@ -565,6 +564,7 @@ post_commit(void)
 	Collected	prepared = collect(COLLECT_PREPARED);
 	bool	   *worked;
 	char	  **sql;
+	TimestampTz busy_deadline;
 
 	if (prepared.n == 0)
 		return;
@@ -589,6 +589,7 @@ post_commit(void)
 	}
 	worked = palloc(sizeof(bool) * prepared.n);
 	sql = palloc(sizeof(char *) * prepared.n);
+	busy_deadline = 0;
 	for (int i = 0; i < prepared.n; i++)
 		sql[i] = psprintf("COMMIT PREPARED '%s'", prepared.conns[i]->gid);
 	if (fault_point_armed("after_first_commit_prepared") && prepared.n > 1)
@@ -609,14 +610,23 @@ post_commit(void)
 			continue;
 		if (part_is_busy(c))
 		{
-			if (!wait_while_busy(c, sql[i]))
+			if (busy_deadline == 0)
+				busy_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000);
+			if (wait_while_busy(c, sql[i], busy_deadline))
+				continue;
+			if (part_is_busy(c))
+			{
 				ereport(WARNING,
 						(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
 						 errmsg("node \"%s\" is still finishing the commit of its part of the transaction", c->node),
 						 errdetail("The transaction is committed; another session (recovery) is committing the "
 								   "node's part, which may not be visible there yet.")));
+				continue;
+			}
+			/* a retry failed otherwise: as below */
 		}
-		else if (finished_meanwhile(c))
+		if (finished_meanwhile(c))
 			ereport(DEBUG1,
 					(errmsg_internal("node \"%s\": recovery finished the commit of the part %s", c->node, c->gid)));
 		else

@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -242,43 +243,70 @@ void
 hot_keys_note_keys(TablePlacement *p, const Datum *keys, const bool *nulls, int nkeys, const Datum *keyspace,
 				   HotKeyAccess access)
 {
+	char		keyspace_buf[KEY_BYTES_BUFSIZE];
+	const char *ks = "";
+	size_t		ks_len = 0;
 	const char **seen;
 	size_t	   *seen_len;
-	int			nseen = 0;
+	int		   *slots;
+	int			nslots = 2;
 
-	if (!hot_keys_tracking())
+	if (!hot_keys_tracking() || nkeys <= 0)
 		return;
-	if (nkeys == 1)
+	if (p->map)
 	{
-		if (!nulls[0])
-			hot_keys_note_key(p, keys[0], keyspace, access);
-		return;
+		if (p->keyspace_attnum > 0)
+		{
+			if (keyspace == NULL)
+				return;			/* a keyspace column not given: not a key this table routes by */
+			ks = key_encoder_bytes(&p->keyspace_key, *keyspace, keyspace_buf, &ks_len);
+		}
+		else
+		{
+			ks = p->keyspace_bytes;
+			ks_len = p->keyspace_bytes_len;
+		}
 	}
-	/* equal keys (1.5 and 1.50, 'c7' and 'c7 ' as char(n)) have the same canonical bytes */
-	seen = palloc(sizeof(char *) * nkeys);
+
+	/*
+	 * Each distinct key once: equal keys (1.5 and 1.50, 'c7' and 'c7 ' as
+	 * char(n)) have the same canonical bytes, found again in a hash table
+	 * of the keys seen (an IN list may hold thousands).
+	 */
+	while (nslots < 2 * nkeys)
+		nslots *= 2;
+	seen = palloc0(sizeof(char *) * nkeys);
 	seen_len = palloc(sizeof(size_t) * nkeys);
+	slots = palloc(sizeof(int) * nslots);
+	for (int s = 0; s < nslots; s++)
+		slots[s] = -1;
 	for (int k = 0; k < nkeys; k++)
 	{
 		char		buf[KEY_BYTES_BUFSIZE];
 		size_t		len;
 		const char *bytes;
+		uint32		slot;
 		bool		again = false;
 
 		if (nulls[k])
 			continue;
 		bytes = key_encoder_bytes_slow(&p->key, keys[k], buf, &len);
-		for (int j = 0; j < nseen && !again; j++)
-			again = seen_len[j] == len && memcmp(seen[j], bytes, len) == 0;
+		slot = hash_bytes((const unsigned char *) bytes, (int) len) & (uint32) (nslots - 1);
+		for (; slots[slot] >= 0 && !again; slot = (slot + 1) & (uint32) (nslots - 1))
+			again = seen_len[slots[slot]] == len && memcmp(seen[slots[slot]], bytes, len) == 0;
 		if (again)
 			continue;
-		seen[nseen] = pnstrdup(bytes, len);
-		seen_len[nseen++] = len;
-		hot_keys_note_key(p, keys[k], keyspace, access);
+		seen[k] = pnstrdup(bytes, len);
+		seen_len[k] = len;
+		slots[slot] = k;
+		hot_keys_note_encoded(p, seen[k], len, ks, ks_len, access);
 	}
-	for (int j = 0; j < nseen; j++)
-		pfree((void *) seen[j]);
+	for (int k = 0; k < nkeys; k++)
+		if (seen[k])
+			pfree((void *) seen[k]);
 	pfree(seen);
 	pfree(seen_len);
+	pfree(slots);
 }
 
 static void

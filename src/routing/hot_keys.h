@@ -51,8 +51,9 @@ extern void hot_keys_note_keys(TablePlacement *p, const Datum *keys, const bool 
 							   const Datum *keyspace, HotKeyAccess access);
 
 /*
- * The same for a key already encoded (placement.h: the key's and the
- * keyspace's canonical bytes; keyspace_is_column as there).
+ * The same for a key already encoded: its canonical bytes, and those of the
+ * keyspace it is hashed with for a partition map (placement.h,
+ * PlacementRowKey); a ring's key has none.
  */
 extern void hot_keys_note_encoded(TablePlacement *p, const char *bytes, size_t len,
 								  const char *keyspace, size_t keyspace_len, HotKeyAccess access);

@@ -14,7 +14,10 @@
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "access/xlog.h"
 #include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/timestamp.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -108,31 +111,55 @@ read_cluster_state(WorkerState *state, MemoryContext mcxt)
  * (prepared, holding its lock on cluster_state) commits a moment later.  Wait
  * for such a part, at most ringshard.node_timeout and interruptibly, so that
  * a statement meeting that moment goes on under the new version instead of
- * failing.  True if the version may have moved on (the caller reads it
- * again); false if no change was in flight (the node missed a sync).
+ * failing.  Only a prepared transaction's lock is waited for (another
+ * session's, autovacuum's, is no sync on its way).  True if the version may
+ * have moved on (the caller reads it again); false if no change was in
+ * flight (the node missed a sync).
  */
+static bool
+prepared_change_holds(Oid relid)
+{
+	LockData   *locks = GetLockStatusData();
+	bool		found = false;
+
+	/* (a prepared transaction's locks belong to a dummy process, pid 0, as pg_locks shows) */
+	for (int i = 0; i < locks->nelements && !found; i++)
+	{
+		LockInstanceData *lock = &locks->locks[i];
+
+		found = lock->locktag.locktag_type == LOCKTAG_RELATION &&
+			lock->locktag.locktag_field1 == MyDatabaseId && lock->locktag.locktag_field2 == relid &&
+			lock->pid == 0 && (lock->holdMask & LOCKBIT_ON(RowExclusiveLock)) != 0;
+	}
+	pfree(locks->locks);
+	pfree(locks);
+	return found;
+}
+
 static bool
 waited_for_topology_change(void)
 {
 	Oid			schema = get_namespace_oid("ringshard", true);
 	Oid			relid = OidIsValid(schema) ? get_relname_relid("cluster_state", schema) : InvalidOid;
 	uint64		generation = topology_cache_generation;
-	int			waited_ms = 0;
-	int			bound_ms = ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													  ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000);
+	bool		waited = false;
 
-	if (!OidIsValid(relid))
+	/* (a parallel worker reads the query's snapshot, and a standby takes no ShareLock: nothing to wait for) */
+	if (!OidIsValid(relid) || IsInParallelMode() || RecoveryInProgress())
 		return false;
-	/* (ShareLock conflicts with the RowExclusiveLock of the change's UPDATE; acquiring takes its invalidations) */
+	/* ShareLock conflicts with the RowExclusiveLock of the change's UPDATE; acquiring takes its invalidations */
 	while (!ConditionalLockRelationOid(relid, ShareLock))
 	{
-		if (waited_ms >= bound_ms)
-			return false;
+		if (!prepared_change_holds(relid) || GetCurrentTimestamp() >= deadline)
+			return generation != topology_cache_generation;
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(5 * 1000L);
-		waited_ms += 5;
+		waited = true;
 	}
 	UnlockRelationOid(relid, ShareLock);
-	return waited_ms > 0 || generation != topology_cache_generation;
+	return waited || generation != topology_cache_generation;
 }
 
 /* What a reads_here() call site keeps: the table's placement, this node, who is left out. */

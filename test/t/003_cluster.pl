@@ -77,26 +77,37 @@ is($workers[0]->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cl
 
 # A node behind only for a moment: a sync_topology has committed on the
 # coordinator and its part on the node commits right after (here held back
-# 3 s after the local commit).  A read meeting that moment waits for the
-# node's part and answers under the new version, instead of failing with the
+# 3.5 s after the local commit).  A read meeting that moment waits for the
+# node's prepared part (at most the node's ringshard.node_timeout, 20 s
+# here) and answers under the new version, instead of failing with the
 # error of a missed sync.
 {
+	for my $w (@workers)
+	{
+		$w->safe_psql('postgres', q{ALTER SYSTEM SET ringshard.node_timeout = '20s'; SELECT pg_reload_conf()});
+		$w->poll_query_until('postgres', q{SELECT current_setting('ringshard.node_timeout') = '20s'})
+		  or die 'the node timeout was not loaded';
+	}
 	my $syncer = $coordinator->background_psql('postgres');
 	my $before = $workers[0]->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state');
-	$syncer->query_safe(q{SET ringshard.fault_injection = 'after_local_commit=sleep:3000'});
+	$syncer->query_safe(q{SET ringshard.fault_injection = 'after_local_commit=sleep:3500'});
 	$syncer->query_until(qr/syncing/, "\\echo syncing\nSELECT count(*) FROM ringshard.sync_topology();\n");
 	ok($coordinator->poll_query_until('postgres',
 		"SELECT topology_version > $before FROM ringshard.cluster_state"),
 		'a sync committed on the coordinator');
 	my $behind = $workers[0]->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state') == $before;
+	my $started = time;
 	my ($rc, $out, $err) = $coordinator->psql('postgres', 'SELECT count(*) FROM faces');
+	my $waited = time - $started;
 	ok($behind && $rc == 0 && $out eq '300',
 		"a read while the nodes' parts of that sync are still prepared waits for them and reads every row once (node behind: "
 		. ($behind ? 'yes' : 'no') . ", $out)") or diag($err);
+	cmp_ok($waited, '>', 1, sprintf('... it waited for them (%.1f s)', $waited));
 	$syncer->quit;
 	is($workers[0]->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state'),
 		$coordinator->safe_psql('postgres', 'SELECT topology_version FROM ringshard.cluster_state'),
 		'... and the nodes then hold the new version');
+	$_->safe_psql('postgres', q{ALTER SYSTEM RESET ringshard.node_timeout; SELECT pg_reload_conf()}) for @workers;
 }
 
 # Each worker holds exactly the rows whose replica set names it.
