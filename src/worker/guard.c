@@ -145,17 +145,26 @@ waited_for_topology_change(void)
 	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 													  ringshard_node_timeout_ms > 0 ? ringshard_node_timeout_ms : 10000);
 	bool		waited = false;
+	long		pause_us = 2 * 1000L;
 
 	/* (a parallel worker reads the query's snapshot, and a standby takes no ShareLock: nothing to wait for) */
 	if (!OidIsValid(relid) || IsInParallelMode() || RecoveryInProgress())
 		return false;
-	/* ShareLock conflicts with the RowExclusiveLock of the change's UPDATE; acquiring takes its invalidations */
+
+	/*
+	 * ShareLock conflicts with the RowExclusiveLock of the change's UPDATE;
+	 * acquiring takes its invalidations.  The looks come quickly at first (a
+	 * sync's parts commit within milliseconds of its commit), then every
+	 * 100 ms: a part left prepared by a crash, until recovery, costs each
+	 * read that meets it some fifty looks at the lock table, not thousands.
+	 */
 	while (!ConditionalLockRelationOid(relid, ShareLock))
 	{
 		if (!prepared_change_holds(relid) || GetCurrentTimestamp() >= deadline)
 			return generation != topology_cache_generation;
 		CHECK_FOR_INTERRUPTS();
-		pg_usleep(5 * 1000L);
+		pg_usleep(pause_us);
+		pause_us = Min(pause_us * 2, 100 * 1000L);
 		waited = true;
 	}
 	UnlockRelationOid(relid, ShareLock);
