@@ -209,6 +209,30 @@ hot_keys_note_encoded(TablePlacement *p, const char *bytes, size_t len, const ch
 	LWLockRelease(&shared->locks[access].lock);
 }
 
+/*
+ * The bytes a key of the table is noted with as its keyspace: a partition
+ * map's constant, or the keyspace column's value (false if it is not given:
+ * not a key this table routes by); none for a ring.
+ */
+static bool
+keyspace_bytes(TablePlacement *p, const Datum *keyspace, char *buf, const char **ks, size_t *ks_len)
+{
+	*ks = "";
+	*ks_len = 0;
+	if (p->map == NULL)
+		return true;
+	if (p->keyspace_attnum <= 0)
+	{
+		*ks = p->keyspace_bytes;
+		*ks_len = p->keyspace_bytes_len;
+		return true;
+	}
+	if (keyspace == NULL)
+		return false;
+	*ks = key_encoder_bytes(&p->keyspace_key, *keyspace, buf, ks_len);
+	return true;
+}
+
 void
 hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAccess access)
 {
@@ -219,23 +243,9 @@ hot_keys_note_key(TablePlacement *p, Datum key, const Datum *keyspace, HotKeyAcc
 	const char *bytes;
 	const char *ks = "";
 
-	if (!hot_keys_tracking())
+	if (!hot_keys_tracking() || !keyspace_bytes(p, keyspace, keyspace_buf, &ks, &ks_len))
 		return;
 	bytes = key_encoder_bytes(&p->key, key, buf, &len);
-	if (p->map)
-	{
-		if (p->keyspace_attnum > 0)
-		{
-			if (keyspace == NULL)
-				return;			/* a keyspace column not given: not a key this table routes by */
-			ks = key_encoder_bytes(&p->keyspace_key, *keyspace, keyspace_buf, &ks_len);
-		}
-		else
-		{
-			ks = p->keyspace_bytes;
-			ks_len = p->keyspace_bytes_len;
-		}
-	}
 	hot_keys_note_encoded(p, bytes, len, ks, ks_len, access);
 }
 
@@ -251,22 +261,8 @@ hot_keys_note_keys(TablePlacement *p, const Datum *keys, const bool *nulls, int 
 	int		   *slots;
 	int			nslots = 2;
 
-	if (!hot_keys_tracking() || nkeys <= 0)
+	if (!hot_keys_tracking() || nkeys <= 0 || !keyspace_bytes(p, keyspace, keyspace_buf, &ks, &ks_len))
 		return;
-	if (p->map)
-	{
-		if (p->keyspace_attnum > 0)
-		{
-			if (keyspace == NULL)
-				return;			/* a keyspace column not given: not a key this table routes by */
-			ks = key_encoder_bytes(&p->keyspace_key, *keyspace, keyspace_buf, &ks_len);
-		}
-		else
-		{
-			ks = p->keyspace_bytes;
-			ks_len = p->keyspace_bytes_len;
-		}
-	}
 
 	/*
 	 * Each distinct key once: equal keys (1.5 and 1.50, 'c7' and 'c7 ' as
