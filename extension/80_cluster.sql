@@ -43,11 +43,11 @@ COMMENT ON FUNCTION ringshard.node_execute(text[], text, text[], boolean) IS
 
 CREATE FUNCTION ringshard.node_health()
 	RETURNS TABLE (node text, reachable boolean, rtt_ms float8, server_version text,
-				   database_size bigint, connections integer, two_phase_commit boolean, role text, host text,
+				   database_size text, database_bytes bigint, connections integer, two_phase_commit boolean, role text, host text,
 				   last_error text)
 	AS 'MODULE_PATHNAME', 'ringshard_node_health_with_role' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.node_health() IS
-	'probes every node in parallel as the calling role: reachable, round trip, version, size, connections, whether it takes two-phase commits, primary or standby, the host reached (of a multi-host address), the role''s last error there';
+	'probes every node in parallel as the calling role: reachable, round trip, version, database size (as pg_size_pretty shows it, and in bytes), connections, whether it takes two-phase commits, primary or standby, the host reached (of a multi-host address), the role''s last error there';
 
 CREATE FUNCTION ringshard.addressed_nodes() RETURNS text[]
 	AS 'MODULE_PATHNAME', 'ringshard_addressed_nodes' LANGUAGE C STABLE PARALLEL UNSAFE STRICT;

@@ -242,8 +242,9 @@ read_health_answer(RemoteConnection *c, PGresult *r, Datum *values, bool *nulls)
  * rows have no two_phase_commit column; see legacy_1_0.c.)
  */
 /*
- * The rows of node_health(): 1.2's ten columns, or 1.1's eight (without the
- * role and the host reached), for a database not updated yet.
+ * The rows of node_health(): 1.2's eleven columns, or 1.1's eight (without
+ * the size in bytes, the role and the host reached; the size in bytes where
+ * 1.2 shows it for a person), for a database not updated yet.
  */
 static void
 node_health_rows(FunctionCallInfo fcinfo, bool with_role)
@@ -295,8 +296,26 @@ node_health_rows(FunctionCallInfo fcinfo, bool with_role)
 		{
 			values[7] = values[9];
 			nulls[7] = nulls[9];
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		else
+		{
+			/* 1.2: the size as a person reads it, then in bytes for a program */
+			Datum		row[11];
+			bool		row_nulls[11];
+
+			memcpy(row, values, sizeof(Datum) * 4);
+			memcpy(row_nulls, nulls, sizeof(bool) * 4);
+			row_nulls[4] = row_nulls[5] = nulls[4];
+			if (!nulls[4])
+			{
+				row[4] = DirectFunctionCall1(pg_size_pretty, values[4]);
+				row[5] = values[4];
+			}
+			memcpy(row + 6, values + 5, sizeof(Datum) * 5);
+			memcpy(row_nulls + 6, nulls + 5, sizeof(bool) * 5);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, row_nulls);
+		}
 		remote_result_free(r);
 	}
 }

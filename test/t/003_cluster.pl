@@ -289,6 +289,12 @@ is($coordinator->safe_psql('postgres', q{SET ROLE alice; SELECT sum(rows) FROM r
 my $health = $coordinator->safe_psql('postgres',
 	q{SELECT string_agg(node || '=' || reachable, ',' ORDER BY node) FROM ringshard.node_health()});
 is($health, 'w1=true,w2=true,w3=true', 'all workers are healthy');
+# the size as a person reads it, and in bytes (each worker's own database)
+my $sizes = $coordinator->safe_psql('postgres',
+	q{SELECT string_agg(node || ' ' || database_size || ' ' || (database_size = pg_size_pretty(database_bytes))
+	                    || ' ' || (database_bytes > 1000000), ',' ORDER BY node) FROM ringshard.node_health()});
+like($sizes, qr/^w1 \d+ [kM]B true true,w2 \d+ [kM]B true true,w3 \d+ [kM]B true true$/,
+	"node_health shows each database's size as pg_size_pretty does, and its bytes ($sizes)");
 is($coordinator->safe_psql('postgres', q{SELECT sum(rows) FROM ringshard.node_table_rows('faces')}), '600',
 	'rows per node add up to every copy');
 
