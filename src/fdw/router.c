@@ -1108,6 +1108,10 @@ typedef struct RouterScanState
 	char	  **nodes;			/* the nodes that hold every table's rows of its key, healthy ones */
 	int			nnodes;
 	bool		routed;			/* nodes were worked out (not in a plain EXPLAIN with unknown values) */
+	/* the tables' keys, noted as hot keys once a node answers (a fallback's scans note their own) */
+	TablePlacement *noted_placements;
+	Datum	   *noted_keys;
+	int			nnoted;
 	bool		fallback;		/* no node holds them all: the plan below runs */
 	int			eflags;
 	RemoteCodec *codecs;
@@ -1188,7 +1192,7 @@ route(RouterScanState *state, EState *estate)
 	List	   *common = NIL;
 	bool		first = true;
 
-	/* the keys are noted as hot keys only if routed here: a fallback's scans note their own */
+	/* the keys are noted as hot keys only if a node here answers: a fallback's scans note their own */
 	TablePlacement *noted_placements = palloc(sizeof(TablePlacement) * Max(list_length(state->relids), 1));
 	Datum	   *noted_keys = palloc(sizeof(Datum) * Max(list_length(state->relids), 1));
 	int			nnoted = 0;
@@ -1256,9 +1260,19 @@ intersect:
 	state->nodes = palloc(sizeof(char *) * state->nnodes);
 	for (int i = 0; i < state->nnodes; i++)
 		state->nodes[i] = list_nth(common, i);
-	for (int i = 0; i < nnoted; i++)
-		hot_keys_note_key(&noted_placements[i], noted_keys[i], NULL, HOT_KEY_READ);
+	state->noted_placements = noted_placements;
+	state->noted_keys = noted_keys;
+	state->nnoted = nnoted;
 	return true;
+}
+
+/* Note the routed keys as hot keys, once: a node answered the statement. */
+static void
+note_routed_keys(RouterScanState *state)
+{
+	for (int i = 0; i < state->nnoted; i++)
+		hot_keys_note_key(&state->noted_placements[i], state->noted_keys[i], NULL, HOT_KEY_READ);
+	state->nnoted = 0;
 }
 
 /* Whether the node's parameters include the statement's own (not only values computed here). */
@@ -1708,7 +1722,11 @@ router_exec(CustomScanState *node)
 		if (state->driver >= 0)
 			run_fanout(state);
 		else
+		{
 			run_on_node(state, node->ss.ps.state);
+			if (!state->fallback)
+				note_routed_keys(state);
+		}
 		if (state->fallback)
 		{
 			start_plan_below(state);
