@@ -41,13 +41,9 @@ COMMENT ON FUNCTION ringshard_internal.rehome_nodes(regclass) IS
 
 -- The rows of one node that step 1 (misplaced) or step 2 (shared) of
 -- rehome_rows() takes, as a condition on the node's table t; $1 is the node.
+-- Built where the batches build theirs (src/fdw/deparse.c).
 CREATE FUNCTION ringshard_internal.rehome_condition(shared boolean) RETURNS text
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-	SELECT CASE WHEN shared
-	            THEN '($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t))
-	                   AND pg_catalog.cardinality(pg_catalog.replicas_of(t)) OPERATOR(pg_catalog.>) 1)'
-	            ELSE 'NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))' END;
-$$;
+	AS 'MODULE_PATHNAME', 'ringshard_rehome_condition' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard_internal.rehome_condition(boolean) IS
 	'rehome_rows(): the SQL condition on a node''s row t ($1: the node) for rows it is not a replica of, or (shared) rows it holds with other replicas';
 
@@ -131,82 +127,23 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.rehome_begin(regclass, integer) IS
 	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows of step 1 (not its own) and of step 2 (shared with other replicas, where a row may have more replicas than where it was put); [{node, misplaced, shared}]';
 
--- One batch from one node.  Step 1 (after_ctid NULL): up to batch_size of
--- the rows it is not a replica of.  Step 2: up to batch_size of the rows it
--- holds with other replicas, after after_ctid.  Each row is copied to every
--- other replica of it (as the node routes it) that lacks an identical row,
--- checked there; in step 1 it is then deleted from the node.  Everything
--- commits with the caller's transaction, on the nodes in two phases.
--- Returns the rows taken (0 once there are none), the copies made, the rows
--- deleted, and the ctid the next batch of step 2 starts after.
+-- One batch from one node, in C (src/operations/move_rows.c), the data path
+-- rebalance shares.  Step 1 (after_ctid NULL): up to batch_size of the rows
+-- it is not a replica of.  Step 2: up to batch_size of the rows it holds
+-- with other replicas, after after_ctid.  The source sends the page's row
+-- positions, keys and row digests (SHA-256 of the row's text, which every
+-- node session prints alike); each other replica of a row (as the node
+-- routes it) is asked, by key through its index, which it already holds;
+-- the others are copied to it by COPY from the source, node to node, and
+-- it is asked again; in step 1 the page is then deleted from the source.
+-- Everything commits with the caller's transaction, on the nodes in two
+-- phases.  Returns the rows taken (0 once there are none), the copies made,
+-- the rows deleted, and the ctid the next batch of step 2 starts after.
 CREATE FUNCTION ringshard_internal.rehome_batch(table_name regclass, source text, batch_size integer, after_ctid text,
 												OUT taken bigint, OUT copied bigint, OUT deleted bigint, OUT last_ctid text)
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-DECLARE
-	qualified text := ringshard.qualified_name(table_name);
-	key_column name := (SELECT d.key_column FROM ringshard.distributed_tables d WHERE d.table_name = rehome_batch.table_name);
-	columns text;
-	page json;
-	target text;
-	rows_for_target text;
-	missing bigint;
-BEGIN
-	SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) INTO columns
-	  FROM pg_catalog.pg_attribute a WHERE a.attrelid = table_name AND a.attnum > 0 AND NOT a.attisdropped;
-	page := ringshard_internal.node_value(source, format(
-		'SELECT coalesce(pg_catalog.json_agg(pg_catalog.json_build_object(''ctid'', s.row_ctid::pg_catalog.text,
-		                                                                   ''replicas'', s.replicas, ''row'', s.row_value)
-		                                     ORDER BY s.row_ctid), ''[]''::pg_catalog.json)
-		   FROM (SELECT t.ctid AS row_ctid, pg_catalog.replicas_of(t) AS replicas, pg_catalog.row_to_json(t) AS row_value
-		           FROM %s t
-		          WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $2::pg_catalog.tid
-		          ORDER BY t.ctid LIMIT %s) s',
-		qualified, ringshard_internal.rehome_condition(after_ctid IS NOT NULL), batch_size),
-		ARRAY[source, coalesce(after_ctid, '(0,0)')], shape => 'json')::json;
-	IF json_typeof(page) IS DISTINCT FROM 'array' THEN
-		RAISE EXCEPTION 'node "%" answered a page of rows with a malformed value', source
-			USING ERRCODE = 'protocol_violation', DETAIL = format('%s where an array of rows was expected.', left(page::text, 40));
-	END IF;
-	taken := json_array_length(page);
-	copied := 0;
-	deleted := 0;
-	last_ctid := (SELECT x->>'ctid' FROM json_array_elements(page) WITH ORDINALITY p(x, i) ORDER BY p.i DESC LIMIT 1);
-	IF taken = 0 THEN
-		RETURN;
-	END IF;
-	FOR target IN SELECT DISTINCT r.node FROM json_array_elements(page) x, json_array_elements_text(x->'replicas') r(node)
-	               WHERE r.node <> source ORDER BY 1 LOOP
-		rows_for_target := (SELECT json_agg(x->'row') FROM json_array_elements(page) x
-		                     WHERE target IN (SELECT json_array_elements_text(x->'replicas')))::text;
-		copied := copied + ringshard_internal.node_value(target, format(
-			'WITH added AS (
-			   INSERT INTO %1$s (%2$s) SELECT %2$s FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
-			    WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%3$I OPERATOR(pg_catalog.=) r.%3$I
-			                         AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))
-			   RETURNING 1)
-			 SELECT pg_catalog.count(*) FROM added', qualified, columns, key_column),
-			ARRAY[rows_for_target], shape => 'bigint')::bigint;
-		missing := ringshard_internal.node_value(target, format(
-			'SELECT pg_catalog.count(*) FROM pg_catalog.json_populate_recordset(NULL::%1$s, $1::pg_catalog.json) r
-			  WHERE NOT EXISTS (SELECT FROM %1$s t WHERE t.%2$I OPERATOR(pg_catalog.=) r.%2$I
-			                       AND (SELECT row(t.*) IS NOT DISTINCT FROM row(r.*)))', qualified, key_column),
-			ARRAY[rows_for_target], shape => 'bigint')::bigint;
-		IF missing <> 0 THEN
-			RAISE EXCEPTION 'verification failed: % rows of % copied from node "%" are missing on node "%"',
-				missing, qualified, source, target
-				USING ERRCODE = 'data_corrupted';
-		END IF;
-	END LOOP;
-	IF after_ctid IS NULL THEN
-		deleted := ringshard_internal.node_value(source, format(
-			'WITH gone AS (DELETE FROM %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.tid[]) AND %s RETURNING 1)
-			 SELECT pg_catalog.count(*) FROM gone', qualified, ringshard_internal.rehome_condition(false)),
-			ARRAY[source, (SELECT array_agg(x->>'ctid') FROM json_array_elements(page) x)::text], shape => 'bigint')::bigint;
-	END IF;
-END
-$$;
+	AS 'MODULE_PATHNAME', 'ringshard_rehome_batch' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text) IS
-	'rehome_rows(): copies up to batch_size of a node''s rows that it is not a replica of (after_ctid NULL; then deletes them there) or that it shares with other replicas (after after_ctid) to their other replicas where missing, and checks them; rows taken, copies made, rows deleted, last ctid';
+	'rehome_rows(): copies up to batch_size of a node''s rows that it is not a replica of (after_ctid NULL; then deletes them there) or that it shares with other replicas (after after_ctid) to their other replicas where missing, node to node by COPY, and checks them; rows taken, copies made, rows deleted, last ctid';
 
 -- The last transaction of rehome_rows(): every row is on its replicas under
 -- the current topology now, so that is the table's placement (as after a

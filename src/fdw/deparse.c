@@ -1599,6 +1599,104 @@ rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary)
 }
 
 char *
+rsfdw_rehome_condition(bool shared)
+{
+	if (shared)
+		return pstrdup("($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t))"
+					   " AND pg_catalog.cardinality(pg_catalog.replicas_of(t)) OPERATOR(pg_catalog.>) 1)");
+	return pstrdup("NOT ($1::pg_catalog.text OPERATOR(pg_catalog.=) ANY (pg_catalog.replicas_of(t)))");
+}
+
+/*
+ * A digest of a row t: SHA-256 of its text form, the columns named in the
+ * coordinator's order (so a node's physical column order does not matter).
+ * Node sessions pin every setting text forms depend on (remote/values.h),
+ * and textsend gives the bytes in the link's encoding, so two nodes digest
+ * identical rows alike whatever their own encodings.
+ */
+static char *
+row_digest_sql(Relation rel, const char *alias)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData sql;
+	bool		first = true;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend(ROW(");
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (TupleDescAttr(desc, i)->attisdropped)
+			continue;
+		appendStringInfo(&sql, "%s%s.%s", first ? "" : ", ", alias, quote_identifier(NameStr(TupleDescAttr(desc, i)->attname)));
+		first = false;
+	}
+	appendStringInfoString(&sql, ")::pg_catalog.text)), 'hex')");
+	return sql.data;
+}
+
+/*
+ * The page's positions first (the condition needs only the routing of each
+ * row), then its rows by position: the digest is computed for the page's
+ * rows, not for every row the sort takes in.
+ */
+char *
+rsfdw_rehome_page_sql(Relation rel, const char *key_column, bool shared, int batch_size)
+{
+	char	   *relation = rsfdw_relation_name(RelationGetRelid(rel));
+
+	return psprintf("SELECT s.ctid::pg_catalog.text, s.%s::pg_catalog.text, %s, r.node"
+					" FROM %s s, pg_catalog.unnest(pg_catalog.replicas_of(s)) r(node)"
+					" WHERE s.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT t.ctid FROM %s t"
+					" WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $2::pg_catalog.tid ORDER BY t.ctid LIMIT %d))"
+					" ORDER BY s.ctid",
+					quote_identifier(key_column), row_digest_sql(rel, "s"), relation, relation,
+					rsfdw_rehome_condition(shared), batch_size);
+}
+
+/*
+ * One lookup by key per row asked (LATERAL ... LIMIT 1 keeps it a lookup:
+ * as a semi-join, a target the planner thinks empty was hashed whole, its
+ * every row digested, for every batch).
+ */
+char *
+rsfdw_rehome_present_sql(Relation rel, const char *key_column, Oid key_type)
+{
+	return psprintf("SELECT c.position FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),"
+					" pg_catalog.unnest($2::pg_catalog.text[])) WITH ORDINALITY c(row_key, row_digest, position),"
+					" LATERAL (SELECT FROM %s t WHERE t.%s OPERATOR(pg_catalog.=) c.row_key::%s"
+					" AND %s OPERATOR(pg_catalog.=) c.row_digest LIMIT 1) held",
+					rsfdw_relation_name(RelationGetRelid(rel)), quote_identifier(key_column),
+					rsfdw_type_name(key_type, -1), row_digest_sql(rel, "t"));
+}
+
+char *
+rsfdw_rehome_delete_sql(Relation rel, char **ctids, char **digests, int n)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s t WHERE %s AND %s OPERATOR(pg_catalog.=) ANY ('{",
+					 rsfdw_relation_name(RelationGetRelid(rel)), rsfdw_ctid_condition(ctids, n), row_digest_sql(rel, "t"));
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&sql, "%s%s", i ? "," : "", digests[i]);
+	appendStringInfo(&sql, "}'::pg_catalog.text[]) AND %s", rsfdw_rehome_condition(false));
+	return sql.data;
+}
+
+char *
+rsfdw_ctid_condition(char **ctids, int n)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "t.ctid OPERATOR(pg_catalog.=) ANY ('{");
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&sql, "%s\"%s\"", i ? "," : "", ctids[i]);
+	appendStringInfoString(&sql, "}'::pg_catalog.tid[])");
+	return sql.data;
+}
+
+char *
 rsfdw_truncate_sql(Oid relid, bool cascade)
 {
 	return psprintf("TRUNCATE %s%s", rsfdw_relation_name(relid), cascade ? " CASCADE" : "");

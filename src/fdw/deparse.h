@@ -152,6 +152,22 @@ extern char *rsfdw_step_delete_sql(Oid relid, const char *condition);
 extern char *rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary);
 extern char *rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary);
 
+/*
+ * Rehoming rows (rehome_rows(), operations/move_rows.c).  The condition on
+ * a node's row t ($1: the node) for the rows it is not a replica of, or
+ * (shared) for those it holds with other replicas; a page of those rows
+ * after ctid $2 (ctid, key and row digest as text, one row per replica);
+ * which of some rows, given by key ($1) and digest ($2), a node holds (their
+ * positions); and the condition for the rows at some ctids (validated
+ * "(block,offset)" texts).
+ */
+extern char *rsfdw_rehome_condition(bool shared);
+extern char *rsfdw_rehome_page_sql(Relation rel, const char *key_column, bool shared, int batch_size);
+extern char *rsfdw_rehome_present_sql(Relation rel, const char *key_column, Oid key_type);
+extern char *rsfdw_ctid_condition(char **ctids, int n);
+/* Step 1's DELETE of a page ($1: the node): each row only as it was read (its digest), and still not the node's. */
+extern char *rsfdw_rehome_delete_sql(Relation rel, char **ctids, char **digests, int n);
+
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */
 extern char *rsfdw_reads_here_sql(struct TablePlacement *placement, const char *excluded, const char *version);
 /* The call of replica_slot() for the rows (alias t): which of each row's replicas the node is. */

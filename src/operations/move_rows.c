@@ -1,6 +1,7 @@
 /*
  * move_rows.c
- *		The data path of a rebalance: one step's rows, node to node, by COPY.
+ *		The data path of rebalance and rehome_rows: rows node to node, by
+ *		COPY relayed undecoded, never through the coordinator's executor.
  *
  * A step is a token range (or run of partitions) whose replica set changed:
  * its rows go from one node that holds them (the source) to each node that
@@ -21,17 +22,26 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "fdw/deparse.h"
+#include "remote/catalog.h"
 #include "remote/connection.h"
+#include "remote/transaction.h"
 #include "remote/values.h"
+#include "routing/placement.h"
 
 PG_FUNCTION_INFO_V1(ringshard_copy_step_rows);
 
@@ -126,4 +136,386 @@ ringshard_wait_for_readers(PG_FUNCTION_ARGS)
 	SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
 	WaitForLockers(tag, AccessExclusiveLock, false);
 	PG_RETURN_VOID();
+}
+
+/*
+ * Rehoming (rehome_rows(), extension/87_rehome.sql): rows a node holds
+ * whose replicas, as the node routes them now, are elsewhere or also
+ * elsewhere.  A batch takes a page of them from the source (ctid, key, a
+ * digest of the row and each replica of it), asks each other replica which
+ * of its rows it already holds (by key, through the index, and digest),
+ * copies the others to it by COPY from the source, and asks again: each
+ * must be there now.  Step 1 then deletes the page from the source.  Each
+ * row costs the same however many rows the target holds.
+ */
+
+/* One row of a page. */
+typedef struct RehomeRow
+{
+	char	   *ctid;
+	char	   *key;
+	char	   *digest;
+	char	  **replicas;
+	int			nreplicas;
+} RehomeRow;
+
+/* Parse a ctid "(block,offset)"; false if it is not one. */
+static bool
+parse_ctid(const char *text, uint32 *block, uint32 *offset)
+{
+	unsigned long b,
+				o;
+	char	   *end;
+
+	if (*text != '(' || !isdigit((unsigned char) text[1]))
+		return false;
+	errno = 0;
+	b = strtoul(text + 1, &end, 10);
+	if (errno != 0 || b > PG_UINT32_MAX || *end != ',' || !isdigit((unsigned char) end[1]))
+		return false;
+	o = strtoul(end + 1, &end, 10);
+	if (errno != 0 || o > PG_UINT16_MAX || strcmp(end, ")") != 0)
+		return false;
+	*block = (uint32) b;
+	*offset = (uint32) o;
+	return true;
+}
+
+/* Whether text is 64 lowercase hexadecimal digits (a SHA-256 digest). */
+static bool
+is_digest(const char *text)
+{
+	int			n = 0;
+
+	for (; text[n]; n++)
+		if (!isdigit((unsigned char) text[n]) && !(text[n] >= 'a' && text[n] <= 'f'))
+			return false;
+	return n == 64;
+}
+
+/*
+ * The source's page: rows in ctid order, each with its replicas; a node's
+ * answer is checked before it is used (ctids rising, at most batch_size
+ * rows, at most PLACEMENT_MAX_REPLICAS replicas each, no nulls, digests of their
+ * form).
+ */
+static RehomeRow *
+read_rehome_page(RemoteConnection *from, PGresult *res, int batch_size, int *nrows)
+{
+	const char *what = "a page of rows to rehome";
+	static const Oid types[] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	RehomeRow  *rows;
+	int			n = 0;
+	uint32		last_block = 0,
+				last_offset = 0;
+
+	remote_expect_rows(from, res, 4, 0, -1, what);
+	remote_expect_formats(from, res, 0, types, what);
+	rows = palloc0(sizeof(RehomeRow) * Max(Min(PQntuples(res), batch_size), 1));
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		char	   *ctid = remote_text_value(from, res, i, 0, what);
+		char	   *node = remote_text_value(from, res, i, 3, what);
+		uint32		block,
+					offset;
+		RehomeRow  *row;
+
+		if (!parse_ctid(ctid, &block, &offset))
+			remote_reject_answer(from, what, psprintf("\"%s\" in row %d is not a row position", pnstrdup(ctid, 40), i + 1));
+		if (n == 0 || block != last_block || offset != last_offset)
+		{
+			if (n > 0 && (block < last_block || (block == last_block && offset < last_offset)))
+				remote_reject_answer(from, what, psprintf("row %d is out of order", i + 1));
+			if (n == batch_size)
+				remote_reject_answer(from, what, psprintf("more than %d rows", batch_size));
+			row = &rows[n++];
+			row->ctid = pstrdup(ctid);
+			row->key = pstrdup(remote_text_value(from, res, i, 1, what));
+			row->digest = pstrdup(remote_text_value(from, res, i, 2, what));
+			if (!is_digest(row->digest))
+				remote_reject_answer(from, what, psprintf("\"%s\" in row %d is not a row digest",
+														  pnstrdup(row->digest, 70), i + 1));
+			row->replicas = palloc(sizeof(char *) * PLACEMENT_MAX_REPLICAS);
+			last_block = block;
+			last_offset = offset;
+		}
+		row = &rows[n - 1];
+		if (row->nreplicas == PLACEMENT_MAX_REPLICAS || *node == '\0')
+			remote_reject_answer(from, what, psprintf("row %d names too many replicas, or an empty one", i + 1));
+		row->replicas[row->nreplicas++] = pstrdup(node);
+	}
+	*nrows = n;
+	return rows;
+}
+
+/* Whether row names node among its replicas. */
+static bool
+has_replica(const RehomeRow *row, const char *node)
+{
+	for (int i = 0; i < row->nreplicas; i++)
+		if (strcmp(row->replicas[i], node) == 0)
+			return true;
+	return false;
+}
+
+/* A text[] literal of strings. */
+static char *
+text_array_literal(char **strings, int n)
+{
+	Datum	   *datums = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		datums[i] = CStringGetTextDatum(strings[i]);
+	/* array_out keeps its state in flinfo: called through a looked-up function, not directly */
+	return OidOutputFunctionCall(F_ARRAY_OUT,
+								 PointerGetDatum(construct_array(datums, n, TEXTOID, -1, false, TYPALIGN_INT)));
+}
+
+/*
+ * Which of the rows (given by key and digest) a node holds: held[i] is set
+ * for each.  Returns how many.
+ */
+static int
+rows_held(RemoteConnection *c, const char *sql, RehomeRow **rows, int n, bool *held)
+{
+	const char *what = "which rows a node holds";
+	char	  **keys = palloc(sizeof(char *) * Max(n, 1));
+	char	  **digests = palloc(sizeof(char *) * Max(n, 1));
+	const char *params[2];
+	RemoteResult out;
+	PGresult   *res;
+	int			count = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		keys[i] = rows[i]->key;
+		digests[i] = rows[i]->digest;
+		held[i] = false;
+	}
+	params[0] = text_array_literal(keys, n);
+	params[1] = text_array_literal(digests, n);
+	remote_send_params(c, sql, 2, params, true, c);
+	remote_receive_all(&c, 1, &out, 0);
+	res = remote_answer(c, &out, sql, what);
+	remote_expect_rows(c, res, 1, 0, n, what);
+	for (int i = 0; i < PQntuples(res); i++)
+	{
+		int64		position = remote_int64_value(c, res, i, 0, what);
+
+		if (position < 1 || position > n || held[position - 1])
+			remote_reject_answer(c, what, psprintf("position " INT64_FORMAT " is not one of the %d rows asked, or named twice",
+												   position, n));
+		held[position - 1] = true;
+		count++;
+	}
+	remote_result_free(res);
+	return count;
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_rehome_batch);
+
+/*
+ * rehome_batch(table, source, batch_size, after_ctid): one batch of
+ * rehome_rows() from one node.  Step 1 (after_ctid NULL): up to batch_size
+ * of the rows the source is not a replica of, copied to each of their
+ * replicas that lacks an identical row, checked there, then deleted from
+ * the source.  Step 2: up to batch_size of the rows it holds with other
+ * replicas, after after_ctid, copied where missing and checked.  All in the
+ * caller's transaction (the nodes commit in two phases with it).  Returns
+ * the rows taken, the copies made, the rows deleted and the last ctid.
+ */
+Datum
+ringshard_rehome_batch(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *source;
+	int			batch_size;
+	bool		shared = !PG_ARGISNULL(3);
+	const char *after = shared ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : "(0,0)";
+	Oid			argtypes[1] = {REGCLASSOID};
+	Datum		args[1];
+	char	  **key_column;
+	int			found;
+	AttrNumber	key_attnum;
+	Relation	rel;
+	char	   *columns;
+	bool		binary = false;
+	char	   *page_sql;
+	char	   *present_sql;
+	char	   *in_sql;
+	RemoteConnection *from;
+	RemoteResult out;
+	PGresult   *res;
+	const char *params[2];
+	RehomeRow  *rows;
+	int			nrows;
+	char	  **targets;
+	int			ntargets = 0;
+	int64		copied = 0;
+	int64		deleted = 0;
+	TupleDesc	result_desc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rehome_batch needs a table, a node and a positive batch size")));
+	relid = PG_GETARG_OID(0);
+	source = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	batch_size = PG_GETARG_INT32(2);
+	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "rehome_batch must return a record");
+
+	args[0] = ObjectIdGetDatum(relid);
+	key_column = owner_catalog_query("SELECT key_column::pg_catalog.text FROM ringshard.distributed_tables"
+									 " WHERE table_name OPERATOR(pg_catalog.=) $1",
+									 1, argtypes, args, true, &found);
+	if (found != 1 || key_column[0] == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s is not a distributed table", rsfdw_relation_name(relid))));
+	key_attnum = get_attnum(relid, key_column[0]);
+	if (key_attnum == InvalidAttrNumber)
+		elog(ERROR, "ringshard: key column \"%s\" of %s is missing", key_column[0], rsfdw_relation_name(relid));
+
+	rel = table_open(relid, AccessShareLock);
+	columns = rsfdw_column_list(rel);
+	(void) remote_codecs_for_desc(RelationGetDescr(rel), true, &binary);
+	page_sql = rsfdw_rehome_page_sql(rel, key_column[0], shared, batch_size);
+	present_sql = rsfdw_rehome_present_sql(rel, key_column[0], get_atttype(relid, key_attnum));
+	table_close(rel, NoLock);
+	in_sql = rsfdw_step_copy_in_sql(relid, columns, binary);
+
+	/* the page, read in the source's part of this transaction (its DELETE sees the same rows) */
+	from = remote_connection(source, GetUserId());
+	remote_connect_all(&from, 1, false);
+	params[0] = source;
+	params[1] = after;
+	remote_send_params(from, page_sql, 2, params, true, from);
+	remote_receive_all(&from, 1, &out, 0);
+	res = remote_answer(from, &out, page_sql, "a page of rows to rehome");
+	rows = read_rehome_page(from, res, batch_size, &nrows);
+	remote_result_free(res);
+
+	/* the other replicas the page names, in name order */
+	targets = palloc(sizeof(char *) * Max(nrows * PLACEMENT_MAX_REPLICAS, 1));
+	for (int i = 0; i < nrows; i++)
+		for (int j = 0; j < rows[i].nreplicas; j++)
+		{
+			bool		seen = strcmp(rows[i].replicas[j], source) == 0;
+
+			for (int k = 0; k < ntargets && !seen; k++)
+				seen = strcmp(targets[k], rows[i].replicas[j]) == 0;
+			if (!seen)
+				targets[ntargets++] = rows[i].replicas[j];
+		}
+	qsort(targets, ntargets, sizeof(char *), compare_names);
+	remote_fault_point("rehome_before_copy");
+
+	for (int t = 0; t < ntargets; t++)
+	{
+		RemoteConnection *to;
+		RehomeRow **candidates = palloc(sizeof(RehomeRow *) * Max(nrows, 1));
+		RehomeRow **missing = palloc(sizeof(RehomeRow *) * Max(nrows, 1));
+		char	  **missing_ctids = palloc(sizeof(char *) * Max(nrows, 1));
+		bool	   *held = palloc(sizeof(bool) * Max(nrows, 1));
+		int			ncandidates = 0;
+		int			nmissing = 0;
+		int64		rows_copied;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < nrows; i++)
+			if (has_replica(&rows[i], targets[t]))
+				candidates[ncandidates++] = &rows[i];
+		to = remote_connection(targets[t], GetUserId());
+		remote_connect_all(&to, 1, false);
+		(void) rows_held(to, present_sql, candidates, ncandidates, held);
+		for (int i = 0; i < ncandidates; i++)
+			if (!held[i])
+			{
+				missing[nmissing] = candidates[i];
+				missing_ctids[nmissing++] = candidates[i]->ctid;
+			}
+		if (nmissing == 0)
+			continue;
+		rows_copied = remote_copy_between(from, to,
+										  rsfdw_step_copy_out_sql(relid, columns,
+																  rsfdw_ctid_condition(missing_ctids, nmissing),
+																  binary),
+										  in_sql);
+		if (rows_copied != nmissing ||
+			rows_held(to, present_sql, missing, nmissing, held) != nmissing)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("verification failed: %d rows of %s copied from node \"%s\" are not on node \"%s\"",
+							nmissing, rsfdw_relation_name(relid), source, targets[t]),
+					 errdetail("The copy took " INT64_FORMAT " rows.", rows_copied),
+					 errhint("Rows of the table were changed on the nodes meanwhile; call rehome_rows again.")));
+		copied += nmissing;
+	}
+
+	/*
+	 * Step 1: the page leaves its node.  Each row only as it was read: one
+	 * changed there since (a write on the node itself) was copied in a
+	 * version it no longer has, so the batch fails and a later call copies
+	 * the new one.
+	 */
+	if (!shared && nrows > 0)
+	{
+		const char *what = "a delete of rehomed rows";
+		char	  **ctids = palloc(sizeof(char *) * nrows);
+		char	  **digests = palloc(sizeof(char *) * nrows);
+		char	   *delete_sql;
+
+		for (int i = 0; i < nrows; i++)
+		{
+			ctids[i] = rows[i].ctid;
+			digests[i] = rows[i].digest;
+		}
+		remote_fault_point("rehome_before_delete");
+		rel = table_open(relid, AccessShareLock);
+		delete_sql = rsfdw_rehome_delete_sql(rel, ctids, digests, nrows);
+		table_close(rel, NoLock);
+		remote_note_write(from);
+		params[0] = source;
+		remote_send_params(from, delete_sql, 1, params, true, from);
+		remote_receive_all(&from, 1, &out, 0);
+		res = remote_answer(from, &out, delete_sql, what);
+		remote_expect_command(from, res, "DELETE", -1, what);
+		deleted = strtoll(PQcmdTuples(res), NULL, 10);
+		remote_result_free(res);
+		if (deleted < 0 || deleted > nrows)
+			remote_reject_answer(from, what, psprintf(INT64_FORMAT " rows deleted of %d", deleted, nrows));
+		if (deleted != nrows)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("%d rows of %s changed on node \"%s\" while they were copied",
+							(int) (nrows - deleted), rsfdw_relation_name(relid), source),
+					 errhint("Nothing of this batch was kept; call rehome_rows again to copy them as they are now.")));
+	}
+
+	values[0] = Int64GetDatum(nrows);
+	values[1] = Int64GetDatum(copied);
+	values[2] = Int64GetDatum(deleted);
+	if (nrows > 0)
+		values[3] = CStringGetTextDatum(rows[nrows - 1].ctid);
+	else
+		nulls[3] = true;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(result_desc), values, nulls)));
+}
+
+PG_FUNCTION_INFO_V1(ringshard_rehome_condition);
+
+/* rehome_condition(shared): the condition rehome_rows() counts with, the one its batches take rows by. */
+Datum
+ringshard_rehome_condition(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(rsfdw_rehome_condition(PG_GETARG_BOOL(0))));
 }
