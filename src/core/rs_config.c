@@ -64,21 +64,35 @@ typedef struct text_builder
 	size_t		cap;
 } text_builder;
 
+static void set_error_v(rs_config_error *err, int line, int column, const char *field,
+						const char *fmt, va_list args) RS_CONFIG_PRINTF(5, 0);
+
+/*
+ * Fill *err, truncating whatever does not fit: the one body of set_error and
+ * set_error_at, which differ only in how the position is given.
+ */
+static void
+set_error_v(rs_config_error *err, int line, int column, const char *field,
+			const char *fmt, va_list args)
+{
+	err->line = line;
+	err->column = column;
+	snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+	vsnprintf(err->message, sizeof(err->message), fmt, args);
+}
+
 static void set_error(rs_config_error *err, int line, int column, const char *field,
 					  const char *fmt,...) RS_CONFIG_PRINTF(5, 6);
 
-/* Fill *err, truncating whatever does not fit. */
+/* Fill *err at a 1-based line and column (0, 0: no position). */
 static void
 set_error(rs_config_error *err, int line, int column, const char *field,
 		  const char *fmt,...)
 {
 	va_list		args;
 
-	err->line = line;
-	err->column = column;
-	snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
 	va_start(args, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, args);
+	set_error_v(err, line, column, field, fmt, args);
 	va_end(args);
 }
 
@@ -92,11 +106,8 @@ set_error_at(rs_config_error *err, yaml_mark_t mark, const char *field,
 {
 	va_list		args;
 
-	err->line = (int) mark.line + 1;
-	err->column = (int) mark.column + 1;
-	snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
 	va_start(args, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, args);
+	set_error_v(err, (int) mark.line + 1, (int) mark.column + 1, field, fmt, args);
 	va_end(args);
 }
 
@@ -471,6 +482,37 @@ check_key_is_scalar(config_reader *reader, const char *owner)
 	return RS_ERR_INVALID;
 }
 
+/*
+ * Report that the current event starts the wrong kind of node: "<subject>
+ * must be <expected>, got <kind>", at the event, under field.
+ */
+static rs_status
+report_wrong_kind(config_reader *reader, const char *field, const char *subject,
+				  const char *expected)
+{
+	set_error_at(reader->err, reader->event.start_mark, field,
+				 "%s must be %s, got %s", subject, expected,
+				 describe_node_kind(&reader->event));
+	return RS_ERR_INVALID;
+}
+
+/*
+ * Note that the mapping key just read (name, reported under field) has been
+ * seen; a second time is a duplicate field.
+ */
+static rs_status
+mark_field_seen(config_reader *reader, const char *field, const char *name, bool *seen)
+{
+	if (*seen)
+	{
+		set_error_at(reader->err, reader->event.start_mark, field,
+					 "duplicate field \"%s\"", name);
+		return RS_ERR_DUPLICATE;
+	}
+	*seen = true;
+	return RS_OK;
+}
+
 /* Report a key that the format does not know, naming it in field and message. */
 static rs_status
 report_unknown_field(config_reader *reader, const char *prefix)
@@ -501,12 +543,7 @@ read_version(config_reader *reader)
 	if ((status = reader_next(reader)) != RS_OK)
 		return status;
 	if (reader->event.type != YAML_SCALAR_EVENT)
-	{
-		set_error_at(reader->err, reader->event.start_mark, "version",
-					 "version must be a string, got %s",
-					 describe_node_kind(&reader->event));
-		return RS_ERR_INVALID;
-	}
+		return report_wrong_kind(reader, "version", "version", "a string");
 	if (!scalar_equals(&reader->event, "v1"))
 	{
 		describe_scalar(shown, &reader->event);
@@ -528,11 +565,7 @@ read_address(config_reader *reader, const char *field, char **address)
 	if ((status = reader_next(reader)) != RS_OK)
 		return status;
 	if (event->type != YAML_SCALAR_EVENT)
-	{
-		set_error_at(reader->err, event->start_mark, field,
-					 "address must be a string, got %s", describe_node_kind(event));
-		return RS_ERR_INVALID;
-	}
+		return report_wrong_kind(reader, field, "address", "a string");
 	len = event->data.scalar.length;
 	if (len == 0)
 	{
@@ -540,12 +573,11 @@ read_address(config_reader *reader, const char *field, char **address)
 					 "address must not be empty");
 		return RS_ERR_INVALID;
 	}
-	/* A plain ~ or null is YAML's null, not an address named "null". */
-	if (event->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-		((len == 1 && event->data.scalar.value[0] == '~') ||
-		 (len == 4 && (memcmp(event->data.scalar.value, "null", 4) == 0 ||
-					   memcmp(event->data.scalar.value, "Null", 4) == 0 ||
-					   memcmp(event->data.scalar.value, "NULL", 4) == 0))))
+	/*
+	 * A plain ~ or null is YAML's null, not an address named "null" (the
+	 * empty scalar, null too, was refused just above).
+	 */
+	if (scalar_is_null(event))
 	{
 		set_error_at(reader->err, event->start_mark, field,
 					 "address must not be null");
@@ -596,11 +628,7 @@ read_partition(config_reader *reader, const char *name, const char *field,
 	if ((status = reader_next(reader)) != RS_OK)
 		return status;
 	if (event->type != YAML_SCALAR_EVENT || scalar_is_null(event))
-	{
-		set_error_at(reader->err, event->start_mark, field,
-					 "%s must be an integer, got %s", name, describe_node_kind(event));
-		return RS_ERR_INVALID;
-	}
+		return report_wrong_kind(reader, field, name, "an integer");
 	*mark = event->start_mark;
 	text = (const char *) event->data.scalar.value;
 	len = event->data.scalar.length;
@@ -690,12 +718,7 @@ read_node(config_reader *reader, rs_config *config, size_t *capacity)
 
 	snprintf(owner, sizeof(owner), "nodes[%zu]", index);
 	if (reader->event.type != YAML_MAPPING_START_EVENT)
-	{
-		set_error_at(reader->err, reader->event.start_mark, owner,
-					 "%s must be a mapping, got %s", owner,
-					 describe_node_kind(&reader->event));
-		return RS_ERR_INVALID;
-	}
+		return report_wrong_kind(reader, owner, owner, "a mapping");
 	if ((status = append_entry(reader, config, capacity, &entry)) != RS_OK)
 		return status;
 
@@ -737,13 +760,8 @@ read_node(config_reader *reader, rs_config *config, size_t *capacity)
 		}
 
 		snprintf(field, sizeof(field), "%s.%s", owner, name);
-		if (*seen)
-		{
-			set_error_at(reader->err, reader->event.start_mark, field,
-						 "duplicate field \"%s\"", name);
-			return RS_ERR_DUPLICATE;
-		}
-		*seen = true;
+		if ((status = mark_field_seen(reader, field, name, seen)) != RS_OK)
+			return status;
 
 		if (seen == &seen_address)
 			status = read_address(reader, field, &entry->address);
@@ -788,12 +806,7 @@ read_nodes(config_reader *reader, rs_config *config)
 	if ((status = reader_next(reader)) != RS_OK)
 		return status;
 	if (reader->event.type != YAML_SEQUENCE_START_EVENT)
-	{
-		set_error_at(reader->err, reader->event.start_mark, "nodes",
-					 "nodes must be a sequence, got %s",
-					 describe_node_kind(&reader->event));
-		return RS_ERR_INVALID;
-	}
+		return report_wrong_kind(reader, "nodes", "nodes", "a sequence");
 	for (;;)
 	{
 		if ((status = reader_next(reader)) != RS_OK)
@@ -821,12 +834,7 @@ read_root(config_reader *reader, rs_config *config)
 	bool		seen_nodes = false;
 
 	if (reader->event.type != YAML_MAPPING_START_EVENT)
-	{
-		set_error_at(reader->err, reader->event.start_mark, "",
-					 "the document must be a mapping, got %s",
-					 describe_node_kind(&reader->event));
-		return RS_ERR_INVALID;
-	}
+		return report_wrong_kind(reader, "", "the document", "a mapping");
 	for (;;)
 	{
 		if ((status = reader_next(reader)) != RS_OK)
@@ -838,25 +846,15 @@ read_root(config_reader *reader, rs_config *config)
 
 		if (scalar_equals(&reader->event, "version"))
 		{
-			if (seen_version)
-			{
-				set_error_at(reader->err, reader->event.start_mark, "version",
-							 "duplicate field \"version\"");
-				return RS_ERR_DUPLICATE;
-			}
-			seen_version = true;
-			status = read_version(reader);
+			if ((status = mark_field_seen(reader, "version", "version",
+										  &seen_version)) == RS_OK)
+				status = read_version(reader);
 		}
 		else if (scalar_equals(&reader->event, "nodes"))
 		{
-			if (seen_nodes)
-			{
-				set_error_at(reader->err, reader->event.start_mark, "nodes",
-							 "duplicate field \"nodes\"");
-				return RS_ERR_DUPLICATE;
-			}
-			seen_nodes = true;
-			status = read_nodes(reader, config);
+			if ((status = mark_field_seen(reader, "nodes", "nodes",
+										  &seen_nodes)) == RS_OK)
+				status = read_nodes(reader, config);
 		}
 		else
 			status = report_unknown_field(reader, "");
