@@ -819,18 +819,8 @@ rs_status
 rs_ring_replicas_general(const rs_ring *ring, uint64_t hash, uint32_t want,
 						 uint16_t *out, uint32_t *count)
 {
-	uint32_t	start = rs_ring_find_point(ring, hash);
-
-	if (want > ring->nnodes)
-		want = ring->nnodes;
-	if (ring->replica_sets != NULL && want <= ring->replica_width)
-	{
-		memcpy(out, ring->replica_sets + (size_t) start * ring->replica_width, want * sizeof(uint16_t));
-		*count = want;
-		return RS_OK;
-	}
-	walk_replicas(ring, start, want, out, count);
-	return RS_OK;
+	/* a hash's replicas are those of the point whose range holds it */
+	return rs_ring_point_replicas(ring, rs_ring_find_point(ring, hash), want, out, count);
 }
 
 /* The replica set of one point's range (see rs_ring.h). */
