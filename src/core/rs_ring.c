@@ -268,9 +268,9 @@ rs_ring_free(rs_ring *ring)
 	free(ring);
 }
 
-/* qsort order of unsigned 64-bit tokens. */
-static int
-compare_tokens(const void *a, const void *b)
+/* qsort order of unsigned 64-bit tokens (see rs_ring.h). */
+int
+rs_ring_compare_tokens(const void *a, const void *b)
 {
 	uint64_t	x = *(const uint64_t *) a;
 	uint64_t	y = *(const uint64_t *) b;
@@ -294,7 +294,7 @@ tokens_distinct(const uint64_t *tokens, uint32_t count)
 		return distinct;
 	}
 	memcpy(copy, tokens, (size_t) count * sizeof(uint64_t));
-	qsort(copy, count, sizeof(uint64_t), compare_tokens);
+	qsort(copy, count, sizeof(uint64_t), rs_ring_compare_tokens);
 	for (uint32_t i = 1; i < count && distinct; i++)
 		distinct = copy[i - 1] != copy[i];
 	free(copy);
@@ -497,7 +497,7 @@ place_token_points(build_point *points, uint32_t node, const rs_ring_member *mem
 	if (sorted_tokens == NULL)
 		return RS_ERR_NOMEM;
 	memcpy(sorted_tokens, member->tokens, (size_t) member->ntokens * sizeof(uint64_t));
-	qsort(sorted_tokens, member->ntokens, sizeof(uint64_t), compare_tokens);
+	qsort(sorted_tokens, member->ntokens, sizeof(uint64_t), rs_ring_compare_tokens);
 	for (uint32_t i = 0; i < member->ntokens; i++)
 	{
 		points[i].token = sorted_tokens[i];

@@ -181,6 +181,9 @@ rs_ring_key_hash(const rs_ring *ring, const void *key, size_t len)
 /* Size of the token space: 2^64 (murmur3) or 2^32 (ketama). */
 extern rs_u128 rs_ring_space(const rs_ring *ring);
 
+/* qsort comparator: tokens (uint64_t) in ascending order. */
+extern int rs_ring_compare_tokens(const void *a, const void *b);
+
 /*
  * The hash as the ring stores tokens (shifted to the top for ketama); false
  * for a hash past a 32-bit (ketama) space, which is above every point.

@@ -1128,15 +1128,6 @@ set_targets(alloc_state *st)
 	}
 }
 
-static int
-compare_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
  * Place count points for node st->newnode (a member with no points), into
  * tokens_out in the order chosen.  On an empty ring, count tokens evenly
@@ -1163,7 +1154,7 @@ place_tokens(alloc_state *st, const char *name, size_t name_len, uint32_t count,
 		for (uint32_t k = 0; k < count; k++)
 			tokens_out[k] = start + (uint64_t) (step * k);
 		memcpy(st->tok, tokens_out, count * sizeof(uint64_t));
-		qsort(st->tok, count, sizeof(uint64_t), compare_u64);
+		qsort(st->tok, count, sizeof(uint64_t), rs_ring_compare_tokens);
 		for (uint32_t i = 0; i < count; i++)
 		{
 			st->node[i] = st->newnode;
@@ -1409,7 +1400,7 @@ rs_ring_allocate_tokens(const rs_ring_member *members, size_t nmembers, uint32_t
 	status = place_tokens(&st, node->name, node->name_len, count, chosen);
 	if (status == RS_OK)
 	{
-		qsort(chosen, count, sizeof(uint64_t), compare_u64);
+		qsort(chosen, count, sizeof(uint64_t), rs_ring_compare_tokens);
 		memcpy(tokens_out, chosen, (size_t) count * sizeof(uint64_t));
 	}
 
@@ -1469,7 +1460,7 @@ rs_token_allocator_add(rs_token_allocator *allocator, const rs_ring_member *node
 	}
 	if (status == RS_OK)
 	{
-		qsort(chosen, count, sizeof(uint64_t), compare_u64);
+		qsort(chosen, count, sizeof(uint64_t), rs_ring_compare_tokens);
 		memcpy(tokens_out, chosen, (size_t) count * sizeof(uint64_t));
 	}
 	free(chosen);
