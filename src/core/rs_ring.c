@@ -19,16 +19,26 @@ typedef struct build_point
 	uint32_t	label;
 } build_point;
 
+/*
+ * Order of two byte strings: by their bytes, then by length (a prefix sorts
+ * first).  Node names and zone names are ordered this way.
+ */
+static int
+compare_name_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+	size_t		common = a_len < b_len ? a_len : b_len;
+	int			cmp = common > 0 ? memcmp(a, b, common) : 0;
+
+	if (cmp != 0)
+		return cmp;
+	return (a_len > b_len) - (a_len < b_len);
+}
+
 /* Member order by name bytes, then length (a prefix sorts first). */
 static int
 compare_member_names(const rs_ring_member *a, const rs_ring_member *b)
 {
-	size_t		common = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int			cmp = common > 0 ? memcmp(a->name, b->name, common) : 0;
-
-	if (cmp != 0)
-		return cmp;
-	return (a->name_len > b->name_len) - (a->name_len < b->name_len);
+	return compare_name_bytes(a->name, a->name_len, b->name, b->name_len);
 }
 
 /* qsort adaptor over pointers to members. */
@@ -360,12 +370,7 @@ plan_points(rs_ring_algorithm algorithm, const rs_ring_member *const *sorted,
 static int
 compare_zone_names(const rs_ring_member *a, const rs_ring_member *b)
 {
-	size_t		common = a->zone_len < b->zone_len ? a->zone_len : b->zone_len;
-	int			cmp = common > 0 ? memcmp(a->zone, b->zone, common) : 0;
-
-	if (cmp != 0)
-		return cmp;
-	return (a->zone_len > b->zone_len) - (a->zone_len < b->zone_len);
+	return compare_name_bytes(a->zone, a->zone_len, b->zone, b->zone_len);
 }
 
 /* A member with a zone and its node index, for sorting by zone. */
