@@ -40,6 +40,22 @@ growable_push(growable *g, const void *item)
 	return RS_OK;
 }
 
+/*
+ * End a list: on success hand its records to the caller (and their number to
+ * *count_out), on failure free them and hand over nothing.
+ */
+static void *
+growable_release(growable *g, rs_status status, size_t *count_out)
+{
+	if (status != RS_OK)
+	{
+		free(g->items);
+		return NULL;
+	}
+	*count_out = g->count;
+	return g->items;
+}
+
 /* The sorted, distinct union of both rings' tokens; *count its length. */
 static rs_status
 boundaries(const rs_ring *a, const rs_ring *b, uint64_t **out, size_t *count)
@@ -135,14 +151,8 @@ rs_ring_owner_moves(const rs_ring *old_ring, const rs_ring *new_ring,
 		}
 	}
 	free(bounds);
-	if (status != RS_OK)
-	{
-		free(moves.items);
-		return status;
-	}
-	*moves_out = moves.items;
-	*nmoves_out = moves.count;
-	return RS_OK;
+	*moves_out = growable_release(&moves, status, nmoves_out);
+	return status;
 }
 
 /* Order copy changes by node name, change, then range start. */
@@ -278,20 +288,15 @@ rs_ring_copy_changes(const rs_ring *old_ring, uint32_t old_replicas,
 			}
 			out = kept;
 		}
+		changes.count = out;
 	}
 
 	free(bounds);
 	free(scratch);
 	free(old_set);
 	free(new_set);
-	if (status != RS_OK)
-	{
-		free(changes.items);
-		return status;
-	}
-	*changes_out = changes.items;
-	*nchanges_out = out;
-	return RS_OK;
+	*changes_out = growable_release(&changes, status, nchanges_out);
+	return status;
 }
 
 /* Whether two name lists hold the same names in the same order. */
@@ -382,12 +387,6 @@ rs_ring_move_steps(const rs_ring *old_ring, uint32_t old_replicas,
 		}
 	}
 	free(bounds);
-	if (status != RS_OK)
-	{
-		free(steps.items);
-		return status;
-	}
-	*steps_out = steps.items;
-	*nsteps_out = steps.count;
-	return RS_OK;
+	*steps_out = growable_release(&steps, status, nsteps_out);
+	return status;
 }
