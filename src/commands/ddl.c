@@ -65,6 +65,16 @@ spi_query(const char *sql, int nargs, Oid *argtypes, Datum *values, uint64 *nrow
 	return SPI_tuptable;
 }
 
+/* Run SQL through SPI whose one parameter, $1, is a relation's oid. */
+static SPITupleTable *
+spi_query_relid(const char *sql, Oid relid, uint64 *nrows)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	return spi_query(sql, 1, argtypes, values, nrows);
+}
+
 void
 spi_exec(const char *sql)
 {
@@ -320,16 +330,14 @@ static List *
 node_only_parts(Oid relid, const char *table, AttrNumber key_attnum, AttrNumber keyspace_attnum,
 				List **names, bool for_local_table)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	uint64		nrows;
 	SPITupleTable *rows;
 	List	   *parts = NIL;
 	char	   *key_column = get_attname(relid, key_attnum, false);
 
-	rows = spi_query("SELECT c.conname::pg_catalog.text, pg_catalog.pg_get_constraintdef(c.oid), c.contype::pg_catalog.text "
-					 "FROM pg_catalog.pg_constraint c WHERE c.conrelid = $1 ORDER BY c.contype, c.conname",
-					 1, argtypes, values, &nrows);
+	rows = spi_query_relid("SELECT c.conname::pg_catalog.text, pg_catalog.pg_get_constraintdef(c.oid), c.contype::pg_catalog.text "
+						   "FROM pg_catalog.pg_constraint c WHERE c.conrelid = $1 ORDER BY c.contype, c.conname",
+						   relid, &nrows);
 	for (uint64 i = 0; i < nrows; i++)
 	{
 		char	   *name = SPI_getvalue(rows->vals[i], rows->tupdesc, 1);
@@ -458,15 +466,13 @@ node_definition_sql(Oid relid, const char *schema, const char *table, List *part
 static char *
 annotation_arguments(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	uint64		nrows;
 	SPITupleTable *rows;
 
-	rows = spi_query("SELECT pg_catalog.format('%L, %L, %L, %L, %L', key_column, coalesce(ring_name, ''), "
-					 "coalesce(map_name, ''), coalesce(keyspace, ''), coalesce(keyspace_column::pg_catalog.text, '')) "
-					 "FROM ringshard.distributed_tables WHERE table_name::pg_catalog.oid = $1",
-					 1, argtypes, values, &nrows);
+	rows = spi_query_relid("SELECT pg_catalog.format('%L, %L, %L, %L, %L', key_column, coalesce(ring_name, ''), "
+						   "coalesce(map_name, ''), coalesce(keyspace, ''), coalesce(keyspace_column::pg_catalog.text, '')) "
+						   "FROM ringshard.distributed_tables WHERE table_name::pg_catalog.oid = $1",
+						   relid, &nrows);
 	if (nrows != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -479,15 +485,13 @@ annotation_arguments(Oid relid)
 static List *
 recorded_node_ddl(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	uint64		nrows;
 	SPITupleTable *rows;
 	List	   *parts = NIL;
 
-	rows = spi_query("SELECT x->>'sql' FROM ringshard.distributed_tables d, "
-					 "pg_catalog.jsonb_array_elements(d.node_ddl) x WHERE d.table_name::pg_catalog.oid = $1",
-					 1, argtypes, values, &nrows);
+	rows = spi_query_relid("SELECT x->>'sql' FROM ringshard.distributed_tables d, "
+						   "pg_catalog.jsonb_array_elements(d.node_ddl) x WHERE d.table_name::pg_catalog.oid = $1",
+						   relid, &nrows);
 	for (uint64 i = 0; i < nrows; i++)
 		parts = lappend(parts, pstrdup(SPI_getvalue(rows->vals[i], rows->tupdesc, 1)));
 	return parts;
@@ -532,33 +536,31 @@ record_node_ddl(Oid relid, List *names, List *parts, bool replace)
 void
 check_dependents(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	uint64		nrows;
 	SPITupleTable *rows;
 
-	rows = spi_query("SELECT string_agg(what, ', ' ORDER BY what) FROM ("
-					 " SELECT 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text AS what"
-					 "   FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid"
-					 "  WHERE d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND d.refobjid = $1 AND r.ev_class <> $1"
-					 " UNION SELECT 'rule ' OPERATOR(pg_catalog.||) r.rulename FROM pg_catalog.pg_rewrite r WHERE r.ev_class = $1"
-					 " UNION SELECT 'trigger ' OPERATOR(pg_catalog.||) t.tgname FROM pg_catalog.pg_trigger t"
-					 "  WHERE t.tgrelid = $1 AND NOT t.tgisinternal"
-					 " UNION SELECT 'foreign key ' OPERATOR(pg_catalog.||) c.conname OPERATOR(pg_catalog.||) ' of '"
-					 "        OPERATOR(pg_catalog.||) c.conrelid::pg_catalog.regclass::pg_catalog.text"
-					 "   FROM pg_catalog.pg_constraint c WHERE c.contype = 'f' AND (c.confrelid = $1 OR c.conrelid = $1)"
-					 " UNION SELECT 'inheritance with ' OPERATOR(pg_catalog.||) i.inhrelid::pg_catalog.regclass::pg_catalog.text"
-					 "   FROM pg_catalog.pg_inherits i WHERE i.inhparent = $1"
-					 " UNION SELECT 'inheritance from ' OPERATOR(pg_catalog.||) i.inhparent::pg_catalog.regclass::pg_catalog.text"
-					 "   FROM pg_catalog.pg_inherits i WHERE i.inhrelid = $1"
-					 " UNION SELECT 'row security policy ' OPERATOR(pg_catalog.||) p.polname FROM pg_catalog.pg_policy p"
-					 "  WHERE p.polrelid = $1"
-					 " UNION SELECT 'row level security (enabled on the table: it hides every row from roles without a policy)'"
-					 "   FROM pg_catalog.pg_class r WHERE r.oid = $1 AND (r.relrowsecurity OR r.relforcerowsecurity)"
-					 " UNION SELECT 'publication ' OPERATOR(pg_catalog.||) p.pubname FROM pg_catalog.pg_publication_rel pr"
-					 "   JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid WHERE pr.prrelid = $1"
-					 ") x",
-					 1, argtypes, values, &nrows);
+	rows = spi_query_relid("SELECT string_agg(what, ', ' ORDER BY what) FROM ("
+						   " SELECT 'view ' OPERATOR(pg_catalog.||) r.ev_class::pg_catalog.regclass::pg_catalog.text AS what"
+						   "   FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_rewrite r ON r.oid = d.objid"
+						   "  WHERE d.classid = 'pg_catalog.pg_rewrite'::pg_catalog.regclass AND d.refobjid = $1 AND r.ev_class <> $1"
+						   " UNION SELECT 'rule ' OPERATOR(pg_catalog.||) r.rulename FROM pg_catalog.pg_rewrite r WHERE r.ev_class = $1"
+						   " UNION SELECT 'trigger ' OPERATOR(pg_catalog.||) t.tgname FROM pg_catalog.pg_trigger t"
+						   "  WHERE t.tgrelid = $1 AND NOT t.tgisinternal"
+						   " UNION SELECT 'foreign key ' OPERATOR(pg_catalog.||) c.conname OPERATOR(pg_catalog.||) ' of '"
+						   "        OPERATOR(pg_catalog.||) c.conrelid::pg_catalog.regclass::pg_catalog.text"
+						   "   FROM pg_catalog.pg_constraint c WHERE c.contype = 'f' AND (c.confrelid = $1 OR c.conrelid = $1)"
+						   " UNION SELECT 'inheritance with ' OPERATOR(pg_catalog.||) i.inhrelid::pg_catalog.regclass::pg_catalog.text"
+						   "   FROM pg_catalog.pg_inherits i WHERE i.inhparent = $1"
+						   " UNION SELECT 'inheritance from ' OPERATOR(pg_catalog.||) i.inhparent::pg_catalog.regclass::pg_catalog.text"
+						   "   FROM pg_catalog.pg_inherits i WHERE i.inhrelid = $1"
+						   " UNION SELECT 'row security policy ' OPERATOR(pg_catalog.||) p.polname FROM pg_catalog.pg_policy p"
+						   "  WHERE p.polrelid = $1"
+						   " UNION SELECT 'row level security (enabled on the table: it hides every row from roles without a policy)'"
+						   "   FROM pg_catalog.pg_class r WHERE r.oid = $1 AND (r.relrowsecurity OR r.relforcerowsecurity)"
+						   " UNION SELECT 'publication ' OPERATOR(pg_catalog.||) p.pubname FROM pg_catalog.pg_publication_rel pr"
+						   "   JOIN pg_catalog.pg_publication p ON p.oid = pr.prpubid WHERE pr.prrelid = $1"
+						   ") x",
+						   relid, &nrows);
 	if (nrows == 1 && SPI_getvalue(rows->vals[0], rows->tupdesc, 1) != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
