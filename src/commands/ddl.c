@@ -325,6 +325,24 @@ node_column_definition(Oid relid, AttrNumber attnum, char **node_default)
 	return column_definitions_of(relid, true, attnum, node_default);
 }
 
+/* Whether the constraint conname of a relation has the column attnum among its columns. */
+static bool
+constraint_has_column(Oid relid, const char *conname, AttrNumber attnum)
+{
+	Oid			argtypes[3] = {OIDOID, TEXTOID, INT2OID};
+	Datum		values[3];
+	uint64		n;
+	SPITupleTable *t;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = CStringGetTextDatum(conname);
+	values[2] = Int16GetDatum(attnum);
+	t = spi_query("SELECT ($3 OPERATOR(pg_catalog.=) ANY (conkey)) "
+				  "FROM pg_catalog.pg_constraint WHERE conrelid = $1 AND conname = $2::pg_catalog.name",
+				  3, argtypes, values, &n);
+	return n == 1 && strcmp(SPI_getvalue(t->vals[0], t->tupdesc, 1), "t") == 0;
+}
+
 /* The node-only parts of a table (PRIMARY KEY, UNIQUE and CHECK constraints, indexes) as statements. */
 static List *
 node_only_parts(Oid relid, const char *table, AttrNumber key_attnum, AttrNumber keyspace_attnum,
@@ -358,37 +376,19 @@ node_only_parts(Oid relid, const char *table, AttrNumber key_attnum, AttrNumber 
 		if (type == 'p' || type == 'u')
 		{
 			/* the key (and a keyspace column) must be in it, or equal keys may land on different nodes */
-			Oid			cargtypes[3] = {OIDOID, TEXTOID, INT2OID};
-			Datum		cvalues[3];
-			uint64		n;
-			SPITupleTable *t;
-
-			cvalues[0] = ObjectIdGetDatum(relid);
-			cvalues[1] = CStringGetTextDatum(name);
-			cvalues[2] = Int16GetDatum(key_attnum);
-			t = spi_query("SELECT ($3 OPERATOR(pg_catalog.=) ANY (conkey)) "
-						  "FROM pg_catalog.pg_constraint WHERE conrelid = $1 AND conname = $2::pg_catalog.name",
-						  3, cargtypes, cvalues, &n);
-			if (n != 1 || strcmp(SPI_getvalue(t->vals[0], t->tupdesc, 1), "t") != 0)
+			if (!constraint_has_column(relid, name, key_attnum))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("unique constraint %s of table %s does not include the sharding key \"%s\"",
 								quote_identifier(name), get_rel_name(relid), key_column),
 						 errdetail("Rows with equal values in it can be on different nodes, where no node can see both."),
 						 errhint("Add the key column to the constraint, or drop the constraint.")));
-			if (keyspace_attnum > 0)
-			{
-				cvalues[2] = Int16GetDatum(keyspace_attnum);
-				t = spi_query("SELECT ($3 OPERATOR(pg_catalog.=) ANY (conkey)) "
-							  "FROM pg_catalog.pg_constraint WHERE conrelid = $1 AND conname = $2::pg_catalog.name",
-							  3, cargtypes, cvalues, &n);
-				if (n != 1 || strcmp(SPI_getvalue(t->vals[0], t->tupdesc, 1), "t") != 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("unique constraint %s of table %s does not include the keyspace column \"%s\"",
-									quote_identifier(name), get_rel_name(relid), get_attname(relid, keyspace_attnum, false)),
-							 errhint("Add the keyspace column to the constraint.")));
-			}
+			if (keyspace_attnum > 0 && !constraint_has_column(relid, name, keyspace_attnum))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("unique constraint %s of table %s does not include the keyspace column \"%s\"",
+								quote_identifier(name), get_rel_name(relid), get_attname(relid, keyspace_attnum, false)),
+						 errhint("Add the keyspace column to the constraint.")));
 		}
 		if (type == 'c' && !for_local_table)
 			continue;			/* a foreign table keeps its CHECK constraints itself */
