@@ -62,6 +62,27 @@ connections_for(char **nodes, int n)
 	return conns;
 }
 
+/*
+ * Send one query to each node in parallel (each that connects) and wait for
+ * the answers, up to timeout_ms (0: no limit).  Returns the answers, one per
+ * node; *conns_out gets the connections, whose errors explain a failed one.
+ */
+static RemoteResult *
+ask_every_node(char **nodes, int nnodes, const char *sql, bool in_transaction,
+			   int timeout_ms, RemoteConnection ***conns_out)
+{
+	RemoteConnection **conns = connections_for(nodes, nnodes);
+	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
+
+	remote_connect_all(conns, nnodes, true);
+	for (int i = 0; i < nnodes; i++)
+		if (conns[i]->link == LINK_IDLE)
+			remote_send(conns[i], sql, in_transaction, conns[i]);
+	remote_receive(conns, nnodes, out, 0, timeout_ms);
+	*conns_out = conns;
+	return out;
+}
+
 /* The error text of a failed node. */
 static char *
 failure_text(RemoteConnection *c, RemoteResult *out)
@@ -257,13 +278,7 @@ node_health_rows(FunctionCallInfo fcinfo, bool with_role)
 
 	InitMaterializedSRF(fcinfo, 0);
 	nodes = catalog_addressed_nodes(&nnodes);
-	conns = connections_for(nodes, nnodes);
-	out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
-	remote_connect_all(conns, nnodes, true);
-	for (int i = 0; i < nnodes; i++)
-		if (conns[i]->link == LINK_IDLE)
-			remote_send(conns[i], health_probe, false, conns[i]);
-	remote_receive(conns, nnodes, out, 0, ringshard_node_timeout_ms);
+	out = ask_every_node(nodes, nnodes, health_probe, false, ringshard_node_timeout_ms, &conns);
 	for (int i = 0; i < nnodes; i++)
 	{
 		Datum		values[10];
@@ -373,13 +388,7 @@ ringshard_node_table_rows(PG_FUNCTION_ARGS)
 				 errmsg("relation with OID %u does not exist", relid)));
 	sql = psprintf("SELECT pg_catalog.count(*) FROM %s", rsfdw_relation_name(relid));
 	nodes = catalog_addressed_nodes(&nnodes);
-	conns = connections_for(nodes, nnodes);
-	out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
-	remote_connect_all(conns, nnodes, true);
-	for (int i = 0; i < nnodes; i++)
-		if (conns[i]->link == LINK_IDLE)
-			remote_send(conns[i], sql, true, conns[i]);
-	remote_receive(conns, nnodes, out, 0, 0);
+	out = ask_every_node(nodes, nnodes, sql, true, 0, &conns);
 	for (int i = 0; i < nnodes; i++)
 	{
 		Datum		values[3];
