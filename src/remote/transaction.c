@@ -289,6 +289,18 @@ make_gid(RemoteConnection *c, FullTransactionId fxid)
 			 U64FromFullTransactionId(fxid), c->userid, c->serverid, (int64) MyStartTimestamp);
 }
 
+/*
+ * A write that travelled with its node's PREPARE TRANSACTION or COMMIT and
+ * failed: its own error is the statement's (the first such node's).
+ */
+static void
+raise_deferred_failures(Collected *writers)
+{
+	for (int i = 0; i < writers->n; i++)
+		if (writers->conns[i]->deferred_failed)
+			remote_raise_deferred_failure(writers->conns[i]);
+}
+
 /* One record per prepared node, in the local transaction: the commit decision. */
 static void
 record_prepared(Collected *writers)
@@ -408,10 +420,7 @@ pre_commit(bool preparing)
 		for (int i = 0; i < writers.n; i++)
 			if (worked[i])
 				remote_set_xact(writers.conns[i], RXACT_PREPARED);
-		/* a write that travelled with its PREPARE failed: its own error is the statement's */
-		for (int i = 0; i < writers.n; i++)
-			if (writers.conns[i]->deferred_failed)
-				remote_raise_deferred_failure(writers.conns[i]);
+		raise_deferred_failures(&writers);
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
@@ -447,9 +456,7 @@ pre_commit(bool preparing)
 			writers.conns[i]->xact = writers.conns[i]->deferred_failed ? RXACT_FAILED : RXACT_NONE;
 			writers.conns[i]->xact_depth = writers.conns[i]->deferred_failed ? 1 : 0;
 		}
-		for (int i = 0; i < writers.n; i++)
-			if (writers.conns[i]->deferred_failed)
-				remote_raise_deferred_failure(writers.conns[i]);
+		raise_deferred_failures(&writers);
 		for (int i = 0; i < writers.n; i++)
 			if (!worked[i])
 				ereport(ERROR,
