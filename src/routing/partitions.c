@@ -68,26 +68,10 @@ ringshard_parse_partition_config(PG_FUNCTION_ARGS)
 	status = rs_config_parse(VARDATA_ANY(document), VARSIZE_ANY_EXHDR(document), &config, &error);
 	if (status != RS_OK)
 	{
-		int			code;
+		/* a field named twice makes the config invalid: not a duplicate object */
+		int			code = status == RS_ERR_DUPLICATE ? ERRCODE_INVALID_PARAMETER_VALUE
+			: ringshard_core_error_code(status);
 
-		switch (status)
-		{
-			case RS_ERR_SYNTAX:
-				code = ERRCODE_INVALID_TEXT_REPRESENTATION;
-				break;
-			case RS_ERR_OUT_OF_RANGE:
-				code = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
-				break;
-			case RS_ERR_TOO_LARGE:
-				code = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-				break;
-			case RS_ERR_NOMEM:
-				code = ERRCODE_OUT_OF_MEMORY;
-				break;
-			default:
-				code = ERRCODE_INVALID_PARAMETER_VALUE;
-				break;
-		}
 		ereport(ERROR,
 				(errcode(code),
 				 errmsg("invalid partition config: %s", error.message),

@@ -148,42 +148,40 @@ resolve_sentinel(void)
 	ringshard_check_version();
 }
 
+/* The SQLSTATE a core status is reported with (see topology_cache.h). */
+int
+ringshard_core_error_code(rs_status status)
+{
+	switch (status)
+	{
+		case RS_ERR_NOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		case RS_ERR_SYNTAX:
+			return ERRCODE_INVALID_TEXT_REPRESENTATION;
+		case RS_ERR_OUT_OF_RANGE:
+			return ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+		case RS_ERR_TOO_MANY_POINTS:
+		case RS_ERR_TOO_MANY_NODES:
+		case RS_ERR_TOO_LARGE:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case RS_ERR_DUPLICATE:
+			return ERRCODE_DUPLICATE_OBJECT;
+		case RS_ERR_EMPTY:
+			return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
+		case RS_ERR_CRYPTO:
+			return ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
+		default:
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+	}
+}
+
 /* Report a core status as an ERROR with a SQLSTATE; never returns. */
 void
 ringshard_report_core_error(rs_status status, const char *what)
 {
-	int			code;
-
-	switch (status)
-	{
-		case RS_ERR_NOMEM:
-			code = ERRCODE_OUT_OF_MEMORY;
-			break;
-		case RS_ERR_SYNTAX:
-			code = ERRCODE_INVALID_TEXT_REPRESENTATION;
-			break;
-		case RS_ERR_OUT_OF_RANGE:
-			code = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
-			break;
-		case RS_ERR_TOO_MANY_POINTS:
-		case RS_ERR_TOO_MANY_NODES:
-		case RS_ERR_TOO_LARGE:
-			code = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-			break;
-		case RS_ERR_DUPLICATE:
-			code = ERRCODE_DUPLICATE_OBJECT;
-			break;
-		case RS_ERR_EMPTY:
-			code = ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
-			break;
-		case RS_ERR_CRYPTO:
-			code = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
-			break;
-		default:
-			code = ERRCODE_INVALID_PARAMETER_VALUE;
-			break;
-	}
-	ereport(ERROR, (errcode(code), errmsg("%s: %s", what, rs_status_text(status))));
+	ereport(ERROR,
+			(errcode(ringshard_core_error_code(status)),
+			 errmsg("%s: %s", what, rs_status_text(status))));
 }
 
 /*

@@ -117,6 +117,9 @@ extern uint64 *topology_token_array(ArrayType *array, uint32 *count);
 /* Build the ring a spec describes; NULL when it has no members; ERROR if invalid. */
 extern rs_ring *topology_build_ring(const RingSpec *spec, int options);
 
+/* The SQLSTATE a core status is reported with. */
+extern int	ringshard_core_error_code(rs_status status);
+
 /* Report a core status as an ERROR with a SQLSTATE; never returns. */
 extern void ringshard_report_core_error(rs_status status, const char *what) pg_attribute_noreturn();
 
