@@ -375,6 +375,7 @@ CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RE
 DECLARE
 	users text;
 	holding text;
+	left_reference boolean := false;
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_ring(ring);
@@ -393,6 +394,23 @@ BEGIN
 		END IF;
 	END IF;
 	DELETE FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
+	-- A node that leaves its last ring (and holds no partition) stops holding
+	-- the reference tables too, as add_node made it hold them: their writes
+	-- would otherwise go on reaching it (or be refused while it is down).
+	-- Every other node holds all their rows, so their rebalance only deletes
+	-- its copies; the last copy is kept.
+	IF ring <> 'reference'
+	   AND EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node)
+	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = node AND m.ring_name <> 'reference')
+	   AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = node) THEN
+		PERFORM ringshard_internal.lock_ring('reference');
+		IF (SELECT count(*) FROM ringshard.ring_members m WHERE m.ring_name = 'reference') > 1 THEN
+			DELETE FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node;
+			left_reference := true;
+			RAISE NOTICE 'node "%" no longer holds the reference tables', node
+				USING HINT = 'Delete its copies with CALL ringshard.rebalance(table) for each table of ring "reference".';
+		END IF;
+	END IF;
 	PERFORM ringshard_internal.forget_unused_nodes();
 	-- In no ring or map now, yet kept: distributed tables' rows are still on it.
 	IF EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = node)
@@ -406,7 +424,8 @@ BEGIN
 			USING DETAIL = format('Rows of %s are laid out on it.', coalesce(holding, 'an unfinished rebalance')),
 			      HINT = 'CALL ringshard.rebalance(table) for each of them: it copies the rows to their new replicas, deletes them on this node, and then forgets the node.';
 	END IF;
-	RETURN format('node "%s" removed from ring "%s"%s', node, ring,
+	RETURN format('node "%s" removed from ring "%s"%s%s', node, ring,
+	              CASE WHEN left_reference THEN ' and from ring "reference" (its copies of the reference tables)' ELSE '' END,
 	              CASE WHEN NOT EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = node)
 	                   THEN '; it is in no ring or map now and was forgotten'
 	                   WHEN holding IS NOT NULL OR NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = node)

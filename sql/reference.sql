@@ -119,6 +119,28 @@ SELECT r.node, r.rows FROM ringshard.node_table_rows('sites') r ORDER BY r.node;
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 SELECT count(*) AS diverged FROM ringshard.verify_table('sites');
 
+-- A node that leaves its last ring stops holding the reference tables: the
+-- same answers and writes meanwhile (its copies are not read nor written),
+-- then the rebalances delete its copies and forget it.
+SELECT ringshard.remove_node('w1', 'pair');
+SELECT ring_name, node_name FROM ringshard.ring_members WHERE node_name = 'w1';
+SELECT count(*) FROM ringshard.sync_topology();
+SELECT table_name, layout FROM ringshard.table_overview ORDER BY table_name::text COLLATE "C";
+SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
+INSERT INTO sites VALUES (40, 'Sorong', false);
+INSERT INTO sites_local VALUES (40, 'Sorong', false);
+UPDATE sites SET closed = true WHERE id = 11;
+UPDATE sites_local SET closed = true WHERE id = 11;
+SELECT differences('TABLE %1$s') AS sites;
+CALL ringshard.rebalance('sites');
+CALL ringshard.rebalance('orders');
+SELECT node_name FROM ringshard.nodes ORDER BY node_name;
+SELECT table_name, layout FROM ringshard.table_overview ORDER BY table_name::text COLLATE "C";
+SELECT r.node, r.rows FROM ringshard.node_table_rows('sites') r ORDER BY r.node;
+SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
+SELECT count(*) AS diverged FROM ringshard.verify_table('sites');
+SELECT count(*) AS diverged FROM ringshard.verify_table('orders');
+
 -- What it refuses: a table without a primary key, a role below the administrators.
 CREATE TABLE loose (a int, b text);
 SELECT ringshard.create_reference_table('loose');
