@@ -419,6 +419,41 @@ SELECT differences('TABLE %1$s') AS customers, differences('TABLE %2$s') AS orde
 SELECT count(*) AS diverged FROM ringshard.verify_table('orders');
 SELECT count(*) AS diverged FROM ringshard.verify_table('customers');
 SELECT count(*) AS diverged FROM ringshard.verify_table('refunds');
+-- During a topology change: a key whose rows are not copied yet is written
+-- whole on its old replicas, where its rows are (the table-by-table path
+-- writes there too), and the rebalance then copies the change; a key copied
+-- already, on its new ones.  Every key of the table, with the rows of half
+-- of them moving.
+CREATE TABLE placed_before AS SELECT c AS id, replicas_for(c::bigint, 'pair') AS replicas FROM generate_series(1, 60) c;
+SELECT ringshard.set_node_weight('w1', 3, 'pair');
+SELECT count(*) FROM ringshard.sync_topology();
+SELECT count(*) FILTER (WHERE replicas <> replicas_for(id::bigint, 'pair')) > 10 AS some_keys_move,
+       count(*) FILTER (WHERE replicas = replicas_for(id::bigint, 'pair')) > 10 AS some_stay
+  FROM placed_before;
+SELECT string_agg(write_both(format('UPDATE %%2$s o SET amount = o.amount + 1 FROM %%1$s c WHERE c.id = o.customer_id AND c.id = %s', id)),
+                  '; ' ORDER BY id) = string_agg(format('%s rows, %s locally', n, n), '; ' ORDER BY id) AS every_key_written
+  FROM placed_before p, LATERAL (SELECT count(*) AS n FROM orders_local o WHERE o.customer_id = p.id) o;
+SELECT min(id) AS moving_key FROM placed_before WHERE replicas <> replicas_for(id::bigint, 'pair') \gset
+SELECT write_both(format('DELETE FROM %%3$s f USING %%2$s o WHERE o.customer_id = f.customer_id AND f.customer_id = %s'
+                         ' AND o.id = f.order_id AND o.amount > 20', :moving_key)) AS moving_key_deleted;
+EXPLAIN (COSTS OFF) UPDATE orders o SET amount = o.amount FROM customers c WHERE c.id = o.customer_id AND c.id = :moving_key;
+SELECT differences('TABLE %1$s') AS customers, differences('TABLE %2$s') AS orders, differences('TABLE %3$s') AS refunds;
+CALL ringshard.rebalance('customers');
+CALL ringshard.rebalance('orders');
+CALL ringshard.rebalance('refunds');
+SELECT differences('TABLE %1$s') AS customers, differences('TABLE %2$s') AS orders, differences('TABLE %3$s') AS refunds;
+SELECT count(*) AS diverged FROM ringshard.verify_table('orders');
+SELECT count(*) AS diverged FROM ringshard.verify_table('refunds');
+-- one table moved, the other not yet: a moving key's replicas do not hold
+-- the rows it reads of the other table, and the write says so
+SELECT ringshard.set_node_weight('w1', 1, 'pair');
+SELECT count(*) FROM ringshard.sync_topology();
+CALL ringshard.rebalance('customers');
+UPDATE orders o SET amount = o.amount FROM customers c WHERE c.id = o.customer_id AND c.id = :moving_key;
+CALL ringshard.rebalance('orders');
+CALL ringshard.rebalance('refunds');
+DROP TABLE placed_before;
+
 -- now() is the coordinator's, sent as a value: both sides set the same date
 SELECT write_both('UPDATE %2$s o SET placed = now() FROM %1$s c WHERE c.id = o.customer_id AND c.id = 46 AND c.since < current_date');
 SELECT differences('TABLE %2$s') AS orders;

@@ -2207,6 +2207,7 @@ typedef struct RouterWriteState
 	int			nnodes;
 	uint32		lock_slot;
 	bool		lock_table;		/* a reference table's rows, any of them: the table's write lock */
+	bool		moving;			/* the key's rows are not copied yet: nodes is its old replicas */
 	bool		routed;
 	bool		nothing;		/* the target's key is NULL: no row can match */
 	const char *why_not;		/* EXPLAIN only: why it would fail now */
@@ -2284,6 +2285,7 @@ route_write(RouterWriteState *state, bool explain_only, bool note_keys)
 	ListCell   *lv;
 	int			pass;
 
+	state->moving = false;
 	/* the target first, then each other table against it */
 	for (pass = 0; pass < 2; pass++)
 		forboth(lr, state->relids, lv, state->value_states)
@@ -2328,6 +2330,26 @@ route_write(RouterWriteState *state, bool explain_only, bool note_keys)
 				holders = key_holders(&placement, key, &moving, &down);
 				if (note_keys)
 					hot_keys_note_key(&placement, key, NULL, i == state->target ? HOT_KEY_WRITE : HOT_KEY_READ);
+			}
+			/*
+			 * A key whose rows are not copied yet is written where they are,
+			 * as a write of one table is (docs/design.md, "Moving rows"): on
+			 * its old replicas, each of which must then hold the other
+			 * tables' rows too (checked below).  The rebalance's copy waits
+			 * for this transaction (the table's lock), and a write that
+			 * waited for the copy routes by its new state.  Not where the
+			 * node the copy reads has left the ring (an old replica the
+			 * write cannot reach), nor for a reference table's every row.
+			 */
+			if (i == state->target && moving && lfirst(lv) != NULL)
+			{
+				int			move = placement_key_move(&placement, key, (Datum) 0);
+
+				if (move >= 0 && placement_move_writable(&placement, move))
+				{
+					moving = false;
+					state->moving = true;
+				}
 			}
 			if (i == state->target)
 			{
@@ -2522,6 +2544,8 @@ run_write(RouterWriteState *state, EState *estate)
 	remote_connect_all(conns, state->nnodes, false);
 	for (int i = 0; i < state->nnodes; i++)
 	{
+		if (state->moving)
+			remote_take_moving_rows(conns[i]);
 		remote_note_write(conns[i]);
 		remote_send_params(conns[i], state->sql, list_length(state->param_ids), params, true, state);
 	}
