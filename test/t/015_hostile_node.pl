@@ -720,6 +720,69 @@ is($rc, 0, 'rebalance with no rule finishes') or diag($err);
 is($workers[2]->safe_psql('postgres', 'SELECT count(*) > 0 FROM items'), 't', 'h3 got rows');
 reads_normally('after the rebalance');
 
+#
+# rehome_rows: 30 rows of h1's and h3's keys are moved to h2 (through the
+# proxy) and 30 of h2's to h1, by hand (reads do not change: at R = 1 a
+# fan-out reads every row of every node).  A bad answer to the question
+# which of a page's rows h2 already holds, or to h2's page of rows, fails
+# the batch; no row is lost, and a call with no rule puts every row back.
+#
+sub move_rows_by_hand
+{
+	my ($from, $to, $condition) = @_;
+	my $rows = $coordinator->safe_psql('postgres', "SELECT string_agg(format('(%L, %s, %L)', k, n, v), ', ' ORDER BY k)
+		FROM (SELECT * FROM items_mirror WHERE $condition AND k <> '$h2_key' ORDER BY k LIMIT 30) s");
+	my $keys = $coordinator->safe_psql('postgres', "SELECT string_agg(quote_literal(k), ', ' ORDER BY k)
+		FROM (SELECT k FROM items_mirror WHERE $condition AND k <> '$h2_key' ORDER BY k LIMIT 30) s");
+	$_->safe_psql('postgres', "DELETE FROM items WHERE k IN ($keys)") for grep { $_ != $to } @workers;
+	$to->safe_psql('postgres', "SET session_replication_role = replica; INSERT INTO items VALUES $rows");
+}
+move_rows_by_hand($workers[0], $workers[1], q{replicas_for(k) <> ARRAY['h2']});
+move_rows_by_hand($workers[1], $workers[0], q{replicas_for(k) = ARRAY['h2']});
+sub rows_in_place
+{
+	my %count;
+	for my $i (0 .. 2)
+	{
+		my $node = "h" . ($i + 1);
+		for my $k (split /\n/, $workers[$i]->safe_psql('postgres', 'SELECT k FROM items'))
+		{
+			$count{$k}{$node}++;
+		}
+	}
+	my %owner = map { split /\|/ } split(/\n/, $coordinator->safe_psql('postgres',
+		q{SELECT k, (replicas_for(k))[1] FROM items_mirror}));
+	my $misplaced = grep { my $k = $_; grep { $_ ne $owner{$k} } keys %{ $count{$k} } } keys %count;
+	return (scalar(keys %count), $misplaced);
+}
+my ($keys, $misplaced) = rows_in_place();
+is("$keys $misplaced", '200 60', 'rehome: 60 rows moved by hand to nodes that are not their replicas');
+# in the order rehome meets them: h1's rows first (h2 is asked which it holds), then h2's page
+for my $what ([ 'rows held', '^SELECT c\.position FROM ROWS FROM', [ 'no_rows', 'one_column', 'null_count', 'garbage', 'hang' ] ],
+	[ 'page of rows', '^SELECT s\.ctid::pg_catalog\.text', [ 'one_column', 'garbage', 'hang', 'extra_results' ] ])
+{
+	my ($what_label, $regex, $actions) = @$what;
+	for my $action (@$actions)
+	{
+		hostile_case(
+			label => "rehome_rows, $what_label answered $action",
+			rules => [ [ $regex, $action ] ],
+			sql => q{CALL ringshard.rehome_rows('items', 10)},
+			timeout => '40s',
+			seconds => 50,
+			error => qr/ERROR:.*(h2|statement timeout)/s,
+			after => sub {
+				my ($keys) = rows_in_place();
+				is($keys, 200, "rehome_rows, $what_label answered $action: the nodes still hold every row");
+			});
+	}
+}
+($rc, $out, $err) = run_sql(q{CALL ringshard.rehome_rows('items', 10)}, '120s');
+is($rc, 0, 'rehome_rows with no rule finishes') or diag($err);
+($keys, $misplaced) = rows_in_place();
+is("$keys $misplaced", '200 0', 'rehome: every row on its node only');
+reads_normally('after rehome_rows');
+
 $proxy->stop;
 $_->stop for ($coordinator, @workers);
 done_testing();
