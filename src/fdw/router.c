@@ -2338,8 +2338,9 @@ route_write(RouterWriteState *state, bool explain_only, bool note_keys)
 			 * tables' rows too (checked below).  The rebalance's copy waits
 			 * for this transaction (the table's lock), and a write that
 			 * waited for the copy routes by its new state.  Not where the
-			 * node the copy reads has left the ring (an old replica the
-			 * write cannot reach), nor for a reference table's every row.
+			 * node the copy reads is no node of the placement (it left the
+			 * ring and has no address), nor for a reference table's every
+			 * row.
 			 */
 			if (i == state->target && moving && lfirst(lv) != NULL)
 			{

@@ -78,6 +78,8 @@ keep_string(const char *value)
  * move: start, end, first and last partition, the old and new replicas as
  * text, where a node's row lies in SQL, then the old replicas.
  */
+static void load_departed_nodes(MovingRanges *m, Oid relid, MemoryContext mcxt);
+
 static void
 load_moving_ranges(Annotation *entry, Oid relid)
 {
@@ -167,6 +169,60 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	}
 	m->count = n;
 	MemoryContextSwitchTo(old);
+	load_departed_nodes(m, relid, entry->moving_cxt);
+}
+
+/*
+ * The old replicas of the moves that still have an address, whether they
+ * are up: those that left the ring or map are the placement's departed
+ * nodes (kept by load_placement once the ring or map is known).
+ */
+static void
+load_departed_nodes(MovingRanges *m, Oid relid, MemoryContext mcxt)
+{
+	Oid			argtypes[1] = {TEXTARRAYOID};
+	Datum		values[1];
+	Datum	   *names = palloc(sizeof(Datum) * 64);
+	int			nnames = 0;
+	int			capacity = 64;
+	char	  **rows;
+	int			n;
+	MemoryContext old;
+
+	for (int i = 0; i < m->count; i++)
+		for (int j = 0; j < m->old_count[i]; j++)
+		{
+			bool		seen = false;
+
+			for (int k = 0; k < nnames && !seen; k++)
+				seen = strcmp(TextDatumGetCString(names[k]), m->old_nodes[i][j]) == 0;
+			if (seen)
+				continue;
+			if (nnames == capacity)
+			{
+				capacity *= 2;
+				names = repalloc(names, sizeof(Datum) * capacity);
+			}
+			names[nnames++] = CStringGetTextDatum(m->old_nodes[i][j]);
+		}
+	values[0] = PointerGetDatum(construct_array(names, nnames, TEXTOID, -1, false, TYPALIGN_INT));
+	/* "t name" or "f name": whether it is up, then the name (which may hold spaces) */
+	rows = owner_catalog_query("SELECT pg_catalog.concat(CASE WHEN n.is_up THEN 't ' ELSE 'f ' END, n.node_name) "
+							   "FROM ringshard.nodes n WHERE n.server_name IS NOT NULL "
+							   "AND n.node_name OPERATOR(pg_catalog.=) ANY ($1) ORDER BY n.node_name",
+							   1, argtypes, values, true, &n);
+	old = MemoryContextSwitchTo(mcxt);
+	m->departed_texts = palloc(sizeof(Datum) * Max(n, 1));
+	m->departed_up = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		if (rows[i] == NULL || strlen(rows[i]) < 3)
+			elog(ERROR, "ringshard: malformed node of the moves of table %u", relid);
+		m->departed_up[i] = rows[i][0] == 't';
+		m->departed_texts[i] = CStringGetTextDatum(rows[i] + 2);
+	}
+	m->departed_count = n;
+	MemoryContextSwitchTo(old);
 }
 
 /* A copy of the moves in mcxt, for a placement that outlives the cache entry's generation. */
@@ -206,7 +262,61 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 	}
 	to->position_sql = pstrdup(from->position_sql);
 	to->count = n;
+	to->departed_texts = palloc(sizeof(Datum) * Max(from->departed_count, 1));
+	to->departed_up = palloc(sizeof(bool) * Max(from->departed_count, 1));
+	for (int i = 0; i < from->departed_count; i++)
+	{
+		to->departed_texts[i] = PointerGetDatum(DatumGetTextPCopy(from->departed_texts[i]));
+		to->departed_up[i] = from->departed_up[i];
+	}
+	to->departed_count = from->departed_count;
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Keep, of the moves' old replicas with an address, those that are not
+ * nodes of the table's ring or map and that a rebalance copies some move
+ * from (after the annotation and the ring or map are loaded from one
+ * snapshot).  Writes of such a move must reach its source, or the copy
+ * would miss them; an old replica that left and is no source is not
+ * needed (the move's other old replicas take its reads and writes, as
+ * before), and may well be down.
+ */
+static void
+keep_departed_nodes(TablePlacement *state)
+{
+	MovingRanges *m = &state->moving;
+	int			base;
+	Datum	   *base_texts;
+	int			kept = 0;
+
+	if (state->ring)
+	{
+		base = state->ring->ring ? (int) state->ring->ring->nnodes : 0;
+		base_texts = state->ring->node_texts;
+	}
+	else
+	{
+		base = state->map->nnodes;
+		base_texts = state->map->node_texts;
+	}
+	for (int i = 0; i < m->departed_count; i++)
+	{
+		char	   *name = TextDatumGetCString(m->departed_texts[i]);
+		bool		member = false;
+
+		bool		source = false;
+
+		for (int b = 0; b < base && !member; b++)
+			member = strcmp(TextDatumGetCString(base_texts[b]), name) == 0;
+		for (int j = 0; j < m->count && !source; j++)
+			source = strcmp(m->source[j], name) == 0;
+		if (member || !source)
+			continue;
+		m->departed_texts[kept] = m->departed_texts[i];
+		m->departed_up[kept++] = m->departed_up[i];
+	}
+	m->departed_count = kept;
 }
 
 static void load_annotation(Annotation *entry, Oid relid);
@@ -353,7 +463,10 @@ load_placement(TablePlacement *state, Oid relid, TupleDesc desc, MemoryContext m
 	}
 	/* the cache entry may be reloaded (and freed) before this placement is done with */
 	if (with_moves)
+	{
 		copy_moving_ranges(&state->moving, &annotation->moving, mcxt);
+		keep_departed_nodes(state);
+	}
 	else
 		memset(&state->moving, 0, sizeof(state->moving));
 	state->relid = relid;

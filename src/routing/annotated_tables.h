@@ -37,6 +37,16 @@ typedef struct MovingRanges
 	char	  **source;			/* per range, the node a rebalance copies it from */
 	char	   *position_sql;	/* a row t's token or partition, in SQL for a node */
 	bool		leftovers;		/* copied rows may still be on the nodes they left */
+
+	/*
+	 * Old replicas that have left the table's ring or map but keep their
+	 * address until the rebalance has moved their rows (remove_node at
+	 * R = 1 leaves a range's only copy there): the placement's nodes after
+	 * its own, so that reads and writes of those ranges still reach them.
+	 */
+	int			departed_count;
+	Datum	   *departed_texts;
+	bool	   *departed_up;
 } MovingRanges;
 
 typedef struct TablePlacement

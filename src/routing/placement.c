@@ -10,17 +10,28 @@
 #include "routing/placement.h"
 #include "rs_hash.h"
 
-int
-placement_node_count(const TablePlacement *p)
+/* The nodes of the ring or map; the departed nodes of its moves come after them. */
+static int
+own_node_count(const TablePlacement *p)
 {
 	if (p->ring)
 		return p->ring->ring ? (int) p->ring->ring->nnodes : 0;
 	return p->map->nnodes;
 }
 
+int
+placement_node_count(const TablePlacement *p)
+{
+	return own_node_count(p) + p->moving.departed_count;
+}
+
 Datum
 placement_node_text(const TablePlacement *p, int i)
 {
+	int			own = own_node_count(p);
+
+	if (i >= own)
+		return p->moving.departed_texts[i - own];
 	return p->ring ? p->ring->node_texts[i] : p->map->node_texts[i];
 }
 
@@ -33,6 +44,10 @@ placement_node_name(const TablePlacement *p, int i)
 bool
 placement_node_up(const TablePlacement *p, int i)
 {
+	int			own = own_node_count(p);
+
+	if (i >= own)
+		return p->moving.departed_up[i - own];
 	return p->ring ? p->ring->node_up[i] : p->map->node_up[i];
 }
 
@@ -292,13 +307,16 @@ int
 placement_move_old_replicas(const TablePlacement *p, int move, uint16 *out)
 {
 	int			nnodes = placement_node_count(p);
+	int			own = own_node_count(p);
 	int			found = 0;
 
 	for (int j = 0; j < p->moving.old_count[move] && found < PLACEMENT_MAX_REPLICAS; j++)
 		for (int i = 0; i < nnodes; i++)
 			if (strcmp(placement_node_name(p, i), p->moving.old_nodes[move][j]) == 0)
 			{
-				out[found++] = (uint16) i;
+				/* a node that left the ring only where the move is copied from it */
+				if (i < own || strcmp(p->moving.old_nodes[move][j], p->moving.source[move]) == 0)
+					out[found++] = (uint16) i;
 				break;
 			}
 	return found;

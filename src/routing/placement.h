@@ -1,7 +1,8 @@
 /*
  * placement.h
  *		Where the rows of a distributed table live, by node index of the
- *		table's ring or map: the nodes, the replicas of one key or one row,
+ *		table's ring or map (then the nodes that left it and hold rows a
+ *		rebalance copies from them): the nodes, the replicas of one key or one row,
  *		and whether a set of nodes still covers every range.  A statement
  *		loads the placement once and keeps it (docs/design.md, invariant 4).
  */
@@ -84,7 +85,9 @@ extern void placement_refuse_while_moving(const TablePlacement *p, const char *w
 /*
  * The replicas a key had where its rows are not copied yet: the old replicas
  * of the move that are nodes of the placement, as node indexes (in the old
- * order); 0 when none is (the rows are on nodes that left the ring).
+ * order): those of the ring or map, and one that left it but keeps its
+ * address where the rebalance copies the move from it (remove_node at
+ * R = 1); 0 when none is.
  */
 extern int	placement_move_old_replicas(const TablePlacement *p, int move, uint16 *out);
 
@@ -97,9 +100,11 @@ extern int	placement_move_servers(const TablePlacement *p, const bool *excluded,
 
 /*
  * Whether a move's rows can take writes: the node its rebalance copies them
- * from is a node of the placement (it has not left the ring).  The writes of
- * a moving key go to its old replicas that are nodes of the placement; one
- * that left the ring misses them, and is emptied by the move anyway.
+ * from is a node of the placement (of the ring or map, or one that left it
+ * and keeps its address).  The writes of a moving key go to its old
+ * replicas of placement_move_old_replicas(), the source among them; one
+ * that left the ring and is no source misses them, and is emptied by the
+ * move anyway.
  */
 extern bool placement_move_writable(const TablePlacement *p, int move);
 

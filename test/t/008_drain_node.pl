@@ -43,6 +43,10 @@ my $t2_on_w3 = $workers[2]->safe_psql('postgres', 'SELECT count(*) FROM t2');
 cmp_ok($t1_on_w3, '>', 0, "w3 holds rows of t1 ($t1_on_w3 of 30, R = 1)");
 cmp_ok($t2_on_w3, '>', 0, "w3 holds rows of t2 ($t2_on_w3 of 60 copies, R = 2)");
 
+# a key not in t1 whose rows would be on w3 (before it leaves)
+my $new_on_w3 = $coordinator->safe_psql('postgres',
+	q{SELECT min(g) FROM generate_series(1000, 1200) g WHERE replicas_for(g::bigint, 'r1') = ARRAY['w3']});
+
 # w3 leaves both rings.  It is kept, with its address: its rows are still there.
 my ($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT ringshard.remove_node('w3', 'r1')});
 is($rc, 0, 'w3 leaves r1');
@@ -54,6 +58,28 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.nodes WH
 	'1', 'w3 is still in the catalog with its address after leaving every ring');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.ring_members WHERE node_name = 'w3'}),
 	'0', 'w3 is on no ring');
+
+# Until the rebalance has moved them, the rows on w3 are read and written
+# there: t1 has one copy (R = 1), which only w3 holds.
+$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.sync_topology()});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) || ' ' || sum(id) FROM t1}), '30 465',
+	'before the rebalance, a fan-out of t1 reads every row once, those on w3 too');
+my $unread_before = 0;
+for my $id (1 .. 30)
+{
+	$unread_before++ unless $coordinator->safe_psql('postgres', "SELECT payload FROM t1 WHERE id = $id") eq "t1-$id";
+}
+is($unread_before, 0, 'and reads every row by key, those on w3 from w3');
+my $k3 = $workers[2]->safe_psql('postgres', 'SELECT min(id) FROM t1');
+($rc, $out, $err) = $coordinator->psql('postgres', "UPDATE t1 SET payload = payload || ' (updated)' WHERE id = $k3");
+is($rc, 0, 'an UPDATE of a row on w3 runs there before the rebalance') or diag($err);
+is($workers[2]->safe_psql('postgres', "SELECT payload FROM t1 WHERE id = $k3"), "t1-$k3 (updated)", 'w3 holds the change');
+($rc, $out, $err) = $coordinator->psql('postgres', "INSERT INTO t1 VALUES ($new_on_w3, 'new on w3')");
+is($rc, 0, 'an INSERT of a key whose rows are on w3 runs before the rebalance') or diag($err);
+is($workers[2]->safe_psql('postgres', "SELECT payload FROM t1 WHERE id = $new_on_w3"), 'new on w3', 'it is on w3');
+($rc, $out, $err) = $coordinator->psql('postgres', "DELETE FROM t1 WHERE id = $new_on_w3");
+is($rc, 0, 'and a DELETE of it') or diag($err);
+is($workers[2]->safe_psql('postgres', "SELECT count(*) FROM t1 WHERE id = $new_on_w3"), '0', 'it is gone from w3');
 
 # The dry run shows a plan that can run: t1's rows on w3 are copied from w3.
 ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('t1', dry_run => true)});
@@ -75,10 +101,11 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.cluster_
 my $unreadable = 0;
 for my $id (1 .. 30)
 {
+	my $payload = $id == $k3 ? "t1-$id (updated)" : "t1-$id";
 	$unreadable++ unless $coordinator->safe_psql('postgres',
-		"SELECT count(*) FROM ringshard.cluster_get(NULL::t1, '$id') WHERE payload = 't1-$id'") eq '1';
+		"SELECT count(*) FROM ringshard.cluster_get(NULL::t1, '$id') WHERE payload = '$payload'") eq '1';
 }
-is($unreadable, 0, 'every row of t1 is read back by key from its new owner');
+is($unreadable, 0, 'every row of t1 is read back by key from its new owner, the one updated before the move as updated');
 
 # t2, with a progress notice after every page and step (interval 0).
 ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('t2', dry_run => true)});
