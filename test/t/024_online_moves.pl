@@ -4,9 +4,10 @@
 # transaction on a local table of the coordinator, while a fourth worker is
 # added and the table rebalanced, then a worker removed and the table
 # rebalanced, and the coordinator is SIGKILLed in the middle of that second
-# move (the move is then resumed with the clients running again).  Every
-# SELECT compares the distributed row with its mirror and fails the
-# transaction if they differ (a missed or stale read).  At the end: the
+# move (the move is then resumed with the clients running again); then, at
+# R = 1, a third worker is removed, whose rows only it holds until the move
+# has copied them.  Every SELECT compares the distributed row with its
+# mirror and fails the transaction if they differ (a missed or stale read).  At the end: the
 # distributed table equals its mirror row for row (nothing lost, nothing
 # brought back), every replica holds the same rows, and every row is on
 # exactly its replicas, once.
@@ -137,7 +138,8 @@ sub move_under_load
 # replica and every row's place.
 sub table_equals_mirror
 {
-	my ($label, $mid_move) = @_;
+	my ($label, $mid_move, $copies_per_row) = @_;
+	$copies_per_row //= 2;
 	is($coordinator->safe_psql('postgres', q{
 		SELECT count(*) FROM (SELECT * FROM acct) a FULL JOIN acct_mirror m USING (id)
 		 WHERE a.id IS NULL OR m.id IS NULL OR (a.balance, a.note) IS DISTINCT FROM (m.balance, m.note)}),
@@ -158,8 +160,8 @@ sub table_equals_mirror
 			"SELECT count(*) FROM unnest('{$ids}'::bigint[]) k WHERE k <> 0 AND NOT '$n' = ANY (replicas_for(k))");
 	}
 	is($misplaced, 0, "$label: every row is only on its replicas");
-	is($copies, 2 * $coordinator->safe_psql('postgres', 'SELECT count(*) FROM acct_mirror'),
-		"$label: two copies of each row ($copies)");
+	is($copies, $copies_per_row * $coordinator->safe_psql('postgres', 'SELECT count(*) FROM acct_mirror'),
+		"$label: $copies_per_row copies of each row ($copies)");
 }
 
 # Add a fourth worker and move.
@@ -209,6 +211,17 @@ table_equals_mirror('after adding m4');
 }
 table_equals_mirror('after removing m2');
 is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM acct'), '0', 'm2 holds no rows any more');
+
+# One copy of each row, then remove m3: until the move has copied them, the
+# rows only m3 holds are read and written there (it keeps its address until
+# then), and the clients see no error.
+move_under_load('R = 1', q{SELECT ringshard.set_replication_factor('default', 1)});
+table_equals_mirror('at R = 1', 0, 1);
+move_under_load('remove m3 at R = 1', q{SELECT ringshard.remove_node('m3')});
+table_equals_mirror('after removing m3 at R = 1', 0, 1);
+is($workers[2]->safe_psql('postgres', 'SELECT count(*) FROM acct'), '0', 'm3 holds no rows any more');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.nodes WHERE node_name = 'm3'}), '0',
+	'm3 is forgotten once the move is done');
 
 $_->stop for ($coordinator, @workers);
 done_testing();
