@@ -2245,11 +2245,31 @@ remote_take_moving_rows(RemoteConnection *c)
 	c->takes_moving_rows = true;
 }
 
+/*
+ * The end of a COPY at one of its two ends: the command's result, which
+ * must be a command's end, and the rows that end counted.
+ */
+static int64
+copy_end_rows(RemoteConnection *c, const char *sql)
+{
+	RemoteResult out;
+	PGresult   *res;
+	int64		rows;
+
+	remote_receive_all(&c, 1, &out, 0);
+	res = remote_answer(c, &out, sql, "a copy of rows");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		remote_reject_answer(c, "a copy of rows", psprintf("%s where a command's end was expected",
+													PQresStatus(PQresultStatus(res))));
+	rows = strtoll(PQcmdTuples(res), NULL, 10);
+	remote_result_free(res);
+	return rows;
+}
+
 int64
 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql, const char *in_sql)
 {
 	RemoteResult out;
-	PGresult   *res;
 	int64		rows;
 	int64		sent;
 
@@ -2315,23 +2335,11 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 	/* the source's COPY result, then its end of the query */
 	from->link = LINK_BUSY;
 	from->owner = from;
-	remote_receive_all(&from, 1, &out, 0);
-	res = remote_answer(from, &out, out_sql, "a copy of rows");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		remote_reject_answer(from, "a copy of rows", psprintf("%s where a command's end was expected",
-													   PQresStatus(PQresultStatus(res))));
-	sent = strtoll(PQcmdTuples(res), NULL, 10);
-	remote_result_free(res);
+	sent = copy_end_rows(from, out_sql);
 
 	remote_copy_end_all(&to, 1);
 	to->owner = to;
-	remote_receive_all(&to, 1, &out, 0);
-	res = remote_answer(to, &out, in_sql, "a copy of rows");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		remote_reject_answer(to, "a copy of rows", psprintf("%s where a command's end was expected",
-													 PQresStatus(PQresultStatus(res))));
-	rows = strtoll(PQcmdTuples(res), NULL, 10);
-	remote_result_free(res);
+	rows = copy_end_rows(to, in_sql);
 	/* both ends count the rows: a relay that lost or gained one is no copy */
 	if (rows != sent)
 		ereport(ERROR,
