@@ -301,31 +301,40 @@ uncount_connections_at_exit(int code, Datum arg)
 	remote_foreach(uncount_connection, NULL);
 }
 
+/* A server or user mapping that changed, as the syscache invalidation names it. */
+typedef struct CatalogChange
+{
+	int			cacheid;		/* FOREIGNSERVEROID or USERMAPPINGOID */
+	uint32		hashvalue;		/* of the changed entry; 0: every entry */
+} CatalogChange;
+
 /*
  * A server or user mapping changed: connections that use it reconnect, now
  * if they are idle outside a transaction, otherwise when their transaction
  * ends (see the transaction callbacks).
  */
+static bool
+invalidate_if_changed(RemoteConnection *c, void *arg)
+{
+	const CatalogChange *change = arg;
+
+	if (change->hashvalue == 0 ||
+		(change->cacheid == FOREIGNSERVEROID && c->server_hash == change->hashvalue) ||
+		(change->cacheid == USERMAPPINGOID && c->mapping_hash == change->hashvalue))
+	{
+		c->invalidated = true;
+		if (c->conn && c->xact == RXACT_NONE && c->link == LINK_IDLE)
+			remote_disconnect(c);
+	}
+	return true;
+}
+
 static void
 remote_inval_callback(Datum arg, int cacheid, uint32 hashvalue)
 {
-	HASH_SEQ_STATUS scan;
-	RemoteConnection *c;
+	CatalogChange change = {cacheid, hashvalue};
 
-	if (connections == NULL)
-		return;
-	hash_seq_init(&scan, connections);
-	while ((c = hash_seq_search(&scan)) != NULL)
-	{
-		if (hashvalue == 0 ||
-			(cacheid == FOREIGNSERVEROID && c->server_hash == hashvalue) ||
-			(cacheid == USERMAPPINGOID && c->mapping_hash == hashvalue))
-		{
-			c->invalidated = true;
-			if (c->conn && c->xact == RXACT_NONE && c->link == LINK_IDLE)
-				remote_disconnect(c);
-		}
-	}
+	remote_foreach(invalidate_if_changed, &change);
 }
 
 void
