@@ -1356,6 +1356,32 @@ open_transaction_text(RemoteConnection *c, StringInfo buf)
 	c->xact_depth = 1;
 }
 
+/* A query goes out only on an idle link: on any other it is an error, with the link's last error. */
+static void
+require_idle_link(RemoteConnection *c)
+{
+	if (c->link != LINK_IDLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("node \"%s\" is not connected", c->node),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+}
+
+/*
+ * A query of `bytes` went out on c for owner: the link is busy with it, its
+ * answer counts no results or writes yet, and its round trip starts now.
+ */
+static void
+query_sent(RemoteConnection *c, size_t bytes, const void *owner)
+{
+	remote_stats_query_sent(c->stats, bytes);
+	c->link = LINK_BUSY;
+	c->owner = owner;
+	c->ok_results = 0;
+	c->answer_counts_writes = false;
+	INSTR_TIME_SET_CURRENT(c->sent_at);
+}
+
 void
 remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const void *owner)
 {
@@ -1367,11 +1393,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 		park_pending(c);
 	if (c->link == LINK_BUSY || c->link == LINK_COPY_IN || c->link == LINK_COPY_OUT)
 		elog(ERROR, "ringshard: a query is still in flight on node \"%s\"", c->node);
-	if (c->link != LINK_IDLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("node \"%s\" is not connected", c->node),
-				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	require_idle_link(c);
 	initStringInfo(&buf);
 	if (in_transaction)
 	{
@@ -1396,12 +1418,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 		pfree(buf.data);
 		return;
 	}
-	remote_stats_query_sent(c->stats, buf.len);
-	c->link = LINK_BUSY;
-	c->owner = owner;
-	c->ok_results = 0;
-	c->answer_counts_writes = false;
-	INSTR_TIME_SET_CURRENT(c->sent_at);
+	query_sent(c, buf.len, owner);
 	pfree(buf.data);
 }
 
@@ -1431,11 +1448,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 		remote_result_free(remote_exec(c, "", true));	/* opens the transaction and its savepoints */
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
-	if (c->link != LINK_IDLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("node \"%s\" is not connected", c->node),
-				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	require_idle_link(c);
 	if (in_transaction && (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED))
 		ereport(ERROR,
 				(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
@@ -1445,12 +1458,7 @@ remote_send_params(RemoteConnection *c, const char *sql, int nparams, const char
 		remote_mark_broken(c, PQerrorMessage(c->conn));
 		return;
 	}
-	remote_stats_query_sent(c->stats, query_bytes(sql, nparams, params));
-	c->link = LINK_BUSY;
-	c->owner = owner;
-	c->ok_results = 0;
-	c->answer_counts_writes = false;
-	INSTR_TIME_SET_CURRENT(c->sent_at);
+	query_sent(c, query_bytes(sql, nparams, params), owner);
 }
 
 bool
@@ -1473,11 +1481,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 	remote_flush_deferred(c);
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
-	if (c->link != LINK_IDLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("node \"%s\" is not connected", c->node),
-				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	require_idle_link(c);
 	foreach(lc, c->statements)
 		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
 		{
@@ -1511,12 +1515,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 			pfree(ps);
 			return;
 		}
-		remote_stats_query_sent(c->stats, strlen(sql));
-		c->link = LINK_BUSY;
-		c->owner = c;
-		c->ok_results = 0;
-		c->answer_counts_writes = false;
-		INSTR_TIME_SET_CURRENT(c->sent_at);
+		query_sent(c, strlen(sql), c);
 		{
 			RemoteResult out;
 
@@ -1541,12 +1540,7 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		remote_mark_broken(c, PQerrorMessage(c->conn));
 		return;
 	}
-	remote_stats_query_sent(c->stats, query_bytes("", nparams, params) + strlen(ps->name));
-	c->link = LINK_BUSY;
-	c->owner = owner;
-	c->ok_results = 0;
-	c->answer_counts_writes = false;
-	INSTR_TIME_SET_CURRENT(c->sent_at);
+	query_sent(c, query_bytes("", nparams, params) + strlen(ps->name), owner);
 }
 
 /* Flush what libpq holds for a nonblocking connection: 0 done, 1 more to send, -1 failed. */
@@ -2001,11 +1995,7 @@ remote_defer_write(RemoteConnection *c, const char *sql, int64 rows, const char 
 	StringInfoData buf;
 
 	remote_flush_deferred(c);	/* one held back at a time: an earlier one goes now */
-	if (c->link != LINK_IDLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("node \"%s\" is not connected", c->node),
-				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	require_idle_link(c);
 	if (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED)
 		ereport(ERROR,
 				(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
