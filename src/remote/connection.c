@@ -1554,15 +1554,26 @@ flush_some(RemoteConnection *c)
 	return rc;
 }
 
+/*
+ * What a finished query hands its caller: its result (or none), whether it
+ * is no error, whether the link was lost, and how long it took since it was
+ * sent.
+ */
+static void
+set_outcome(RemoteConnection *c, RemoteResult *out, PGresult *result, bool ok, bool lost)
+{
+	out->result = result;
+	out->ok = ok;
+	out->lost = lost;
+	out->pending = false;
+	out->elapsed_ms = elapsed_ms(c->sent_at);
+}
+
 /* The query of a connection finished: hand its result over. */
 static void
 finish_query(RemoteConnection *c, RemoteResult *out)
 {
-	out->result = track_result(c->partial);
-	out->ok = c->partial != NULL && c->partial_ok;
-	out->lost = false;
-	out->pending = false;
-	out->elapsed_ms = elapsed_ms(c->sent_at);
+	set_outcome(c, out, track_result(c->partial), c->partial != NULL && c->partial_ok, false);
 	c->partial = NULL;
 	c->partial_ok = false;
 	c->owner = NULL;
@@ -1581,11 +1592,7 @@ lose_query(RemoteConnection *c, RemoteResult *out, const char *why, RemoteFailur
 	if (c->partial)
 		PQclear(c->partial);
 	c->partial = NULL;
-	out->result = NULL;
-	out->ok = false;
-	out->lost = true;
-	out->pending = false;
-	out->elapsed_ms = elapsed_ms(c->sent_at);
+	set_outcome(c, out, NULL, false, true);
 }
 
 void
@@ -1687,11 +1694,7 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 			c->copy_out_expected = false;
 			c->link = LINK_COPY_OUT;
 			c->partial_ok = true;
-			out->result = NULL;
-			out->ok = true;
-			out->lost = false;
-			out->pending = false;
-			out->elapsed_ms = elapsed_ms(c->sent_at);
+			set_outcome(c, out, NULL, true, false);
 			c->owner = NULL;
 			return true;
 		}
