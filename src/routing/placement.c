@@ -25,14 +25,44 @@ placement_node_count(const TablePlacement *p)
 	return own_node_count(p) + p->moving.departed_count;
 }
 
+/*
+ * Where node i is described: the ring's or map's arrays for its own nodes,
+ * the moves' departed_* arrays past them; at is i's index in those arrays.
+ */
+typedef struct NodeArrays
+{
+	const Datum *texts;
+	const bool *up;
+	int			at;
+} NodeArrays;
+
+static NodeArrays
+node_arrays(const TablePlacement *p, int i)
+{
+	int			own = own_node_count(p);
+	NodeArrays	a;
+
+	if (i >= own)
+	{
+		a.texts = p->moving.departed_texts;
+		a.up = p->moving.departed_up;
+		a.at = i - own;
+	}
+	else
+	{
+		a.texts = p->ring ? p->ring->node_texts : p->map->node_texts;
+		a.up = p->ring ? p->ring->node_up : p->map->node_up;
+		a.at = i;
+	}
+	return a;
+}
+
 Datum
 placement_node_text(const TablePlacement *p, int i)
 {
-	int			own = own_node_count(p);
+	NodeArrays	a = node_arrays(p, i);
 
-	if (i >= own)
-		return p->moving.departed_texts[i - own];
-	return p->ring ? p->ring->node_texts[i] : p->map->node_texts[i];
+	return a.texts[a.at];
 }
 
 char *
@@ -44,11 +74,9 @@ placement_node_name(const TablePlacement *p, int i)
 bool
 placement_node_up(const TablePlacement *p, int i)
 {
-	int			own = own_node_count(p);
+	NodeArrays	a = node_arrays(p, i);
 
-	if (i >= own)
-		return p->moving.departed_up[i - own];
-	return p->ring ? p->ring->node_up[i] : p->map->node_up[i];
+	return a.up[a.at];
 }
 
 /* The replicas of a key given as canonical bytes. */
