@@ -72,14 +72,33 @@ keep_string(const char *value)
 }
 
 /*
+ * The per-range arrays of n moves, zeroed, in the current memory context:
+ * those load_moving_ranges fills from the catalog and copy_moving_ranges
+ * from another placement's moves.
+ */
+static void
+allocate_moves(MovingRanges *m, int n)
+{
+	m->start = palloc0(sizeof(uint64) * n);
+	m->end = palloc0(sizeof(uint64) * n);
+	m->first_partition = palloc0(sizeof(int) * n);
+	m->last_partition = palloc0(sizeof(int) * n);
+	m->old_nodes = palloc0(sizeof(char **) * n);
+	m->old_count = palloc0(sizeof(int) * n);
+	m->old_nodes_text = palloc0(sizeof(char *) * n);
+	m->new_nodes_text = palloc0(sizeof(char *) * n);
+	m->source = palloc0(sizeof(char *) * n);
+}
+
+static void load_departed_nodes(MovingRanges *m, Oid relid, MemoryContext mcxt);
+
+/*
  * The moves the table still owes, from moving_ranges(), read with the
  * catalog owner's rights (placements and rebalance progress are the
  * administrators'; any role's statement routes by them).  One text[] per
  * move: start, end, first and last partition, the old and new replicas as
  * text, where a node's row lies in SQL, then the old replicas.
  */
-static void load_departed_nodes(MovingRanges *m, Oid relid, MemoryContext mcxt);
-
 static void
 load_moving_ranges(Annotation *entry, Oid relid)
 {
@@ -133,15 +152,7 @@ load_moving_ranges(Annotation *entry, Oid relid)
 		return;
 	entry->moving_cxt = AllocSetContextCreate(TopMemoryContext, "ringshard moving ranges", ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(entry->moving_cxt);
-	m->start = palloc0(sizeof(uint64) * n);
-	m->end = palloc0(sizeof(uint64) * n);
-	m->first_partition = palloc0(sizeof(int) * n);
-	m->last_partition = palloc0(sizeof(int) * n);
-	m->old_nodes = palloc0(sizeof(char **) * n);
-	m->old_count = palloc0(sizeof(int) * n);
-	m->old_nodes_text = palloc0(sizeof(char *) * n);
-	m->new_nodes_text = palloc0(sizeof(char *) * n);
-	m->source = palloc0(sizeof(char *) * n);
+	allocate_moves(m, n);
 	for (int i = 0; i < n; i++)
 	{
 		/* array_in keeps its state in flinfo: called through an FmgrInfo */
@@ -237,15 +248,7 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 	if (n == 0)
 		return;
 	old = MemoryContextSwitchTo(mcxt);
-	to->start = palloc(sizeof(uint64) * n);
-	to->end = palloc(sizeof(uint64) * n);
-	to->first_partition = palloc(sizeof(int) * n);
-	to->last_partition = palloc(sizeof(int) * n);
-	to->old_nodes = palloc(sizeof(char **) * n);
-	to->old_count = palloc(sizeof(int) * n);
-	to->old_nodes_text = palloc(sizeof(char *) * n);
-	to->new_nodes_text = palloc(sizeof(char *) * n);
-	to->source = palloc(sizeof(char *) * n);
+	allocate_moves(to, n);
 	memcpy(to->start, from->start, sizeof(uint64) * n);
 	memcpy(to->end, from->end, sizeof(uint64) * n);
 	memcpy(to->first_partition, from->first_partition, sizeof(int) * n);
