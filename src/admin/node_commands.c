@@ -240,10 +240,7 @@ read_health_answer(RemoteConnection *c, PGresult *r, Datum *values, bool *nulls)
 	{
 		ErrorData  *edata;
 
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
+		edata = remote_rollback_subtransaction(old);
 		error = psprintf("%s: %s", edata->message, edata->detail ? edata->detail : "");
 	}
 	PG_END_TRY();

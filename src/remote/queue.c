@@ -372,10 +372,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 			{
 				ErrorData  *edata;
 
-				MemoryContextSwitchTo(old);
-				edata = CopyErrorData();
-				FlushErrorState();
-				RollbackAndReleaseCurrentSubTransaction();
+				edata = remote_rollback_subtransaction(old);
 				MemoryContextSwitchTo(old);
 				CurrentResourceOwner = owner;
 				error = edata->message;

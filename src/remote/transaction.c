@@ -47,6 +47,18 @@ remote_note_write(RemoteConnection *c)
 	c->wrote = true;
 }
 
+ErrorData *
+remote_rollback_subtransaction(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	return edata;
+}
+
 /*
  * Whether a fault is injected at this point: tests only, in a build made
  * with FAULT_INJECTION=1 (see the Makefile); never in a plain build.
@@ -1102,10 +1114,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 		{
 			ErrorData  *edata;
 
-			MemoryContextSwitchTo(node_context);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
+			edata = remote_rollback_subtransaction(node_context);
 			/* a query left running (a cancel, a timeout) must not hold the links */
 			remote_foreach(abandon_control_visitor, NULL);
 			MemoryContextSwitchTo(node_context);

@@ -17,6 +17,15 @@ extern void remote_transaction_init(void);
 extern void remote_note_write(RemoteConnection *c);
 
 /*
+ * In the PG_CATCH of an internal subtransaction run so that one node's
+ * error does not end the statement: the error, copied into cxt (the memory
+ * context of the code before the subtransaction), with the error state
+ * flushed and the subtransaction rolled back.  The caller then restores its
+ * memory context and resource owner, as after any internal subtransaction.
+ */
+extern ErrorData *remote_rollback_subtransaction(MemoryContext cxt);
+
+/*
  * Tests only (ringshard.fault_injection, superuser): crash the server with a
  * PANIC, or sleep, at a named point of the commit protocol.
  */
