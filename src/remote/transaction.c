@@ -890,6 +890,22 @@ has_record(const char *gid)
 	return nrows > 0;
 }
 
+/*
+ * Connect to a node for recovery, as the calling role or a part's owner.
+ * COMMIT PREPARED runs outside a transaction block: not on a connection
+ * where this transaction works.
+ */
+static void
+connect_outside_transaction(RemoteConnection *c, const char *node)
+{
+	if (c->xact != RXACT_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("this transaction has work in progress on node \"%s\"", node),
+				 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
+	remote_connect_all(&c, 1, false);
+}
+
 PG_FUNCTION_INFO_V1(ringshard_recover_prepared_transactions);
 
 Datum
@@ -963,13 +979,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			records = owner_catalog_query("SELECT gid FROM ringshard.transaction_records "
 										  "WHERE node_name OPERATOR(pg_catalog.=) $1",
 										  1, argtypes, args, false, &nrecords);
-			/* COMMIT PREPARED runs outside a transaction block: not where this transaction works */
-			if (c->xact != RXACT_NONE)
-				ereport(ERROR,
-						(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-						 errmsg("this transaction has work in progress on node \"%s\"", nodes[n]),
-						 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
-			remote_connect_all(&c, 1, false);
+			connect_outside_transaction(c, nodes[n]);
 			list_sql = psprintf("SELECT gid, owner FROM pg_catalog.pg_prepared_xacts "
 								"WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database() "
 								"AND pg_catalog.starts_with(gid, %s)", quote_literal_cstr(prefix));
@@ -1047,12 +1057,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 					SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(parts[i].role)))
 				{
 					owner_conn = remote_connection(nodes[n], parts[i].role);
-					if (owner_conn->xact != RXACT_NONE)
-						ereport(ERROR,
-								(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-								 errmsg("this transaction has work in progress on node \"%s\"", nodes[n]),
-								 errhint("Run ringshard.recover_prepared_transactions() in a transaction of its own.")));
-					remote_connect_all(&owner_conn, 1, false);
+					connect_outside_transaction(owner_conn, nodes[n]);
 				}
 				/*
 				 * The name says which role prepared it, but anyone on the node
