@@ -354,6 +354,10 @@ BEGIN
 	END IF;
 	PERFORM ringshard.validate_ring(ring);
 	-- every node holds the reference tables (create_reference_table): it gets them with their rebalance
+	-- (the ring locked first: a remove_node meanwhile could take the node off it again)
+	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference') THEN
+		PERFORM ringshard_internal.lock_ring('reference');
+	END IF;
 	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference')
 	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node) THEN
 		INSERT INTO ringshard.ring_members (ring_name, node_name, weight) VALUES ('reference', node, 1);
@@ -399,11 +403,13 @@ BEGIN
 	-- would otherwise go on reaching it (or be refused while it is down).
 	-- Every other node holds all their rows, so their rebalance only deletes
 	-- its copies; the last copy is kept.
+	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference') THEN
+		PERFORM ringshard_internal.lock_ring('reference');	-- before the checks: add_node takes it first too
+	END IF;
 	IF ring <> 'reference'
 	   AND EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node)
 	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.node_name = node AND m.ring_name <> 'reference')
 	   AND NOT EXISTS (SELECT FROM ringshard.partition_assignments a WHERE a.node_name = node) THEN
-		PERFORM ringshard_internal.lock_ring('reference');
 		IF (SELECT count(*) FROM ringshard.ring_members m WHERE m.ring_name = 'reference') > 1 THEN
 			DELETE FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node;
 			left_reference := true;

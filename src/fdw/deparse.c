@@ -1578,6 +1578,31 @@ rsfdw_column_list(Relation rel)
 	return columns.data;
 }
 
+const char *
+rsfdw_locking_clause(int strength, bool nowait)
+{
+	const char *clause;
+
+	switch ((LockClauseStrength) strength)
+	{
+		case LCS_FORKEYSHARE:
+			clause = " FOR KEY SHARE";
+			break;
+		case LCS_FORSHARE:
+			clause = " FOR SHARE";
+			break;
+		case LCS_FORNOKEYUPDATE:
+			clause = " FOR NO KEY UPDATE";
+			break;
+		case LCS_FORUPDATE:
+			clause = " FOR UPDATE";
+			break;
+		default:
+			return "";
+	}
+	return nowait ? psprintf("%s NOWAIT", clause) : clause;
+}
+
 char *
 rsfdw_step_delete_sql(Oid relid, const char *condition)
 {
@@ -1674,11 +1699,17 @@ rsfdw_rehome_delete_sql(Relation rel, char **ctids, char **digests, int n)
 {
 	StringInfoData sql;
 
+	/*
+	 * Each position with its own digest: after a concurrent update the
+	 * recheck follows the row to its new version, whose position then
+	 * differs (a TID scan's recheck does not test the position list).
+	 */
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "DELETE FROM %s t WHERE %s AND %s OPERATOR(pg_catalog.=) ANY ('{",
+	appendStringInfo(&sql, "DELETE FROM %s t WHERE %s AND (t.ctid::pg_catalog.text OPERATOR(pg_catalog.||) ' ' "
+					 "OPERATOR(pg_catalog.||) %s) OPERATOR(pg_catalog.=) ANY ('{",
 					 rsfdw_relation_name(RelationGetRelid(rel)), rsfdw_ctid_condition(ctids, n), row_digest_sql(rel, "t"));
 	for (int i = 0; i < n; i++)
-		appendStringInfo(&sql, "%s%s", i ? "," : "", digests[i]);
+		appendStringInfo(&sql, "%s\"%s %s\"", i ? "," : "", ctids[i], digests[i]);
 	appendStringInfo(&sql, "}'::pg_catalog.text[]) AND %s", rsfdw_rehome_condition(false));
 	return sql.data;
 }

@@ -148,6 +148,9 @@ extern char *rsfdw_close_sql(const char *cursor);
  * binary or text.
  */
 extern char *rsfdw_column_list(Relation rel);
+
+/* The locking clause a node's read of a table takes for SELECT ... FOR UPDATE/SHARE (LockClauseStrength). */
+extern const char *rsfdw_locking_clause(int strength, bool nowait);
 extern char *rsfdw_step_delete_sql(Oid relid, const char *condition);
 extern char *rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary);
 extern char *rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary);
@@ -165,7 +168,7 @@ extern char *rsfdw_rehome_condition(bool shared);
 extern char *rsfdw_rehome_page_sql(Relation rel, const char *key_column, bool shared, int batch_size);
 extern char *rsfdw_rehome_present_sql(Relation rel, const char *key_column, Oid key_type);
 extern char *rsfdw_ctid_condition(char **ctids, int n);
-/* Step 1's DELETE of a page ($1: the node): each row only as it was read (its digest), and still not the node's. */
+/* Step 1's DELETE of a page ($1: the node): each row only as it was read (its position with its digest), and still not the node's. */
 extern char *rsfdw_rehome_delete_sql(Relation rel, char **ctids, char **digests, int n);
 
 /* The call of reads_here() for the rows (alias t) of a table, with these excluded-nodes and version SQL. */

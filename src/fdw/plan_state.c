@@ -103,6 +103,8 @@ rsfdw_scan_plan_to_private(const RsScanPlan *plan)
 	list = put_string(list, plan->limit_sql);
 	list = lappend(list, plan->tiebreak);
 	list = lappend(list, late);
+	list = put_int(list, plan->row_lock);
+	list = put_int(list, plan->lock_nowait);
 	return list;
 }
 
@@ -139,6 +141,8 @@ rsfdw_scan_plan_from_private(List *private)
 	plan->limit_sql = get_string(&r);
 	plan->tiebreak = get_list(&r);
 	late = get_list(&r);
+	plan->row_lock = get_int(&r);
+	plan->lock_nowait = get_int(&r) != 0;
 	if (r.next != list_length(private))
 		elog(ERROR, "ringshard: plan state has %d fields, not %d", list_length(private), r.next);
 

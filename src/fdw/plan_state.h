@@ -111,6 +111,8 @@ typedef struct RsScanPlan
 	char	   *limit_sql;		/* the remote LIMIT as EXPLAIN shows it */
 	List	   *tiebreak;		/* IntList: attnums of the key (and keyspace) columns; NIL: no late check */
 	RsLateCheck *late;			/* NULL: no late check */
+	int			row_lock;		/* SELECT ... FOR UPDATE/SHARE of the table: its LockClauseStrength */
+	bool		lock_nowait;	/* ... NOWAIT */
 } RsScanPlan;
 
 /* An UPDATE or DELETE sent whole to the nodes. */

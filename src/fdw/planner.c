@@ -25,6 +25,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/planmain.h"
+#include "optimizer/prep.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
 #include "parser/parse_coerce.h"
@@ -555,6 +556,35 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 													  pk->pk_nulls_first ? " NULLS FIRST" : " NULLS LAST")));
 	}
 	rsfdw_deparse_scan(root, foreignrel, foreigntableid, remote_exprs, sort_vars, sort_directions, &params, plan);
+
+	/*
+	 * SELECT ... FOR UPDATE/SHARE of this table: PostgreSQL locks no row of
+	 * a foreign table (ROW_MARK_COPY), so the scan does: the keys it reads
+	 * (or the whole table, for a fan-out) on the coordinator, where every
+	 * writer of a key queues first (write_locks.c), and the rows on the node
+	 * it reads them from, whose transaction then fails as PostgreSQL would
+	 * at REPEATABLE READ when a row changed since its snapshot.  SKIP LOCKED
+	 * would skip rows by what the node alone knows, while the coordinator
+	 * queues writers: refused rather than answered wrongly.
+	 */
+	{
+		PlanRowMark *rowmark = get_plan_rowmark(root->rowMarks, foreignrel->relid);
+
+		if (rowmark != NULL && rowmark->strength != LCS_NONE)
+		{
+			if (rowmark->waitPolicy == LockWaitSkip)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("SKIP LOCKED is not supported on distributed table %s", get_rel_name(foreigntableid)),
+						 errdetail("Its rows are locked on the coordinator, key by key, which cannot tell which "
+								   "rows another transaction holds."),
+						 errhint("Use FOR UPDATE (waiting) or FOR UPDATE NOWAIT.")));
+			plan->row_lock = rowmark->strength;
+			plan->lock_nowait = rowmark->waitPolicy == LockWaitError;
+			plan->tail_tmpl = lappend(plan->tail_tmpl,
+									  makeString(pstrdup(rsfdw_locking_clause(plan->row_lock, plan->lock_nowait))));
+		}
+	}
 
 	/* fdw_exprs: template parameters, then the key values, then the keyspace value */
 	plan->nparams = list_length(params);

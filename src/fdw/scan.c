@@ -31,6 +31,7 @@
 #include "fdw/fdw.h"
 #include "fdw/node_analysis.h"
 #include "fdw/upper.h"
+#include "fdw/write_locks.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/values.h"
@@ -540,6 +541,13 @@ rsfdw_init_fdw_exprs(List *fdw_exprs, int nparams, PlanState *parent, List **par
 	}
 }
 
+/* FOR UPDATE and FOR NO KEY UPDATE lock as a writer does; FOR SHARE and FOR KEY SHARE let each other in. */
+static bool
+row_lock_is_exclusive(int strength)
+{
+	return strength == LCS_FORUPDATE || strength == LCS_FORNOKEYUPDATE;
+}
+
 /* Start the scan: evaluate parameters and keys, send the queries. */
 static void
 start_scan(ForeignScanState *node)
@@ -566,6 +574,11 @@ start_scan(ForeignScanState *node)
 		RemoteConnection **conns;
 		char	  **filters;
 		bool	   *excluded = palloc0(sizeof(bool) * Max(nnodes, 1));
+
+		/* FOR UPDATE/SHARE of any row: the table, where writers queue (planner.c) */
+		if (state->plan->row_lock != LCS_NONE && !state->explain_only)
+			rsfdw_lock_table_for_rows(state->relid, row_lock_is_exclusive(state->plan->row_lock),
+									  state->plan->lock_nowait);
 
 		conns = rsfdw_fanout_connect(&state->placement, state->userid, RelationGetRelationName(state->rel),
 									 &filters);
@@ -657,6 +670,18 @@ start_scan(ForeignScanState *node)
 			route->key = keys;
 			route_key(state, route, keyspace);
 			routes = lappend(routes, route);
+		}
+		/* FOR UPDATE/SHARE: the keys, where writers queue, before any node reads them (planner.c) */
+		if (state->plan->row_lock != LCS_NONE && routes != NIL && !state->explain_only)
+		{
+			uint32	   *slots = palloc(sizeof(uint32) * list_length(routes));
+			ListCell   *lc;
+
+			foreach(lc, routes)
+				slots[foreach_current_index(lc)] =
+					placement_key_lock_slot(&state->placement, ((KeyRoute *) lfirst(lc))->key, keyspace);
+			rsfdw_lock_keys_for_rows(state->relid, slots, list_length(routes),
+									 row_lock_is_exclusive(state->plan->row_lock), state->plan->lock_nowait);
 		}
 		(void) route_keys(state, routes);
 	}

@@ -19,7 +19,9 @@
  * locks, not a bulk load's keys): they wait for, and hold back, every other
  * writer of the table; readers go on.  Every write conflict on the nodes is
  * so a wait on the coordinator first, where PostgreSQL sees it: no
- * wait-for graph across nodes is needed.
+ * wait-for graph across nodes is needed.  SELECT ... FOR UPDATE and FOR
+ * SHARE lock the same keys (or the table) the same way, so that a row
+ * locked for an update is one no writer reaches meanwhile.
  */
 #include "postgres.h"
 
@@ -28,6 +30,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "fdw/write_locks.h"
@@ -42,6 +45,7 @@ typedef struct TableWriteLocks
 	Oid			relid;			/* hash key */
 	int			nkeys;
 	bool		table_locked;
+	bool		table_shared;	/* FOR SHARE of every row: the table in ShareLock mode */
 } TableWriteLocks;
 
 static HTAB *locks_of_transaction = NULL;
@@ -95,6 +99,7 @@ table_locks(Oid relid)
 	{
 		entry->nkeys = 0;
 		entry->table_locked = false;
+		entry->table_shared = false;
 	}
 	return entry;
 }
@@ -157,4 +162,65 @@ rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n)
 	for (int i = 0; i < n; i++)
 		if (i == 0 || slots[i] != slots[i - 1])
 			rsfdw_lock_key_for_write(relid, slots[i]);
+}
+
+/*
+ * Rows locked by SELECT ... FOR UPDATE/SHARE are locked where writers meet:
+ * the key's slot on the coordinator, exclusive as a writer takes it (FOR
+ * UPDATE, FOR NO KEY UPDATE) or shared (FOR SHARE, FOR KEY SHARE: writers
+ * wait, other such readers do not); the whole table, in the same two
+ * modes, for a read of any row.  A lock already held covers a weaker one.
+ */
+static void
+lock_not_available(Oid relid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+			 errmsg("could not obtain lock on row in relation \"%s\"", get_rel_name(relid))));
+}
+
+void
+rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait)
+{
+	TableWriteLocks *entry = table_locks(relid);
+	LOCKMODE	mode = exclusive ? ExclusiveLock : ShareLock;
+
+	if (entry->table_locked || (!exclusive && entry->table_shared))
+		return;
+	if (!nowait)
+		LockRelationOid(relid, mode);
+	else if (!ConditionalLockRelationOid(relid, mode))
+		lock_not_available(relid);
+	if (exclusive)
+		entry->table_locked = true;
+	else
+		entry->table_shared = true;
+}
+
+void
+rsfdw_lock_keys_for_rows(Oid relid, uint32 *slots, int n, bool exclusive, bool nowait)
+{
+	qsort(slots, n, sizeof(uint32), compare_slots);
+	for (int i = 0; i < n; i++)
+	{
+		TableWriteLocks *entry = table_locks(relid);
+		LOCKTAG		tag;
+		LockAcquireResult result;
+
+		if (i > 0 && slots[i] == slots[i - 1])
+			continue;
+		if (entry->table_locked || (!exclusive && entry->table_shared))
+			return;
+		if (entry->nkeys >= RINGSHARD_MAX_KEY_LOCKS)
+		{
+			rsfdw_lock_table_for_rows(relid, exclusive, nowait);
+			return;
+		}
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, slots[i], KEY_LOCK_CLASS);
+		result = LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, nowait);
+		if (result == LOCKACQUIRE_NOT_AVAIL)
+			lock_not_available(relid);
+		if (result == LOCKACQUIRE_OK)
+			entry->nkeys++;
+	}
 }

@@ -23,4 +23,13 @@ extern void rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n);
 /* Lock the whole table for writing: a write that may touch any row. */
 extern void rsfdw_lock_table_for_write(Oid relid);
 
+/*
+ * SELECT ... FOR UPDATE/SHARE: the keys it reads (slots sorted in place), or
+ * the whole table, in the mode of a writer (exclusive) or shared by readers
+ * that lock (FOR SHARE, FOR KEY SHARE); with nowait, an ERROR (55P03)
+ * instead of waiting.
+ */
+extern void rsfdw_lock_keys_for_rows(Oid relid, uint32 *slots, int n, bool exclusive, bool nowait);
+extern void rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait);
+
 #endif							/* RINGSHARD_FDW_WRITE_LOCKS_H */

@@ -159,6 +159,8 @@ typedef struct RehomeRow
 	int			nreplicas;
 } RehomeRow;
 
+static bool has_replica(const struct RehomeRow *row, const char *node);
+
 /* Parse a ctid "(block,offset)"; false if it is not one. */
 static bool
 parse_ctid(const char *text, uint32 *block, uint32 *offset)
@@ -196,11 +198,11 @@ is_digest(const char *text)
 /*
  * The source's page: rows in ctid order, each with its replicas; a node's
  * answer is checked before it is used (ctids rising, at most batch_size
- * rows, at most PLACEMENT_MAX_REPLICAS replicas each, no nulls, digests of their
- * form).
+ * rows, each replica one of the nodes that may hold the table's rows and
+ * named once, no nulls, digests of their form).
  */
 static RehomeRow *
-read_rehome_page(RemoteConnection *from, PGresult *res, int batch_size, int *nrows)
+read_rehome_page(RemoteConnection *from, PGresult *res, int batch_size, char **nodes, int nnodes, int *nrows)
 {
 	const char *what = "a page of rows to rehome";
 	static const Oid types[] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID};
@@ -219,7 +221,9 @@ read_rehome_page(RemoteConnection *from, PGresult *res, int batch_size, int *nro
 		uint32		block,
 					offset;
 		RehomeRow  *row;
+		bool		known = false;
 
+		CHECK_FOR_INTERRUPTS();
 		if (!parse_ctid(ctid, &block, &offset))
 			remote_reject_answer(from, what, psprintf("\"%s\" in row %d is not a row position", pnstrdup(ctid, 40), i + 1));
 		if (n == 0 || block != last_block || offset != last_offset)
@@ -240,8 +244,11 @@ read_rehome_page(RemoteConnection *from, PGresult *res, int batch_size, int *nro
 			last_offset = offset;
 		}
 		row = &rows[n - 1];
-		if (row->nreplicas == PLACEMENT_MAX_REPLICAS || *node == '\0')
-			remote_reject_answer(from, what, psprintf("row %d names too many replicas, or an empty one", i + 1));
+		for (int k = 0; k < nnodes && !known; k++)
+			known = strcmp(nodes[k], node) == 0;
+		if (!known || has_replica(row, node) || row->nreplicas == PLACEMENT_MAX_REPLICAS)
+			remote_reject_answer(from, what, psprintf("row %d names replica \"%s\", which is no node of the table, "
+													  "or names it twice", i + 1, pnstrdup(node, 64)));
 		row->replicas[row->nreplicas++] = pstrdup(node);
 	}
 	*nrows = n;
@@ -342,6 +349,8 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 	Datum		args[1];
 	char	  **key_column;
 	int			found;
+	char	  **nodes;
+	int			nnodes;
 	AttrNumber	key_attnum;
 	Relation	rel;
 	char	   *columns;
@@ -381,6 +390,11 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s is not a distributed table", rsfdw_relation_name(relid))));
+	/* the nodes a row may name as its replicas: those that may hold the table's rows */
+	nodes = owner_catalog_query("SELECT pg_catalog.unnest(ringshard_internal.rehome_nodes($1))",
+								1, argtypes, args, true, &nnodes);
+	/* one batch of the table at a time: two would both copy a shared row where it is missing */
+	LockRelationOid(relid, ShareUpdateExclusiveLock);
 	key_attnum = get_attnum(relid, key_column[0]);
 	if (key_attnum == InvalidAttrNumber)
 		elog(ERROR, "ringshard: key column \"%s\" of %s is missing", key_column[0], rsfdw_relation_name(relid));
@@ -401,15 +415,17 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 	remote_send_params(from, page_sql, 2, params, true, from);
 	remote_receive_all(&from, 1, &out, 0);
 	res = remote_answer(from, &out, page_sql, "a page of rows to rehome");
-	rows = read_rehome_page(from, res, batch_size, &nrows);
+	rows = read_rehome_page(from, res, batch_size, nodes, nnodes, &nrows);
 	remote_result_free(res);
 
 	/* the other replicas the page names, in name order */
-	targets = palloc(sizeof(char *) * Max(nrows * PLACEMENT_MAX_REPLICAS, 1));
+	targets = palloc(sizeof(char *) * Max(nnodes, 1));
 	for (int i = 0; i < nrows; i++)
 		for (int j = 0; j < rows[i].nreplicas; j++)
 		{
 			bool		seen = strcmp(rows[i].replicas[j], source) == 0;
+
+			CHECK_FOR_INTERRUPTS();
 
 			for (int k = 0; k < ntargets && !seen; k++)
 				seen = strcmp(targets[k], rows[i].replicas[j]) == 0;

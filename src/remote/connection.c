@@ -2299,8 +2299,11 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 	for (;;)
 	{
 		char	   *data = NULL;
-		int			n = PQgetCopyData(from->conn, &data, 1);
+		int			n;
 
+		/* a source that never stops sending is stopped by a cancel, as one that is silent */
+		CHECK_FOR_INTERRUPTS();
+		n = PQgetCopyData(from->conn, &data, 1);
 		if (n > 0)
 		{
 			remote_stats_received(from->stats, 0, 0, n);

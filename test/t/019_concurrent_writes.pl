@@ -153,6 +153,68 @@ COMMIT;
 }
 
 # ---------------------------------------------------------------------------
+# SELECT ... FOR UPDATE locks the rows it reads, as on one server: an
+# application that locks a row, then writes what it read plus one, loses no
+# update (4 sessions, R = 2 and R = 3; without the lock most would be lost);
+# FOR UPDATE NOWAIT of a locked row fails with 55P03; writers of a locked
+# row wait (lock_timeout), writers of other rows do not; FOR SHARE lets
+# another FOR SHARE in and holds writers; a FOR UPDATE of any row (a
+# fan-out) holds every writer; SKIP LOCKED is refused.
+for my $table ('counters', 'counters3')
+{
+	my $copies = $table eq 'counters' ? 2 : 3;
+	my $before = $coordinator->safe_psql('postgres', "SELECT n FROM $table WHERE id = 7");
+	my ($failed, $processed, $out) = pgbench(qq{
+BEGIN;
+SELECT n AS old FROM $table WHERE id = 7 FOR UPDATE \\gset
+SELECT pg_sleep(0.002);
+UPDATE $table SET n = :old + 1 WHERE id = 7;
+COMMIT;
+}, [ '-c', 4, '-j', 2, '-t', 50 ]);
+	is($failed, 0, "FOR UPDATE, then a write of what it read, 4 sessions at R = $copies: none failed") or diag $out;
+	is($coordinator->safe_psql('postgres', "SELECT n FROM $table WHERE id = 7"), $before + 200,
+		"FOR UPDATE, then a write of what it read, 4 sessions at R = $copies: no update lost");
+	is(replicas_equal($table), '0', "FOR UPDATE at R = $copies: every replica holds the same rows");
+}
+{
+	my $holder = $coordinator->background_psql('postgres');
+	my $try = sub { my ($sql) = @_; return $coordinator->psql('postgres', "SET lock_timeout = '300ms'; $sql"); };
+	$holder->query_safe('BEGIN');
+	is($holder->query_safe('SELECT n FROM counters WHERE id = 8 FOR UPDATE'),
+		$coordinator->safe_psql('postgres', 'SELECT n FROM counters WHERE id = 8'), 'FOR UPDATE reads the row');
+	my ($rc, $out, $err) = $try->('SELECT n FROM counters WHERE id = 8 FOR UPDATE NOWAIT');
+	like($err, qr/ERROR:  could not obtain lock on row in relation "counters"/,
+		'FOR UPDATE NOWAIT of a row another transaction locked fails at once');
+	($rc, $out, $err) = $try->('UPDATE counters SET n = n WHERE id = 8');
+	like($err, qr/lock timeout/, 'a writer of the locked row waits for it');
+	($rc, $out, $err) = $try->('UPDATE counters SET n = n WHERE id = 9');
+	is($rc, 0, 'a writer of another row does not') or diag $err;
+	($rc, $out, $err) = $try->('SELECT n FROM counters WHERE id = 8 FOR SHARE');
+	like($err, qr/lock timeout/, 'nor does FOR SHARE of the locked row get in');
+	$holder->query_safe('COMMIT');
+
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT n FROM counters WHERE id = 8 FOR SHARE');
+	($rc, $out, $err) = $try->('BEGIN; SELECT n FROM counters WHERE id = 8 FOR SHARE NOWAIT; COMMIT');
+	is($rc, 0, 'FOR SHARE lets another FOR SHARE of the row in') or diag $err;
+	($rc, $out, $err) = $try->('UPDATE counters SET n = n WHERE id = 8');
+	like($err, qr/lock timeout/, 'and holds its writers');
+	$holder->query_safe('COMMIT');
+
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT count(*) FROM (SELECT id FROM counters WHERE note IS NULL FOR UPDATE) s');
+	($rc, $out, $err) = $try->('UPDATE counters SET n = n WHERE id = 10');
+	like($err, qr/lock timeout/, 'a FOR UPDATE of any row (every node) holds a writer of any row');
+	$holder->query_safe('COMMIT');
+	($rc, $out, $err) = $try->('UPDATE counters SET n = n WHERE id = 10');
+	is($rc, 0, 'and lets it in once it commits') or diag $err;
+	$holder->quit;
+
+	($rc, $out, $err) = $coordinator->psql('postgres', 'SELECT n FROM counters WHERE id = 8 FOR UPDATE SKIP LOCKED');
+	like($err, qr/ERROR:  SKIP LOCKED is not supported on distributed table counters/, 'SKIP LOCKED is refused, with why');
+}
+
+# ---------------------------------------------------------------------------
 # Two transactions writing two keys on different nodes in opposite orders.
 my ($k1, $k2) = split /\|/, $coordinator->safe_psql('postgres', q{
 	SELECT a.id || '|' || b.id FROM counters a, counters b
