@@ -128,9 +128,11 @@ COMMENT ON FUNCTION ringshard_internal.rehome_begin(regclass, integer) IS
 	'rehome_rows(): checks, pushes the topology and the table to the nodes, and counts on each node the rows of step 1 (not its own) and of step 2 (shared with other replicas, where a row may have more replicas than where it was put); [{node, misplaced, shared}]';
 
 -- One batch from one node, in C (src/operations/move_rows.c), the data path
--- rebalance shares.  Step 1 (after_ctid NULL): up to batch_size of the rows
--- it is not a replica of.  Step 2: up to batch_size of the rows it holds
--- with other replicas, after after_ctid.  The source sends the page's row
+-- rebalance shares.  Step 1 (shared false): up to batch_size of the rows it
+-- is not a replica of, after after_ctid, in the order the node finds them
+-- (it deletes them: the caller ends with a pass from the start, which finds
+-- any the pages passed over).  Step 2: up to batch_size of the rows it holds
+-- with other replicas, the next after after_ctid in position order.  The source sends the page's row
 -- positions, keys and row digests (SHA-256 of the row's text, which every
 -- node session prints alike); each other replica of a row (as the node
 -- routes it) is asked, by key through its index, which it already holds;
@@ -139,11 +141,12 @@ COMMENT ON FUNCTION ringshard_internal.rehome_begin(regclass, integer) IS
 -- Everything commits with the caller's transaction, on the nodes in two
 -- phases.  Returns the rows taken (0 once there are none), the copies made,
 -- the rows deleted, and the ctid the next batch of step 2 starts after.
-CREATE FUNCTION ringshard_internal.rehome_batch(table_name regclass, source text, batch_size integer, after_ctid text,
+CREATE FUNCTION ringshard_internal.rehome_batch(table_name regclass, source text, batch_size integer, shared boolean,
+												after_ctid text,
 												OUT taken bigint, OUT copied bigint, OUT deleted bigint, OUT last_ctid text)
 	AS 'MODULE_PATHNAME', 'ringshard_rehome_batch' LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text) IS
-	'rehome_rows(): copies up to batch_size of a node''s rows that it is not a replica of (after_ctid NULL; then deletes them there) or that it shares with other replicas (after after_ctid) to their other replicas where missing, node to node by COPY, and checks them; rows taken, copies made, rows deleted, last ctid';
+COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, boolean, text) IS
+	'rehome_rows(): copies up to batch_size of a node''s rows after after_ctid that it is not a replica of (then deletes them there) or (shared) that it shares with other replicas, to their other replicas where missing, node to node by COPY, and checks them; rows taken, copies made, rows deleted, the last ctid taken';
 
 -- The last transaction of rehome_rows(): every row is on its replicas under
 -- the current topology now, so that is the table's placement (as after a
@@ -192,6 +195,7 @@ DECLARE
 	batches pg_catalog.int4;
 	batch record;
 	after_ctid pg_catalog.text;
+	finished pg_catalog.bool;
 	node_taken pg_catalog.int8;
 	node_copied pg_catalog.int8;
 	node_deleted pg_catalog.int8;
@@ -214,12 +218,21 @@ BEGIN
 		node_taken := 0;
 		node_copied := 0;
 		node_deleted := 0;
-		-- step 1: each batch deletes what it takes
+		-- step 1: each batch deletes what it takes, the next goes on from there;
+		-- a last pass from the start finds what the pages passed over
 		IF misplaced[i] OPERATOR(pg_catalog.>) 0 THEN
-			FOR batches IN 1 .. (misplaced[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
-				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, NULL);
+			after_ctid := '(0,0)';
+			finished := false;
+			FOR batches IN 1 .. (misplaced[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 3 LOOP
+				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, false, after_ctid);
 				COMMIT;
-				EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
+				IF batch.taken OPERATOR(pg_catalog.=) 0 THEN
+					finished := after_ctid OPERATOR(pg_catalog.=) '(0,0)';
+					EXIT WHEN finished;
+					after_ctid := '(0,0)';
+					CONTINUE;
+				END IF;
+				after_ctid := batch.last_ctid;
 				node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
 				node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
 				node_deleted := node_deleted OPERATOR(pg_catalog.+) batch.deleted;
@@ -229,7 +242,7 @@ BEGIN
 				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
 					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
 			END LOOP;
-			IF batch.taken OPERATOR(pg_catalog.<>) 0 THEN
+			IF NOT finished THEN
 				RAISE EXCEPTION 'rehome of % did not finish on node "%": rows that are not its own keep appearing there',
 					ringshard.qualified_name(table_name), sources[i]
 					USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -240,7 +253,7 @@ BEGIN
 		IF shared[i] OPERATOR(pg_catalog.>) 0 THEN
 			after_ctid := '(0,0)';
 			FOR batches IN 1 .. (shared[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
-				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, after_ctid);
+				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, true, after_ctid);
 				COMMIT;
 				EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
 				after_ctid := batch.last_ctid;

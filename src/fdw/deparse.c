@@ -1662,7 +1662,10 @@ row_digest_sql(Relation rel, const char *alias)
 /*
  * The page's positions first (the condition needs only the routing of each
  * row), then its rows by position: the digest is computed for the page's
- * rows, not for every row the sort takes in.
+ * rows only.  Step 2 takes the next positions in order (its rows stay, so
+ * the next page must start after them all); step 1 takes the first rows
+ * the scan of the positions after $2 finds, and stops there (its rows are
+ * deleted; rehome_rows ends with a pass from the start).
  */
 char *
 rsfdw_rehome_page_sql(Relation rel, const char *key_column, bool shared, int batch_size)
@@ -1672,10 +1675,10 @@ rsfdw_rehome_page_sql(Relation rel, const char *key_column, bool shared, int bat
 	return psprintf("SELECT s.ctid::pg_catalog.text, s.%s::pg_catalog.text, %s, r.node"
 					" FROM %s s, pg_catalog.unnest(pg_catalog.replicas_of(s)) r(node)"
 					" WHERE s.ctid OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT t.ctid FROM %s t"
-					" WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $2::pg_catalog.tid ORDER BY t.ctid LIMIT %d))"
+					" WHERE %s AND t.ctid OPERATOR(pg_catalog.>) $2::pg_catalog.tid%s LIMIT %d))"
 					" ORDER BY s.ctid",
 					quote_identifier(key_column), row_digest_sql(rel, "s"), relation, relation,
-					rsfdw_rehome_condition(shared), batch_size);
+					rsfdw_rehome_condition(shared), shared ? " ORDER BY t.ctid" : "", batch_size);
 }
 
 /*

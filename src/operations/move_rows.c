@@ -328,12 +328,14 @@ compare_names(const void *a, const void *b)
 PG_FUNCTION_INFO_V1(ringshard_rehome_batch);
 
 /*
- * rehome_batch(table, source, batch_size, after_ctid): one batch of
- * rehome_rows() from one node.  Step 1 (after_ctid NULL): up to batch_size
- * of the rows the source is not a replica of, copied to each of their
- * replicas that lacks an identical row, checked there, then deleted from
- * the source.  Step 2: up to batch_size of the rows it holds with other
- * replicas, after after_ctid, copied where missing and checked.  All in the
+ * rehome_batch(table, source, batch_size, shared, after_ctid): one batch of
+ * rehome_rows() from one node.  Step 1 (shared false): up to batch_size of
+ * the rows the source is not a replica of after after_ctid, in the order
+ * the node finds them (no sort: each page costs its own rows, not the rest
+ * of the node), copied to each of their replicas that lacks an identical
+ * row, checked there, then deleted from the source.  Step 2: the next
+ * batch_size rows, in position order, that it holds with other replicas,
+ * copied where missing and checked.  All in the
  * caller's transaction (the nodes commit in two phases with it).  Returns
  * the rows taken, the copies made, the rows deleted and the last ctid.
  */
@@ -343,8 +345,8 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 	Oid			relid;
 	char	   *source;
 	int			batch_size;
-	bool		shared = !PG_ARGISNULL(3);
-	const char *after = shared ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : "(0,0)";
+	bool		shared;
+	const char *after;
 	Oid			argtypes[1] = {REGCLASSOID};
 	Datum		args[1];
 	char	  **key_column;
@@ -372,13 +374,15 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1)
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_GETARG_INT32(2) < 1 || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rehome_batch needs a table, a node and a positive batch size")));
+				 errmsg("rehome_batch needs a table, a node, a positive batch size and a step")));
 	relid = PG_GETARG_OID(0);
 	source = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	batch_size = PG_GETARG_INT32(2);
+	shared = PG_GETARG_BOOL(3);
+	after = PG_ARGISNULL(4) ? "(0,0)" : text_to_cstring(PG_GETARG_TEXT_PP(4));
 	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "rehome_batch must return a record");
 

@@ -7,6 +7,8 @@
 DROP FUNCTION ringshard.node_health();
 -- node_value() checks the type of the value it reads (a fifth argument).
 DROP FUNCTION ringshard_internal.node_value(text, text, text[], boolean);
+-- rehome_batch() is C, and says which step it runs (its own argument).
+DROP FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text);
 
 -- What a worker runs for its coordinator moves out of \df ringshard.* into
 -- its own schema, the wrapper's handler and validator into the internal one:
