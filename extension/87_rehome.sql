@@ -182,8 +182,8 @@ COMMENT ON FUNCTION ringshard_internal.rehome_report_progress(regclass, text, bi
 -- The move.  A procedure that commits cannot carry a SET clause: every
 -- function is schema-qualified, types and operators are pg_catalog's, and
 -- the work (and every relation) is in the helpers above.  Each loop is
--- bounded by the rows counted at the start (two more batches for rows that
--- changed meanwhile).
+-- bounded by the rows counted at the start (three more batches: rows that
+-- changed meanwhile, and step 1's last pass from the start).
 CREATE PROCEDURE ringshard.rehome_rows(table_name regclass, batch_size integer DEFAULT 1000)
 	LANGUAGE plpgsql AS $$
 DECLARE
@@ -196,6 +196,8 @@ DECLARE
 	batch record;
 	after_ctid pg_catalog.text;
 	finished pg_catalog.bool;
+	step_shared pg_catalog.bool;
+	step_rows pg_catalog.int8;
 	node_taken pg_catalog.int8;
 	node_copied pg_catalog.int8;
 	node_deleted pg_catalog.int8;
@@ -218,16 +220,21 @@ BEGIN
 		node_taken := 0;
 		node_copied := 0;
 		node_deleted := 0;
-		-- step 1: each batch deletes what it takes, the next goes on from there;
-		-- a last pass from the start finds what the pages passed over
-		IF misplaced[i] OPERATOR(pg_catalog.>) 0 THEN
+		-- step 1 (the rows the node is not a replica of), then step 2 (the
+		-- rows it shares with other replicas), each from the node's start;
+		-- step 1 deletes what it takes, so it ends with a pass from the start,
+		-- which finds what a page passed over
+		FOREACH step_shared IN ARRAY ARRAY[false, true] LOOP
+			step_rows := CASE WHEN step_shared THEN shared[i] ELSE misplaced[i] END;
+			CONTINUE WHEN step_rows OPERATOR(pg_catalog.=) 0;
 			after_ctid := '(0,0)';
 			finished := false;
-			FOR batches IN 1 .. (misplaced[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 3 LOOP
-				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, false, after_ctid);
+			FOR batches IN 1 .. (step_rows OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 3 LOOP
+				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, step_shared,
+																		  after_ctid);
 				COMMIT;
 				IF batch.taken OPERATOR(pg_catalog.=) 0 THEN
-					finished := after_ctid OPERATOR(pg_catalog.=) '(0,0)';
+					finished := step_shared OR after_ctid OPERATOR(pg_catalog.=) '(0,0)';
 					EXIT WHEN finished;
 					after_ctid := '(0,0)';
 					CONTINUE;
@@ -238,34 +245,19 @@ BEGIN
 				node_deleted := node_deleted OPERATOR(pg_catalog.+) batch.deleted;
 				all_taken := all_taken OPERATOR(pg_catalog.+) batch.taken;
 				PERFORM ringshard_internal.progress_report('rehome_rows', table_name,
-					pg_catalog.format('rows not on their replicas, from node "%s"', sources[i]), all_taken, all_total);
+					pg_catalog.format(CASE WHEN step_shared THEN 'rows shared with other replicas, on node "%s"'
+					                       ELSE 'rows not on their replicas, from node "%s"' END, sources[i]),
+					all_taken, all_total);
 				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
 					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
 			END LOOP;
-			IF NOT finished THEN
+			IF NOT finished AND NOT step_shared THEN
 				RAISE EXCEPTION 'rehome of % did not finish on node "%": rows that are not its own keep appearing there',
 					ringshard.qualified_name(table_name), sources[i]
 					USING ERRCODE = 'object_not_in_prerequisite_state',
 					      HINT = 'Stop writes to the table while rows are rehomed, then call rehome_rows again: it resumes.';
 			END IF;
-		END IF;
-		-- step 2: the node's shared rows, by ctid
-		IF shared[i] OPERATOR(pg_catalog.>) 0 THEN
-			after_ctid := '(0,0)';
-			FOR batches IN 1 .. (shared[i] OPERATOR(pg_catalog./) batch_size)::pg_catalog.int4 OPERATOR(pg_catalog.+) 2 LOOP
-				SELECT * INTO batch FROM ringshard_internal.rehome_batch(table_name, sources[i], batch_size, true, after_ctid);
-				COMMIT;
-				EXIT WHEN batch.taken OPERATOR(pg_catalog.=) 0;
-				after_ctid := batch.last_ctid;
-				node_taken := node_taken OPERATOR(pg_catalog.+) batch.taken;
-				node_copied := node_copied OPERATOR(pg_catalog.+) batch.copied;
-				all_taken := all_taken OPERATOR(pg_catalog.+) batch.taken;
-				PERFORM ringshard_internal.progress_report('rehome_rows', table_name,
-					pg_catalog.format('rows shared with other replicas, on node "%s"', sources[i]), all_taken, all_total);
-				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
-					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
-			END LOOP;
-		END IF;
+		END LOOP;
 		total_copied := total_copied OPERATOR(pg_catalog.+) node_copied;
 		total_deleted := total_deleted OPERATOR(pg_catalog.+) node_deleted;
 		IF node_copied OPERATOR(pg_catalog.>) 0 OR node_deleted OPERATOR(pg_catalog.>) 0 THEN
