@@ -251,8 +251,8 @@ BEGIN
 				last_notice := ringshard_internal.rehome_report_progress(table_name, sources[i], node_taken,
 					misplaced[i] OPERATOR(pg_catalog.+) shared[i], last_notice);
 			END LOOP;
-			IF NOT finished AND NOT step_shared THEN
-				RAISE EXCEPTION 'rehome of % did not finish on node "%": rows that are not its own keep appearing there',
+			IF NOT finished THEN
+				RAISE EXCEPTION 'rehome of % did not finish on node "%": rows to move keep appearing there',
 					ringshard.qualified_name(table_name), sources[i]
 					USING ERRCODE = 'object_not_in_prerequisite_state',
 					      HINT = 'Stop writes to the table while rows are rehomed, then call rehome_rows again: it resumes.';

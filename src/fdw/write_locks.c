@@ -200,6 +200,19 @@ rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait)
 void
 rsfdw_lock_keys_for_rows(Oid relid, uint32 *slots, int n, bool exclusive, bool nowait)
 {
+	/*
+	 * A writer of a key holds the table in RowExclusiveLock mode (from its
+	 * statement's start), which a reader of every row FOR SHARE waits for:
+	 * so must a reader FOR UPDATE of a key, or the two would meet only on
+	 * the node, where no deadlock detector sees both.
+	 */
+	if (exclusive)
+	{
+		if (!nowait)
+			LockRelationOid(relid, RowExclusiveLock);
+		else if (!ConditionalLockRelationOid(relid, RowExclusiveLock))
+			lock_not_available(relid);
+	}
 	qsort(slots, n, sizeof(uint32), compare_slots);
 	for (int i = 0; i < n; i++)
 	{

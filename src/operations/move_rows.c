@@ -397,8 +397,15 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 	/* the nodes a row may name as its replicas: those that may hold the table's rows */
 	nodes = owner_catalog_query("SELECT pg_catalog.unnest(ringshard_internal.rehome_nodes($1))",
 								1, argtypes, args, true, &nnodes);
-	/* one batch of the table at a time: two would both copy a shared row where it is missing */
-	LockRelationOid(relid, ShareUpdateExclusiveLock);
+	/*
+	 * Writers (and readers FOR UPDATE) of the table wait here, on the
+	 * coordinator, until the batch commits, as during a rebalance's copy: a
+	 * row lock one of them held on the source would otherwise hold the
+	 * batch's DELETE on the node, where no deadlock detector sees both.
+	 * One batch of the table at a time, too (two would both copy a shared
+	 * row where it is missing).  Readers go on.
+	 */
+	LockRelationOid(relid, ExclusiveLock);
 	key_attnum = get_attnum(relid, key_column[0]);
 	if (key_attnum == InvalidAttrNumber)
 		elog(ERROR, "ringshard: key column \"%s\" of %s is missing", key_column[0], rsfdw_relation_name(relid));
@@ -414,6 +421,15 @@ ringshard_rehome_batch(PG_FUNCTION_ARGS)
 	/* the page, read in the source's part of this transaction (its DELETE sees the same rows) */
 	from = remote_connection(source, GetUserId());
 	remote_connect_all(&from, 1, false);
+	/*
+	 * The page is read in position order by a TID range scan: a seq scan
+	 * (a synchronized one starts where another is) or a parallel one would
+	 * pass rows over, for step 1's last pass to find, or time out the
+	 * caller's bound.  Local to the batch's node transaction.
+	 */
+	res = remote_exec(from, "SET LOCAL enable_seqscan = off; SET LOCAL max_parallel_workers_per_gather = 0", true);
+	remote_expect_command(from, res, "SET", -1, "a setting of the page's scan");
+	remote_result_free(res);
 	params[0] = source;
 	params[1] = after;
 	remote_send_params(from, page_sql, 2, params, true, from);

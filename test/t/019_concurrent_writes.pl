@@ -208,6 +208,16 @@ COMMIT;
 	$holder->query_safe('COMMIT');
 	($rc, $out, $err) = $try->('UPDATE counters SET n = n WHERE id = 10');
 	is($rc, 0, 'and lets it in once it commits') or diag $err;
+
+	# a FOR SHARE of every row and a FOR UPDATE of one key meet on the
+	# coordinator (where a deadlock between them would be seen), not on a node
+	$holder->query_safe('BEGIN');
+	$holder->query_safe('SELECT count(*) FROM (SELECT id FROM counters WHERE note IS NULL FOR SHARE) s');
+	($rc, $out, $err) = $try->('SELECT n FROM counters WHERE id = 11 FOR UPDATE');
+	like($err, qr/lock timeout/, 'a FOR SHARE of every row holds a FOR UPDATE of a key on the coordinator');
+	($rc, $out, $err) = $try->('BEGIN; SELECT n FROM counters WHERE id = 11 FOR SHARE; COMMIT');
+	is($rc, 0, 'and lets a FOR SHARE of a key in') or diag $err;
+	$holder->query_safe('COMMIT');
 	$holder->quit;
 
 	($rc, $out, $err) = $coordinator->psql('postgres', 'SELECT n FROM counters WHERE id = 8 FOR UPDATE SKIP LOCKED');
