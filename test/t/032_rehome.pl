@@ -7,8 +7,8 @@
 # bytes changed), some of them also on one of their replicas already, one
 # of them twice.  The rows hold values whose text depends on session
 # settings (dates, a numeric's scale, a float that needs 17 digits, a time
-# with a zone, bytes, text beyond ASCII), and the workers' databases default
-# to other DateStyle, TimeZone, extra_float_digits and bytea_output:
+# with a zone, bytes, text beyond ASCII, an interval), and the workers' databases default
+# to other DateStyle, TimeZone, extra_float_digits, bytea_output and IntervalStyle:
 #  1. rehome_rows (small batches, the calling session in DateStyle SQL, DMY)
 #     says how many rows it moved and how many copies it made: one per
 #     replica that lacked the row, none where an identical row was;
@@ -40,6 +40,7 @@ for my $w (@workers)
 		ALTER DATABASE postgres SET TimeZone = 'Asia/Jakarta';
 		ALTER DATABASE postgres SET extra_float_digits = 0;
 		ALTER DATABASE postgres SET bytea_output = 'escape';
+		ALTER DATABASE postgres SET IntervalStyle = 'sql_standard';
 	});
 }
 
@@ -47,8 +48,9 @@ for my $w (@workers)
 my $row_sql = q{'%s' || pg_catalog.lpad(g::text, 4, '0'), date '1990-01-01' + g,
 	(g * 1.10)::numeric(12, 2), g / 3.0::float8,
 	timestamptz '2024-02-01 12:00:00+07' + g * interval '1 hour',
-	pg_catalog.decode(pg_catalog.md5(g::text), 'hex'), 'Jalan Merdeka №' || g || ' – ü'};
-my $columns = 'nik text NOT NULL, born date, balance numeric(12, 2), score float8, seen timestamptz, photo bytea, note text';
+	pg_catalog.decode(pg_catalog.md5(g::text), 'hex'), 'Jalan Merdeka №' || g || ' – ü',
+	g * interval '1 day 2 hours 3.5 seconds'};
+my $columns = 'nik text NOT NULL, born date, balance numeric(12, 2), score float8, seen timestamptz, photo bytea, note text, span interval';
 
 $coordinator->safe_psql('postgres', qq{
 	SELECT ringshard.set_replication_factor('default', 2);
@@ -93,7 +95,7 @@ $misplaced += scalar(@{ $planted{$_} // [] }) for keys %planted;
 is($misplaced, 401, 'planted 401 rows on nodes that are not their replicas');
 
 # A worker's rows, as text in fixed settings, sorted.
-my $pinned = q{SET DateStyle = ISO; SET TimeZone = UTC; SET extra_float_digits = 3; SET bytea_output = hex;};
+my $pinned = q{SET DateStyle = ISO; SET TimeZone = UTC; SET extra_float_digits = 3; SET bytea_output = hex; SET IntervalStyle = postgres;};
 sub worker_rows
 {
 	my ($name) = @_;
@@ -112,6 +114,7 @@ isnt(worker_rows('w1'), expected_rows('w1'), 'before: w1 does not hold exactly i
 my ($rc, $out, $err) = $coordinator->psql('postgres', q{
 	SET DateStyle = 'SQL, DMY';
 	SET extra_float_digits = 0;
+	SET IntervalStyle = 'postgres_verbose';
 	CALL ringshard.rehome_rows('people', 50);
 });
 is($rc, 0, 'rehome_rows runs') or diag $err;
