@@ -700,9 +700,10 @@ BEGIN
 		 WHERE p.table_name = rebalance_begin.table_name AND p.step = c.step;
 		SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_begin.table_name;
 		RAISE NOTICE 'rebalance of %: resuming at step % of %, rows % of % copied', qualified,
-			(SELECT min(p.step) FROM ringshard.rebalance_progress p
+			(SELECT coalesce(min(p.step) FILTER (WHERE p.state = 'pending'), min(p.step)) FROM ringshard.rebalance_progress p
 			  WHERE p.table_name = rebalance_begin.table_name AND p.state <> 'done'),
 			status.steps, status.rows_done, status.rows_total;
+		PERFORM ringshard_internal.rebalance_clear_targets(table_name);
 		RETURN true;
 	END IF;
 
@@ -721,11 +722,12 @@ BEGIN
 	         ARRAY(SELECT q.predicate FROM ringshard.rebalance_progress q WHERE q.table_name = rebalance_begin.table_name ORDER BY q.step)) c
 	 WHERE p.table_name = rebalance_begin.table_name AND p.step = c.step;
 	RAISE NOTICE '%', ringshard_internal.rebalance_summary_text(table_name, format('rebalance of %s', qualified));
+	PERFORM ringshard_internal.rebalance_clear_targets(table_name);
 	RETURN true;
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_begin(regclass, boolean, integer, integer) IS
-	'rebalance(): checks; a dry run prints the plan summary; a new move pushes the topology, records the plan with its rows counted on the sources; returns whether to move';
+	'rebalance(): checks; a dry run prints the plan summary; a new move pushes the topology, records the plan with its rows counted on the sources; a move (new or resumed) clears its targets of the rows still to be copied to them; returns whether to move';
 
 -- The steps still to do, in order.
 CREATE FUNCTION ringshard_internal.rebalance_unfinished_steps(table_name regclass) RETURNS integer[]
@@ -740,7 +742,39 @@ CREATE FUNCTION ringshard_internal.copy_step_rows(table_name regclass, source te
 	RETURNS bigint
 	AS 'MODULE_PATHNAME', 'ringshard_copy_step_rows' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard_internal.copy_step_rows(regclass, text, text[], text) IS
-	'rebalance(): the rows of a table matching a condition, copied from source onto every target by COPY, node to node, in this transaction (the targets'' rows of the condition deleted first); the rows each target got';
+	'rebalance(): the rows of a table matching a condition, copied from source onto every target by COPY, node to node, in this transaction; the rows each target got';
+
+-- Before the first batch of a move (new or resumed): on every target, the
+-- rows of the steps still to be copied to it are deleted, one statement per
+-- target.  A target is not among the old replicas of what it gains, so
+-- nobody writes those rows there before their copy: what it holds of them
+-- is left from an older layout (or from a copy committed in one phase,
+-- ringshard.two_phase_commit off, whose move failed).  A copy committed in
+-- two phases whose move failed is either committed with its steps marked
+-- copied, or rolled back on every target.  So each batch's copy finds its
+-- rows absent, and no batch scans a target.
+CREATE FUNCTION ringshard_internal.rebalance_clear_targets(table_name regclass) RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	item record;
+	cleared bigint := 0;
+BEGIN
+	FOR item IN
+		SELECT t.node, array_agg(p.step ORDER BY p.step) AS steps
+		  FROM ringshard.rebalance_progress p, unnest(p.targets) t(node)
+		 WHERE p.table_name = rebalance_clear_targets.table_name AND p.state = 'pending'
+		 GROUP BY t.node ORDER BY t.node
+	LOOP
+		cleared := cleared + ringshard_internal.node_value(item.node,
+			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+			       ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, item.steps)),
+			shape => 'bigint')::bigint;
+	END LOOP;
+	RETURN cleared;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.rebalance_clear_targets(regclass) IS
+	'rebalance(): deletes on every target the rows of the steps still to be copied to it (left from an older layout), one statement per target, before the first batch; the rows deleted';
 
 -- The rows of several recorded steps of a table as one condition on a
 -- node's row t, evaluated once per row: for a ring, their token ranges as
@@ -786,7 +820,9 @@ COMMENT ON FUNCTION ringshard_internal.steps_condition(regclass, integer[]) IS
 -- The unfinished steps in batches moved together: steps that share a
 -- source, targets and nodes to delete from, in order, up to about batch
 -- rows each (as counted on the sources when the move began), at least one
--- step each.
+-- step each.  Batches that leave the same nodes come one after another, so
+-- that their rows are deleted there together soon after the last of them
+-- is copied (rebalance_finish_steps).
 CREATE FUNCTION ringshard_internal.rebalance_batches(table_name regclass, batch integer) RETURNS SETOF integer[]
 	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -796,10 +832,10 @@ DECLARE
 	current_group text;
 BEGIN
 	FOR item IN
-		SELECT p.step, p.source || '>' || p.targets::text || '-' || p.deletes::text AS grp, coalesce(p.rows_total, 0) AS rows
+		SELECT p.step, p.deletes::text || '<' || p.source || '>' || p.targets::text AS grp, coalesce(p.rows_total, 0) AS rows
 		  FROM ringshard.rebalance_progress p
 		 WHERE p.table_name = rebalance_batches.table_name AND p.state <> 'done'
-		 ORDER BY p.source, p.targets::text, p.deletes::text, p.step
+		 ORDER BY p.deletes::text, p.source, p.targets::text, p.step
 	LOOP
 		IF cardinality(current) > 0 AND (item.grp IS DISTINCT FROM current_group OR current_rows + item.rows > batch) THEN
 			RETURN NEXT current;
@@ -816,11 +852,11 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_batches(regclass, integer) IS
-	'rebalance(): the unfinished steps in batches moved together: the same source, targets and deletes, up to about batch rows each';
+	'rebalance(): the unfinished steps in batches moved together: the same source, targets and deletes, up to about batch rows each, those that leave the same nodes one after another';
 
 -- Copy the pending steps of a batch in one transaction: their rows from
--- the source onto the targets (those rows on a target deleted first: what
--- an interrupted copy left), one scan of each node for all of them, checked
+-- the source onto the targets (which hold none of them:
+-- rebalance_clear_targets), one scan of the source for all of them, checked
 -- by the counts of both ends; the steps marked copied in the same
 -- transaction, from which on their keys route to their new replicas
 -- (moving_ranges).  The copy holds the table against writers (not readers)
@@ -877,14 +913,20 @@ CREATE FUNCTION ringshard_internal.wait_for_readers(table_name regclass) RETURNS
 COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 	'rebalance(): waits until every transaction holding a lock on the table now has ended (statements that may still route by a batch''s state before its copy), without blocking new ones';
 
--- Delete a batch's copied steps' rows from the nodes that left their
--- replica sets, one statement per node for all of them: every row of the
--- steps is on every target now.
+-- Delete the copied steps' rows from the nodes that left their replica
+-- sets, once the last batch that leaves those nodes is copied: one
+-- statement per node for all of them (a scan of the node for every batch
+-- would cost scans of the whole table per batch), after one wait for
+-- readers.  Every row of the steps is on every target now; until the
+-- delete, the copies left behind are on no replica the coordinator reads or
+-- writes (the steps are copied: their keys route to their new replicas).
+-- A batch whose nodes still owe batches to copy returns at once.
 CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, steps integer[]) RETURNS void
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	copied integer[];
 	deletes text[];
+	left_nodes text[];
 	target text;
 	removed bigint := 0;
 	targets text[];
@@ -903,6 +945,18 @@ BEGIN
 	     WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied)) > 1 THEN
 		RAISE EXCEPTION 'steps finished together must share the nodes they leave' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	left_nodes := deletes;
+	-- a later batch leaves the same nodes: their rows are deleted with its own
+	IF EXISTS (SELECT FROM ringshard.rebalance_progress p
+	            WHERE p.table_name = rebalance_finish_steps.table_name AND p.state = 'pending'
+	              AND p.deletes = left_nodes) THEN
+		RETURN;
+	END IF;
+	-- ... and this one deletes those of the batches before it too
+	copied := ARRAY(SELECT p.step FROM ringshard.rebalance_progress p
+	                 WHERE p.table_name = rebalance_finish_steps.table_name AND p.state = 'copied'
+	                   AND p.deletes = left_nodes
+	                 ORDER BY p.step);
 	-- a statement that began before the copy committed may still read these rows there
 	PERFORM ringshard_internal.wait_for_readers(table_name);
 	-- The copy is committed here, but its parts on the targets may still be
@@ -958,7 +1012,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_finish_steps(regclass, integer[]) IS
-	'rebalance(): deletes a batch''s copied steps'' rows from the nodes that left their replica sets (one statement per node) and marks them done';
+	'rebalance(): once no batch that leaves the same nodes is left to copy, deletes the copied steps'' rows from the nodes that left their replica sets (one statement per node for all of them) and marks them done';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval, after
 -- a batch: a move of hundreds of steps says how far it is (steps done, rows
@@ -969,21 +1023,26 @@ CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	status ringshard.rebalance_status;
+	-- the steps copied: their rows are where they belong (those they left are
+	-- deleted with the last batch that leaves the same nodes)
+	steps_copied bigint;
 BEGIN
 	printed_at := last_notice;
 	line := last_line;
 	-- after every batch: ringshard.operation_progress, which other sessions read
 	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
+	SELECT count(*) INTO steps_copied FROM ringshard.rebalance_progress p
+	 WHERE p.table_name = rebalance_report_progress.table_name AND p.state <> 'pending';
 	PERFORM ringshard_internal.progress_report('rebalance', table_name,
-		format('step %s of %s (%s)', status.steps_done, status.steps, status.phase), status.rows_done, status.rows_total);
+		format('step %s of %s (%s)', steps_copied, status.steps, status.phase), status.rows_done, status.rows_total);
 	IF clock_timestamp() < last_notice + coalesce(current_setting('ringshard.rebalance_notice_interval', true), '5s')::interval THEN
 		RETURN;
 	END IF;
-	IF format('step %s of %s, rows %s of %s (%s %%)', status.steps_done, status.steps, status.rows_done, status.rows_total,
+	IF format('step %s of %s, rows %s of %s (%s %%)', steps_copied, status.steps, status.rows_done, status.rows_total,
 	          status.percent) IS NOT DISTINCT FROM last_line THEN
 		RETURN;
 	END IF;
-	line := format('step %s of %s, rows %s of %s (%s %%)', status.steps_done, status.steps, status.rows_done, status.rows_total,
+	line := format('step %s of %s, rows %s of %s (%s %%)', steps_copied, status.steps, status.rows_done, status.rows_total,
 	               status.percent);
 	-- the rate and the time left are said, not compared: a line says something new only with new rows
 	RAISE NOTICE 'rebalance of %: %', ringshard.qualified_name(table_name), line ||
@@ -1004,6 +1063,14 @@ DECLARE
 	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);
 	forgotten text;
 BEGIN
+	-- a copy left behind on a node that may be a replica again later must not outlive the move's record
+	IF EXISTS (SELECT FROM ringshard.rebalance_progress p
+	            WHERE p.table_name = rebalance_finish.table_name AND p.state <> 'done') THEN
+		RAISE EXCEPTION 'rebalance of % has steps not done: %', table_name,
+			(SELECT array_agg(p.step ORDER BY p.step) FROM ringshard.rebalance_progress p
+			  WHERE p.table_name = rebalance_finish.table_name AND p.state <> 'done')
+			USING ERRCODE = 'internal_error', HINT = 'Call rebalance again: it resumes.';
+	END IF;
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
 	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard_internal.placement_snapshot(table_name))
@@ -1028,7 +1095,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_finish(regclass) IS
 -- the two comparisons name pg_catalog's operators, and all the work (and
 -- every relation) is in the helper functions above, which pin search_path.
 CREATE PROCEDURE ringshard.rebalance(table_name regclass, dry_run boolean DEFAULT false,
-									 batch integer DEFAULT 20000, pause_ms integer DEFAULT 0)
+									 batch integer DEFAULT 50000, pause_ms integer DEFAULT 0)
 	LANGUAGE plpgsql AS $$
 DECLARE
 	steps pg_catalog.int4[];
@@ -1042,8 +1109,9 @@ BEGIN
 	last_notice := pg_catalog.clock_timestamp();
 	-- Batches of steps that share a source, targets and the nodes they
 	-- leave: copied in one transaction (one COPY per target for all of
-	-- them), then deleted where they left in another.  (A FOR loop over a
-	-- query may commit: its rows are read first.)
+	-- them); after the last batch that leaves some nodes, the rows of all
+	-- of those are deleted there in another.  (A FOR loop over a query may
+	-- commit: its rows are read first.)
 	FOR steps IN SELECT b FROM ringshard_internal.rebalance_batches(table_name, batch) b LOOP
 		PERFORM ringshard_internal.rebalance_copy_steps(table_name, steps);
 		COMMIT;

@@ -1604,12 +1604,6 @@ rsfdw_locking_clause(int strength, bool nowait)
 }
 
 char *
-rsfdw_step_delete_sql(Oid relid, const char *condition)
-{
-	return psprintf("DELETE FROM %s t WHERE %s", rsfdw_relation_name(relid), condition);
-}
-
-char *
 rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary)
 {
 	return psprintf("COPY (SELECT %s FROM %s t WHERE %s) TO STDOUT%s", columns, rsfdw_relation_name(relid),

@@ -151,7 +151,6 @@ extern char *rsfdw_column_list(Relation rel);
 
 /* The locking clause a node's read of a table takes for SELECT ... FOR UPDATE/SHARE (LockClauseStrength). */
 extern const char *rsfdw_locking_clause(int strength, bool nowait);
-extern char *rsfdw_step_delete_sql(Oid relid, const char *condition);
 extern char *rsfdw_step_copy_out_sql(Oid relid, const char *columns, const char *condition, bool binary);
 extern char *rsfdw_step_copy_in_sql(Oid relid, const char *columns, bool binary);
 

@@ -104,66 +104,6 @@ table_locks(Oid relid)
 	return entry;
 }
 
-void
-rsfdw_lock_table_for_write(Oid relid)
-{
-	TableWriteLocks *entry = table_locks(relid);
-
-	if (entry->table_locked)
-		return;
-	LockRelationOid(relid, ExclusiveLock);
-	entry->table_locked = true;
-}
-
-uint32
-rsfdw_key_lock_slot(const char *key_bytes, size_t key_len, const char *keyspace_bytes, size_t keyspace_len)
-{
-	uint64		token = rs_murmur3_token(key_bytes, key_len);
-
-	/* a map's keyspace is part of the key: the same key in two keyspaces is two rows */
-	if (keyspace_bytes != NULL)
-		token ^= rs_fmix64(rs_murmur3_token(keyspace_bytes, keyspace_len));
-	return (uint32) (token >> 32);
-}
-
-void
-rsfdw_lock_key_for_write(Oid relid, uint32 slot)
-{
-	TableWriteLocks *entry = table_locks(relid);
-	LOCKTAG		tag;
-
-	if (entry->table_locked)
-		return;
-	if (entry->nkeys >= RINGSHARD_MAX_KEY_LOCKS)
-	{
-		/* a bulk write: the table instead of more keys (the lock table is shared and small) */
-		rsfdw_lock_table_for_write(relid);
-		return;
-	}
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, slot, KEY_LOCK_CLASS);
-	if (LockAcquire(&tag, ExclusiveLock, false, false) == LOCKACQUIRE_OK)
-		entry->nkeys++;
-}
-
-static int
-compare_slots(const void *a, const void *b)
-{
-	uint32		x = *(const uint32 *) a;
-	uint32		y = *(const uint32 *) b;
-
-	return x < y ? -1 : x > y;
-}
-
-void
-rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n)
-{
-	/* in one order, so that two statements locking the same keys cannot wait for each other */
-	qsort(slots, n, sizeof(uint32), compare_slots);
-	for (int i = 0; i < n; i++)
-		if (i == 0 || slots[i] != slots[i - 1])
-			rsfdw_lock_key_for_write(relid, slots[i]);
-}
-
 /*
  * Rows locked by SELECT ... FOR UPDATE/SHARE are locked where writers meet:
  * the key's slot on the coordinator, exclusive as a writer takes it (FOR
@@ -179,8 +119,9 @@ lock_not_available(Oid relid)
 			 errmsg("could not obtain lock on row in relation \"%s\"", get_rel_name(relid))));
 }
 
-void
-rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait)
+/* The table, exclusive (a writer of any row) or shared (a reader FOR SHARE of any row). */
+static void
+lock_whole_table(Oid relid, bool exclusive, bool nowait)
 {
 	TableWriteLocks *entry = table_locks(relid);
 	LOCKMODE	mode = exclusive ? ExclusiveLock : ShareLock;
@@ -195,6 +136,84 @@ rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait)
 		entry->table_locked = true;
 	else
 		entry->table_shared = true;
+}
+
+/* One key's slot; past RINGSHARD_MAX_KEY_LOCKS keys, the table instead. */
+static void
+lock_key_slot(Oid relid, uint32 slot, bool exclusive, bool nowait)
+{
+	TableWriteLocks *entry = table_locks(relid);
+	LOCKTAG		tag;
+	LockAcquireResult result;
+
+	if (entry->table_locked || (!exclusive && entry->table_shared))
+		return;
+	if (entry->nkeys >= RINGSHARD_MAX_KEY_LOCKS)
+	{
+		/* a bulk write: the table instead of more keys (the lock table is shared and small) */
+		lock_whole_table(relid, exclusive, nowait);
+		return;
+	}
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, slot, KEY_LOCK_CLASS);
+	result = LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, nowait);
+	if (result == LOCKACQUIRE_NOT_AVAIL)
+		lock_not_available(relid);
+	if (result == LOCKACQUIRE_OK)
+		entry->nkeys++;
+}
+
+static int
+compare_slots(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Several keys' slots, in one order, so that two statements locking the same keys cannot wait for each other. */
+static void
+lock_key_slots(Oid relid, uint32 *slots, int n, bool exclusive, bool nowait)
+{
+	qsort(slots, n, sizeof(uint32), compare_slots);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || slots[i] != slots[i - 1])
+			lock_key_slot(relid, slots[i], exclusive, nowait);
+}
+
+uint32
+rsfdw_key_lock_slot(const char *key_bytes, size_t key_len, const char *keyspace_bytes, size_t keyspace_len)
+{
+	uint64		token = rs_murmur3_token(key_bytes, key_len);
+
+	/* a map's keyspace is part of the key: the same key in two keyspaces is two rows */
+	if (keyspace_bytes != NULL)
+		token ^= rs_fmix64(rs_murmur3_token(keyspace_bytes, keyspace_len));
+	return (uint32) (token >> 32);
+}
+
+void
+rsfdw_lock_table_for_write(Oid relid)
+{
+	lock_whole_table(relid, true, false);
+}
+
+void
+rsfdw_lock_key_for_write(Oid relid, uint32 slot)
+{
+	lock_key_slot(relid, slot, true, false);
+}
+
+void
+rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n)
+{
+	lock_key_slots(relid, slots, n, true, false);
+}
+
+void
+rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait)
+{
+	lock_whole_table(relid, exclusive, nowait);
 }
 
 void
@@ -213,27 +232,5 @@ rsfdw_lock_keys_for_rows(Oid relid, uint32 *slots, int n, bool exclusive, bool n
 		else if (!ConditionalLockRelationOid(relid, RowExclusiveLock))
 			lock_not_available(relid);
 	}
-	qsort(slots, n, sizeof(uint32), compare_slots);
-	for (int i = 0; i < n; i++)
-	{
-		TableWriteLocks *entry = table_locks(relid);
-		LOCKTAG		tag;
-		LockAcquireResult result;
-
-		if (i > 0 && slots[i] == slots[i - 1])
-			continue;
-		if (entry->table_locked || (!exclusive && entry->table_shared))
-			return;
-		if (entry->nkeys >= RINGSHARD_MAX_KEY_LOCKS)
-		{
-			rsfdw_lock_table_for_rows(relid, exclusive, nowait);
-			return;
-		}
-		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, slots[i], KEY_LOCK_CLASS);
-		result = LockAcquire(&tag, exclusive ? ExclusiveLock : ShareLock, false, nowait);
-		if (result == LOCKACQUIRE_NOT_AVAIL)
-			lock_not_available(relid);
-		if (result == LOCKACQUIRE_OK)
-			entry->nkeys++;
-	}
+	lock_key_slots(relid, slots, n, exclusive, nowait);
 }

@@ -6,12 +6,13 @@
  * A step is a token range (or run of partitions) whose replica set changed:
  * its rows go from one node that holds them (the source) to each node that
  * gains them (the targets).  On each target, in the caller's transaction
- * (the targets commit in two phases with it): the rows of the step already
- * there are deleted (what an interrupted copy left), the step's rows are
- * copied from the source by COPY ... TO STDOUT relayed undecoded into COPY
- * ... FROM STDIN (binary where every column's type allows), and counted
- * again there.  The rows never pass through the coordinator's executor, and
- * each costs the same however many rows the target already holds.
+ * (the targets commit in two phases with it), the step's rows are copied
+ * from the source by COPY ... TO STDOUT relayed undecoded into COPY ... FROM
+ * STDIN (binary where every column's type allows), and counted again there.
+ * The targets hold none of the step's rows before (rebalance_clear_targets
+ * deletes them once, before the first batch of a move), so a target is never
+ * scanned: the rows never pass through the coordinator's executor, and each
+ * costs the same however many rows the target already holds.
  *
  * The copy is exact because nothing else writes the step's rows meanwhile:
  * the coordinator refuses writes to keys whose rows are not copied yet
@@ -86,7 +87,6 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 	{
 		char	   *target;
 		RemoteConnection *to;
-		PGresult   *res;
 		int64		rows;
 
 		if (target_nulls[i])
@@ -102,9 +102,6 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 		to = remote_connection(target, GetUserId());
 		remote_connect_all(&to, 1, false);
 		to->wrote = true;
-		res = remote_exec(to, rsfdw_step_delete_sql(relid, condition), true);
-		remote_expect_command(to, res, "DELETE", -1, "a copy of rows");
-		remote_result_free(res);
 		/* the source's and the target's counts are compared there */
 		rows = remote_copy_between(from, to, out_sql, in_sql);
 		if (copied >= 0 && rows != copied)
