@@ -469,6 +469,9 @@ BEGIN
 		-- statement, node_execute in parallel), one hash per row placed in the
 		-- steps' token ranges (token_range_of); of each source's counts the
 		-- steps it is the source of are kept (it holds copies of others too).
+		-- Hash grouping: the planner guesses as many ranges as keys and would
+		-- sort every row (spilling to disk); there are at most as many as steps.
+		-- No JIT: its compiling costs more than it saves on one scan.
 		SELECT array_agg(b.step ORDER BY b.lo),
 		       '{' || string_agg(b.lo::text || ',' || b.hi::text, ',' ORDER BY b.lo) || '}'
 		  INTO all_steps, all_bounds
@@ -479,7 +482,8 @@ BEGIN
 		FOR answered IN
 			SELECT * FROM ringshard.node_execute(
 				ARRAY(SELECT DISTINCT u.source FROM unnest(plan_sources) u(source) ORDER BY 1),
-				format('SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c || '':'' || x.b, '',''), '''') FROM '
+				format('SET LOCAL enable_sort = off; SET LOCAL jit = off; '
+				       'SELECT COALESCE(pg_catalog.string_agg(x.i || '':'' || x.c || '':'' || x.b, '',''), '''') FROM '
 				       '(SELECT ringshard_worker.token_range_of(pg_catalog.ring_token(t.%I), %L::pg_catalog.ringtoken[]) AS i, '
 				       'pg_catalog.count(*) AS c, pg_catalog.sum(pg_catalog.pg_column_size(t.*)) AS b '
 				       'FROM %s t GROUP BY 1) x WHERE x.i IS NOT NULL',
@@ -675,6 +679,9 @@ BEGIN
 		RETURN false;
 	END IF;
 
+	-- one move of a table at a time, from here to rebalance_finish (across its commits)
+	PERFORM ringshard_internal.hold_table_move(table_name);
+
 	-- Queued writes are delivered to the nodes they were queued for: they
 	-- must land before those nodes' rows move.
 	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = rebalance_begin.table_name) THEN
@@ -744,15 +751,28 @@ CREATE FUNCTION ringshard_internal.copy_step_rows(table_name regclass, source te
 COMMENT ON FUNCTION ringshard_internal.copy_step_rows(regclass, text, text[], text) IS
 	'rebalance(): the rows of a table matching a condition, copied from source onto every target by COPY, node to node, in this transaction; the rows each target got';
 
+-- One move of a table at a time (src/operations/move_rows.c): a session
+-- hold from rebalance_begin to rebalance_finish, across the move's commits.
+CREATE FUNCTION ringshard_internal.hold_table_move(table_name regclass) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_hold_table_move' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.hold_table_move(regclass) IS
+	'rebalance(): this session moves the table''s rows; another session''s rebalance of it fails (55006) until this one ends or its session does';
+CREATE FUNCTION ringshard_internal.release_table_move(table_name regclass) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_release_table_move' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.release_table_move(regclass) IS
+	'rebalance(): the end of this session''s move of the table (hold_table_move)';
+
 -- Before the first batch of a move (new or resumed): on every target, the
 -- rows of the steps still to be copied to it are deleted, one statement per
--- target.  A target is not among the old replicas of what it gains, so
--- nobody writes those rows there before their copy: what it holds of them
--- is left from an older layout (or from a copy committed in one phase,
--- ringshard.two_phase_commit off, whose move failed).  A copy committed in
+-- target.  A target is not among the old replicas of what it gains, so no
+-- write through the coordinator puts those rows there before their copy
+-- (and verify_table and repair_table refuse a table with a move unfinished;
+-- one move of a table runs at a time: hold_table_move): what it holds of
+-- them is left from an older layout, or from a copy committed in one phase
+-- (ringshard.two_phase_commit off) whose move failed.  A copy committed in
 -- two phases whose move failed is either committed with its steps marked
 -- copied, or rolled back on every target.  So each batch's copy finds its
--- rows absent, and no batch scans a target.
+-- rows absent, and a target is scanned once per call, not per batch.
 CREATE FUNCTION ringshard_internal.rebalance_clear_targets(table_name regclass) RETURNS bigint
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -901,7 +921,7 @@ BEGIN
 	   SET rows_copied = coalesce(p.rows_total, 0) + CASE WHEN p.step = pending[1] THEN copied - counted ELSE 0 END,
 	       rows_total = coalesce(p.rows_total, 0) + CASE WHEN p.step = pending[1] THEN copied - counted ELSE 0 END,
 	       state = 'copied', updated_at = now()
-	 WHERE p.table_name = rebalance_copy_steps.table_name AND p.step = ANY (pending);
+	 WHERE p.table_name = rebalance_copy_steps.table_name AND p.step = ANY (pending) AND p.state = 'pending';
 	RETURN copied;
 END
 $$;
@@ -1015,7 +1035,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_finish_steps(regclass, integer[
 	'rebalance(): once no batch that leaves the same nodes is left to copy, deletes the copied steps'' rows from the nodes that left their replica sets (one statement per node for all of them) and marks them done';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval, after
--- a batch: a move of hundreds of steps says how far it is (steps done, rows
+-- a batch: a move of hundreds of steps says how far it is (steps copied, rows
 -- copied) without a line per step, and never says the same thing twice.
 -- Returns when the last line was printed, and that line.
 CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz,
@@ -1077,6 +1097,7 @@ BEGIN
 	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
 	DELETE FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
 	PERFORM ringshard_internal.forget_unused_nodes();
+	PERFORM ringshard_internal.release_table_move(table_name);
 	SELECT string_agg(format('"%s"', k.node_name), ', ' ORDER BY k.node_name COLLATE "C") INTO forgotten
 	  FROM unnest(known) k(node_name)
 	 WHERE NOT EXISTS (SELECT FROM ringshard.nodes n WHERE n.node_name = k.node_name);
@@ -1129,4 +1150,4 @@ BEGIN
 END
 $$;
 COMMENT ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) IS
-	'moves the rows whose replica set changed since the table was placed: batches of steps with the same nodes, each copied by one COPY per target node to node, verified, then deleted where they left, each committed; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';
+	'moves the rows whose replica set changed since the table was placed: batches of steps with the same nodes, each copied by one COPY per target node to node and verified, committed; once the last batch that leaves some nodes is copied, the rows of all of them deleted there; one move of a table at a time; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';

@@ -421,6 +421,28 @@ begin_verify(VerifyState *vs, Oid relid, LOCKMODE lockmode)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s is not a distributed table", RelationGetRelationName(vs->rel)),
 				 errhint("Distributed tables are made by ringshard.create_distributed_table().")));
+
+	/*
+	 * A move under way: rows not copied yet are on their old replicas only,
+	 * and copied ones still on the nodes they left, by design; a repair
+	 * would put rows on targets that the move copies again.
+	 */
+	{
+		Oid			argtypes[1] = {REGCLASSOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+		(void) owner_catalog_query("SELECT 1 FROM ringshard.rebalance_progress WHERE table_name = $1 LIMIT 1",
+								   1, argtypes, values, true, &nrows);
+		if (nrows > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table %s has an unfinished rebalance", RelationGetRelationName(vs->rel)),
+					 errdetail("Until the move ends, rows not copied yet are only on their old replicas, and copied "
+							   "ones are still on the nodes they left."),
+					 errhint("CALL ringshard.rebalance('%s') finishes it; then verify the table.",
+							 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(vs->rel)),
+														RelationGetRelationName(vs->rel)))));
+	}
 	table_placement_load(&vs->placement, relid, RelationGetDescr(vs->rel), CurrentMemoryContext);
 	vs->nnodes = placement_node_count(&vs->placement);
 	vs->conns = palloc(sizeof(RemoteConnection *) * Max(vs->nnodes, 1));

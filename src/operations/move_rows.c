@@ -10,9 +10,10 @@
  * from the source by COPY ... TO STDOUT relayed undecoded into COPY ... FROM
  * STDIN (binary where every column's type allows), and counted again there.
  * The targets hold none of the step's rows before (rebalance_clear_targets
- * deletes them once, before the first batch of a move), so a target is never
- * scanned: the rows never pass through the coordinator's executor, and each
- * costs the same however many rows the target already holds.
+ * deletes them once per call, before its first batch; one move of a table
+ * runs at a time, hold_table_move), so no batch scans a target: the rows
+ * never pass through the coordinator's executor, and each costs the same
+ * however many rows the target already holds.
  *
  * The copy is exact because nothing else writes the step's rows meanwhile:
  * the coordinator refuses writes to keys whose rows are not copied yet
@@ -112,6 +113,60 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 		copied = rows;
 	}
 	PG_RETURN_INT64(Max(copied, 0));
+}
+
+/* What tells a rebalance's hold of its table apart from other advisory locks (pg_locks.objsubid): "RM". */
+#define TABLE_MOVE_LOCK_CLASS 0x524d
+
+static void
+table_move_tag(LOCKTAG *tag, Oid relid)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, 0, TABLE_MOVE_LOCK_CLASS);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_hold_table_move);
+
+/*
+ * hold_table_move(table): this session moves the table's rows; another
+ * session's rebalance of it is refused until this one lets go.  A session
+ * lock: a rebalance commits batch by batch and holds the table across its
+ * commits.  Two moves of one table at once would each take the other's
+ * copies for rows still to copy (a target is cleared of them once, when a
+ * move starts or resumes), and copy a batch twice.  A move stopped by an
+ * error keeps the hold until its session ends or moves the table again;
+ * the session's own new call takes it over.
+ */
+Datum
+ringshard_hold_table_move(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	LOCKTAG		tag;
+
+	table_move_tag(&tag, relid);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		PG_RETURN_VOID();
+	if (LockAcquire(&tag, ExclusiveLock, true, true) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("another session is rebalancing table %s", get_rel_name(relid)),
+				 errdetail("A rebalance holds its table from its start to its end; one stopped by an error holds it "
+						   "until its session ends or calls rebalance again."),
+				 errhint("Wait for it to finish: ringshard.rebalance_status shows how far it is.")));
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_release_table_move);
+
+/* release_table_move(table): the end of this session's move of the table. */
+Datum
+ringshard_release_table_move(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+
+	table_move_tag(&tag, PG_GETARG_OID(0));
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		(void) LockRelease(&tag, ExclusiveLock, true);
+	PG_RETURN_VOID();
 }
 
 PG_FUNCTION_INFO_V1(ringshard_wait_for_readers);

@@ -124,6 +124,16 @@ $mover->query_until(qr/started/, q{
 ok($coordinator->poll_query_until('postgres',
 	q{SELECT coalesce(sum(rows_done), 0) > 40 FROM ringshard.rebalance_status}),
 	'the move makes progress a person can watch');
+# One move of a table at a time: a second session's rebalance would find the
+# first one's steps pending and clear their targets of rows it copies.  And
+# no verify or repair in the middle: rows are where the move has them.
+($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items')});
+like($err, qr/ERROR:  another session is rebalancing table items/,
+	'a second session\'s rebalance of the table is refused while the first runs') or diag($err);
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.rebalance_progress WHERE state = 'pending'}) > 0, 1,
+	'... and changed nothing: steps are still pending');
+($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT * FROM ringshard.repair_table('items')});
+like($err, qr/ERROR:  table items has an unfinished rebalance/, 'repair_table is refused in the middle of a move') or diag($err);
 # rebalance_status, read in the middle: the rows of the whole plan, the rows
 # copied so far, and the percent that is their ratio.
 my ($st_steps, $st_done, $st_total, $st_rows_done, $st_percent, $st_exact) = split /\|/, $coordinator->safe_psql('postgres',

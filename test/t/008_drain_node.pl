@@ -114,7 +114,7 @@ my ($t2_steps) = $err =~ /\(dry run, nothing changed\): (\d+) steps/;
 ($rc, $out, $err) = $coordinator->psql('postgres',
 	q{SET ringshard.rebalance_notice_interval = 0; CALL ringshard.rebalance('t2')});
 is($rc, 0, 'the rebalance that drains w3 of t2 succeeds') or diag($err);
-# a line after each batch (steps with the same nodes, moved together): the steps done so far, up to all of them
+# a line after each batch (steps with the same nodes, moved together): the steps copied so far, up to all of them
 my @reported = $err =~ /rebalance of public\.t2: step (\d+) of $t2_steps, rows \d+ of \d+ \([\d.]+ %\)/g;
 my $increasing = 1;
 $increasing &&= $reported[$_] > $reported[ $_ - 1 ] for 1 .. $#reported;

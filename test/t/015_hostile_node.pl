@@ -687,7 +687,7 @@ $coordinator->safe_psql('postgres', sprintf(q{
 # only its progress report: answered with no rows, the rebalance goes on and
 # moves every row right, which leaves nothing to move for the cases after
 # it; so only the answers that stop it are tried.)
-for my $what ([ 'count of rows to move', '^SELECT COALESCE\(pg_catalog\.string_agg\(x\.i', [ 'one_column', 'garbage', 'hang' ] ],
+for my $what ([ 'count of rows to move', 'SELECT COALESCE\(pg_catalog\.string_agg\(x\.i', [ 'one_column', 'garbage', 'hang' ] ],
 	[ 'copy of rows', 'COPY \(SELECT' ],
 	[ 'delete of moved rows', 'WITH gone AS \(DELETE' ])
 {
