@@ -49,6 +49,34 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catalog row for a change; raises if the ring does not exist';
 
+-- A ring or map changes only while no table laid out on it has a move
+-- under way: a move keeps the plan it began with (its steps, their
+-- sources and targets), and reads and writes route by that plan and the
+-- topology together; a second change before the move ends would leave
+-- rows where neither layout reads them.  (distributed_tables and
+-- rebalance_progress are created further on; PL/pgSQL finds them when it
+-- runs.)
+CREATE FUNCTION ringshard_internal.refuse_change_during_move(kind text, name text) RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	moving regclass;
+BEGIN
+	SELECT d.table_name INTO moving FROM ringshard.distributed_tables d
+	 WHERE ((kind = 'ring' AND d.ring_name = name) OR (kind = 'partition map' AND d.map_name = name))
+	   AND EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = d.table_name)
+	 ORDER BY d.table_name::text COLLATE "C" LIMIT 1;
+	IF moving IS NOT NULL THEN
+		RAISE EXCEPTION '% "%" cannot change while table % has an unfinished rebalance', kind, name, moving
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = 'A move keeps the plan it began with; a second change before it ends would leave rows '
+			               'where neither layout reads them.',
+			      HINT = format('Finish the move first: CALL ringshard.rebalance(%L).', ringshard.qualified_name(moving));
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.refuse_change_during_move(text, text) IS
+	'raises if a table laid out on the ring or partition map has an unfinished rebalance: its layout must not change before the move ends';
+
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS text
@@ -189,6 +217,7 @@ DECLARE
 	users text;
 BEGIN
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
 	  FROM ringshard.distributed_tables d WHERE d.ring_name = ring;
 	IF users IS NOT NULL THEN
@@ -216,6 +245,7 @@ DECLARE
 	members integer;
 BEGIN
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	IF replication_factor IS NULL OR replication_factor NOT BETWEEN 1 AND 64 THEN
 		RAISE EXCEPTION 'replication factor % is outside 1..64', coalesce(replication_factor::text, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value';
@@ -326,6 +356,7 @@ DECLARE
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	PERFORM ringshard_internal.check_weight(weight);
 	PERFORM ringshard_internal.check_zone(zone);
 	IF zone IS NOT NULL THEN
@@ -357,6 +388,7 @@ BEGIN
 	-- (the ring locked first: a remove_node meanwhile could take the node off it again)
 	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference') THEN
 		PERFORM ringshard_internal.lock_ring('reference');
+		PERFORM ringshard_internal.refuse_change_during_move('ring', 'reference');
 	END IF;
 	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference')
 	   AND NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node) THEN
@@ -383,6 +415,7 @@ DECLARE
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
 			USING ERRCODE = 'undefined_object';
@@ -405,6 +438,7 @@ BEGIN
 	-- its copies; the last copy is kept.
 	IF ring <> 'reference' AND EXISTS (SELECT FROM ringshard.rings r WHERE r.ring_name = 'reference') THEN
 		PERFORM ringshard_internal.lock_ring('reference');	-- before the checks: add_node takes it first too
+		PERFORM ringshard_internal.refuse_change_during_move('ring', 'reference');
 	END IF;
 	IF ring <> 'reference'
 	   AND EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = 'reference' AND m.node_name = node)
@@ -451,6 +485,7 @@ DECLARE
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	PERFORM ringshard_internal.check_weight(weight);
 	SELECT m.weight INTO previous FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node;
 	UPDATE ringshard.ring_members m SET weight = set_node_weight.weight
@@ -479,6 +514,7 @@ DECLARE
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	PERFORM ringshard_internal.check_zone(zone);
 	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
@@ -512,6 +548,7 @@ DECLARE
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_ring(ring);
+	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
 	IF NOT EXISTS (SELECT FROM ringshard.ring_members m WHERE m.ring_name = ring AND m.node_name = node) THEN
 		RAISE EXCEPTION 'node "%" is not on ring "%"', node, ring
 			USING ERRCODE = 'undefined_object';

@@ -38,6 +38,7 @@ DECLARE
 	users text;
 BEGIN
 	PERFORM ringshard_internal.lock_partition_map(map);
+	PERFORM ringshard_internal.refuse_change_during_move('partition map', map);
 	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
 	  FROM ringshard.distributed_tables d WHERE d.map_name = map;
 	IF users IS NOT NULL THEN
@@ -81,6 +82,7 @@ DECLARE
 	merged_end integer := partition_end;
 BEGIN
 	PERFORM ringshard_internal.lock_partition_map(map);
+	PERFORM ringshard_internal.refuse_change_during_move('partition map', map);
 	PERFORM ringshard.check_partition_range(partition_start, partition_end);
 	PERFORM ringshard_internal.ensure_node(node, NULL);
 	-- Merge with this node's ranges that overlap or touch the new one.
@@ -115,6 +117,7 @@ DECLARE
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM ringshard_internal.lock_partition_map(map);
+	PERFORM ringshard_internal.refuse_change_during_move('partition map', map);
 	PERFORM ringshard.check_partition_range(partition_start, partition_end);
 	FOR held IN
 		DELETE FROM ringshard.partition_assignments a
@@ -181,6 +184,7 @@ BEGIN
 		INSERT INTO ringshard.partition_maps (map_name) VALUES (map);
 	END IF;
 	PERFORM ringshard_internal.lock_partition_map(map);
+	PERFORM ringshard_internal.refuse_change_during_move('partition map', map);
 	-- Parse everything before changing anything.
 	CREATE TEMPORARY TABLE IF NOT EXISTS pg_temp.ringshard_config_entries
 		(address text, partition_start integer, partition_end integer, line integer) ON COMMIT DROP;

@@ -134,6 +134,10 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.rebalanc
 	'... and changed nothing: steps are still pending');
 ($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT * FROM ringshard.repair_table('items')});
 like($err, qr/ERROR:  table items has an unfinished rebalance/, 'repair_table is refused in the middle of a move') or diag($err);
+# ... nor a second change of the ring: the move keeps the plan it began with
+($rc, $out, $err) = $coordinator->psql('postgres', q{SELECT ringshard.set_node_weight('r4', 2)});
+like($err, qr/ERROR:  ring "default" cannot change while table public\.items has an unfinished rebalance/,
+	'a second change of the ring is refused in the middle of a move') or diag($err);
 # rebalance_status, read in the middle: the rows of the whole plan, the rows
 # copied so far, and the percent that is their ratio.
 my ($st_steps, $st_done, $st_total, $st_rows_done, $st_percent, $st_exact) = split /\|/, $coordinator->safe_psql('postgres',
