@@ -345,6 +345,40 @@ SELECT table_name, kind, placed_by, keyspace, copies, nodes, layout FROM ringsha
  ORDER BY table_name::text COLLATE "C";
 
 --
+-- A ring or map does not change while a table laid out on it has a move
+-- under way (a recorded rebalance step): the move keeps the plan it began
+-- with.  Once the move's record is gone, the change goes through.
+--
+SELECT ringshard.create_ring('moving_ring', 16, 1);
+SELECT ringshard.add_node('mv1', NULL, 'moving_ring');
+CREATE TABLE moving_by_token (k text, v int);
+SELECT ringshard.distribute_table('moving_by_token', 'k', 'moving_ring');
+SELECT ringshard.create_partition_map('moving_map');
+SELECT ringshard.assign_partitions('mv1', 0, 255, 'moving_map');
+CREATE TABLE moving_by_partition (k text, v int);
+SELECT ringshard.distribute_table_by_partition('moving_by_partition', 'k', 'ks', 'moving_map');
+INSERT INTO ringshard.rebalance_progress (table_name, step, predicate, source, targets, deletes)
+VALUES ('moving_by_token', 1, 'true', 'mv1', '{}', '{}'), ('moving_by_partition', 1, 'true', 'mv1', '{}', '{}');
+SELECT ringshard.add_node('mv2', NULL, 'moving_ring');
+SELECT ringshard.set_node_weight('mv1', 2, 'moving_ring');
+SELECT ringshard.set_replication_factor('moving_ring', 2);
+SELECT ringshard.assign_partitions('mv2', 0, 9, 'moving_map');
+SELECT ringshard.unassign_partitions('mv1', 0, 9, 'moving_map');
+-- other rings and maps change as usual
+SELECT ringshard.create_ring('quiet_ring', 16, 1);
+SELECT ringshard.add_node('mv3', NULL, 'quiet_ring');
+DELETE FROM ringshard.rebalance_progress WHERE table_name IN ('moving_by_token'::regclass, 'moving_by_partition'::regclass);
+SELECT ringshard.add_node('mv2', NULL, 'moving_ring');
+SELECT ringshard.assign_partitions('mv2', 0, 9, 'moving_map');
+DROP TABLE moving_by_token, moving_by_partition;
+SELECT ringshard.remove_node('mv1', 'moving_ring');
+SELECT ringshard.remove_node('mv2', 'moving_ring');
+SELECT ringshard.remove_node('mv3', 'quiet_ring');
+SELECT ringshard.drop_ring('moving_ring');
+SELECT ringshard.drop_ring('quiet_ring');
+SELECT ringshard.drop_partition_map('moving_map');
+
+--
 -- Clean up: the catalog as CREATE EXTENSION left it
 --
 DROP TABLE accounts, users, devices, events, faces, enrollments, tenant_orders, replicated_faces, gappy_faces, plain_table;
