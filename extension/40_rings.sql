@@ -61,10 +61,11 @@ CREATE FUNCTION ringshard_internal.refuse_change_during_move(kind text, name tex
 DECLARE
 	moving regclass;
 BEGIN
-	SELECT d.table_name INTO moving FROM ringshard.distributed_tables d
-	 WHERE ((kind = 'ring' AND d.ring_name = name) OR (kind = 'partition map' AND d.map_name = name))
-	   AND EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = d.table_name)
-	 ORDER BY d.table_name::text COLLATE "C" LIMIT 1;
+	-- the first such table by name, if any
+	moving := (SELECT d.table_name FROM ringshard.distributed_tables d
+	            WHERE ((kind = 'ring' AND d.ring_name = name) OR (kind = 'partition map' AND d.map_name = name))
+	              AND EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = d.table_name)
+	            ORDER BY d.table_name::text COLLATE "C" LIMIT 1);
 	IF moving IS NOT NULL THEN
 		RAISE EXCEPTION '% "%" cannot change while table % has an unfinished rebalance', kind, name, moving
 			USING ERRCODE = 'object_not_in_prerequisite_state',
