@@ -105,6 +105,26 @@ COMMENT ON TABLE ringshard.node_status IS
 -- is marked up; the writers that waited then write to it directly.  (The
 -- watchdog then resolves prepared transactions a crash left in doubt, in a
 -- transaction of its own.)
+-- The parts of this coordinator's committed transactions (those with a
+-- transaction record) still prepared on a node: their rows are invisible
+-- there until recovery commits them.  (node_value and the records' table are
+-- created further on; PL/pgSQL finds them when it runs.)
+CREATE FUNCTION ringshard_internal.committed_parts_prepared_on(node text) RETURNS text[]
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	prepared text[];
+BEGIN
+	prepared := ringshard_internal.node_value(node,
+		'SELECT COALESCE(pg_catalog.array_agg(gid), ''{}'') FROM pg_catalog.pg_prepared_xacts
+		  WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()',
+		in_transaction => false, shape => 'text[]')::text[];
+	RETURN ARRAY(SELECT r.gid FROM ringshard.transaction_records r
+	              WHERE r.node_name = committed_parts_prepared_on.node AND r.gid = ANY (prepared) ORDER BY r.gid);
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.committed_parts_prepared_on(text) IS
+	'the prepared-transaction names of this coordinator''s committed transactions (with a record) still prepared on a node';
+
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
 	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -199,7 +219,20 @@ BEGIN
 			IF handed > 0 THEN
 				RAISE LOG 'ringshard: delivered % queued write(s) to node "%" at its hand-over', handed, nodes_seen[i];
 			END IF;
+			-- A node that went away between a PREPARE and its COMMIT PREPARED
+			-- may have come back after this round's recovery: its part of a
+			-- committed (and acknowledged) transaction is still prepared,
+			-- its rows invisible there.  Recovery runs on it again here, and
+			-- it is marked up only once none is left: else a read that picks
+			-- it would miss them.  (A part whose transaction is between its
+			-- commit and its COMMIT PREPARED right now waits for the next round.)
+			PERFORM ringshard_internal.recover_prepared_transactions_on(ARRAY[nodes_seen[i]]);
 			IF NOT EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i])
+			   AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = nodes_seen[i])
+			   AND cardinality(ringshard_internal.committed_parts_prepared_on(nodes_seen[i])) > 0 THEN
+				RAISE LOG 'ringshard: node "%" stays down this round: a committed transaction is still prepared there',
+					nodes_seen[i];
+			ELSIF NOT EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i])
 			   AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = nodes_seen[i]) THEN
 				UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = nodes_seen[i] AND NOT n.is_up;
 				IF FOUND THEN
@@ -230,4 +263,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard.watchdog_tick(boolean, integer) IS
-	'one round of the health watchdog: probes nodes, replays queues, marks a node down when it does not answer or misses writes, and up, under its queue lock, once it answers and its queue is delivered';
+	'one round of the health watchdog: probes nodes, replays queues, marks a node down when it does not answer or misses writes, and up, under its queue lock, once it answers, its queue is delivered and no part of a committed transaction is still prepared there';

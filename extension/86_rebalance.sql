@@ -950,7 +950,6 @@ DECLARE
 	target text;
 	removed bigint := 0;
 	targets text[];
-	prepared text[];
 	seen text[];
 	stuck text[];
 	in_doubt text;
@@ -999,12 +998,8 @@ BEGIN
 		PERFORM ringshard_internal.recover_prepared_transactions_on(targets);
 		seen := '{}';
 		FOREACH target IN ARRAY targets LOOP
-			prepared := ringshard_internal.node_value(target,
-				'SELECT COALESCE(pg_catalog.array_agg(gid), ''{}'') FROM pg_catalog.pg_prepared_xacts
-				  WHERE database OPERATOR(pg_catalog.=) pg_catalog.current_database()',
-				in_transaction => false, shape => 'text[]')::text[];
-			seen := seen || ARRAY(SELECT target || ' ' || r.gid FROM ringshard.transaction_records r
-			                       WHERE r.node_name = target AND r.gid = ANY (prepared));
+			seen := seen || ARRAY(SELECT target || ' ' || g
+			                        FROM unnest(ringshard_internal.committed_parts_prepared_on(target)) g);
 		END LOOP;
 		stuck := CASE WHEN attempt = 1 THEN seen ELSE ARRAY(SELECT unnest(stuck) INTERSECT SELECT unnest(seen)) END;
 		EXIT WHEN cardinality(stuck) = 0;
