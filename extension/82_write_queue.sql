@@ -97,14 +97,6 @@ CREATE TABLE ringshard.node_status (
 COMMENT ON TABLE ringshard.node_status IS
 	'per node, the watchdog''s last round: answered or not, primary or standby, host reached, round trip, writes delivered in the round and still queued, catching up since, last error';
 
--- One round of the health watchdog: probe every node, mark down a node that
--- does not answer, and replay the queue of each node that does.  A node that
--- answers and has at most one batch left is handed over at the end of the
--- round: under its queue lock (taken exclusive, so no write is still on its
--- way to its queue, and new ones wait), the rest is delivered and the node
--- is marked up; the writers that waited then write to it directly.  (The
--- watchdog then resolves prepared transactions a crash left in doubt, in a
--- transaction of its own.)
 -- The parts of this coordinator's committed transactions (those with a
 -- transaction record) still prepared on a node: their rows are invisible
 -- there until recovery commits them.  (node_value and the records' table are
@@ -125,6 +117,15 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.committed_parts_prepared_on(text) IS
 	'the prepared-transaction names of this coordinator''s committed transactions (with a record) still prepared on a node';
 
+-- One round of the health watchdog: probe every node, mark down a node that
+-- does not answer, and replay the queue of each node that does.  A node that
+-- answers and has at most one batch left is handed over at the end of the
+-- round: under its queue lock (taken exclusive, so no write is still on its
+-- way to its queue, and new ones wait), the rest is delivered and the node
+-- is marked up, once recovery has left no part of a committed transaction
+-- prepared there; the writers that waited then write to it directly.  (The
+-- watchdog then resolves prepared transactions a crash left in doubt, in a
+-- transaction of its own.)
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
 	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
@@ -226,17 +227,17 @@ BEGIN
 			-- it is marked up only once none is left: else a read that picks
 			-- it would miss them.  (A part whose transaction is between its
 			-- commit and its COMMIT PREPARED right now waits for the next round.)
-			PERFORM ringshard_internal.recover_prepared_transactions_on(ARRAY[nodes_seen[i]]);
 			IF NOT EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i])
-			   AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = nodes_seen[i])
-			   AND cardinality(ringshard_internal.committed_parts_prepared_on(nodes_seen[i])) > 0 THEN
-				RAISE LOG 'ringshard: node "%" stays down this round: a committed transaction is still prepared there',
-					nodes_seen[i];
-			ELSIF NOT EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = nodes_seen[i])
 			   AND NOT EXISTS (SELECT FROM ringshard.dead_letters d WHERE d.node_name = nodes_seen[i]) THEN
-				UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = nodes_seen[i] AND NOT n.is_up;
-				IF FOUND THEN
-					RAISE LOG 'ringshard: node "%" is marked up', nodes_seen[i];
+				PERFORM ringshard_internal.recover_prepared_transactions_on(ARRAY[nodes_seen[i]]);
+				IF cardinality(ringshard_internal.committed_parts_prepared_on(nodes_seen[i])) > 0 THEN
+					RAISE LOG 'ringshard: node "%" stays down this round: a committed transaction is still prepared there',
+						nodes_seen[i];
+				ELSE
+					UPDATE ringshard.nodes n SET is_up = true WHERE n.node_name = nodes_seen[i] AND NOT n.is_up;
+					IF FOUND THEN
+						RAISE LOG 'ringshard: node "%" is marked up', nodes_seen[i];
+					END IF;
 				END IF;
 			END IF;
 		EXCEPTION

@@ -945,7 +945,6 @@ CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, s
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	copied integer[];
-	deletes text[];
 	left_nodes text[];
 	target text;
 	removed bigint := 0;
@@ -954,7 +953,7 @@ DECLARE
 	stuck text[];
 	in_doubt text;
 BEGIN
-	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, deletes
+	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, left_nodes
 	  FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (steps) AND p.state = 'copied';
 	IF copied IS NULL THEN
@@ -964,7 +963,6 @@ BEGIN
 	     WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied)) > 1 THEN
 		RAISE EXCEPTION 'steps finished together must share the nodes they leave' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	left_nodes := deletes;
 	-- a later batch leaves the same nodes: their rows are deleted with its own
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p
 	            WHERE p.table_name = rebalance_finish_steps.table_name AND p.state = 'pending'
@@ -1015,7 +1013,7 @@ BEGIN
 			      HINT = 'Nothing was deleted.  See ringshard.recover_prepared_transactions(); call rebalance again once it '
 			             'finishes them: it resumes.';
 	END IF;
-	FOREACH target IN ARRAY deletes LOOP
+	FOREACH target IN ARRAY left_nodes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
 			       ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, copied)),

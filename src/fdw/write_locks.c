@@ -104,13 +104,6 @@ table_locks(Oid relid)
 	return entry;
 }
 
-/*
- * Rows locked by SELECT ... FOR UPDATE/SHARE are locked where writers meet:
- * the key's slot on the coordinator, exclusive as a writer takes it (FOR
- * UPDATE, FOR NO KEY UPDATE) or shared (FOR SHARE, FOR KEY SHARE: writers
- * wait, other such readers do not); the whole table, in the same two
- * modes, for a read of any row.  A lock already held covers a weaker one.
- */
 static void
 lock_not_available(Oid relid)
 {
@@ -210,6 +203,13 @@ rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n)
 	lock_key_slots(relid, slots, n, true, false);
 }
 
+/*
+ * Rows locked by SELECT ... FOR UPDATE/SHARE are locked where writers meet:
+ * the key's slot on the coordinator, exclusive as a writer takes it (FOR
+ * UPDATE, FOR NO KEY UPDATE) or shared (FOR SHARE, FOR KEY SHARE: writers
+ * wait, other such readers do not); the whole table, in the same two
+ * modes, for a read of any row.  A lock already held covers a weaker one.
+ */
 void
 rsfdw_lock_table_for_rows(Oid relid, bool exclusive, bool nowait)
 {
