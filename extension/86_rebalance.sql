@@ -307,11 +307,12 @@ BEGIN
 		SELECT (row_number() OVER (ORDER BY m.range_start))::integer,
 		       ringshard_internal.ring_step_predicate(annotation.key_column, m.range_start, m.range_end),
 		       m.fraction, m.old_nodes, m.new_nodes,
-		       -- copy from a node that keeps the rows if there is one: it stays busy anyway
+		       -- copy from a node that keeps the rows if there is one: it stays busy anyway;
+		       -- targets and deletes in name order, so that steps to and from the same nodes batch together
 		       coalesce((SELECT o FROM unnest(m.old_nodes) WITH ORDINALITY u(o, i) WHERE o = ANY (m.new_nodes) ORDER BY i LIMIT 1),
 		                m.old_nodes[1]),
-		       ARRAY(SELECT n FROM unnest(m.new_nodes) n WHERE n <> ALL (m.old_nodes)),
-		       ARRAY(SELECT o FROM unnest(m.old_nodes) o WHERE o <> ALL (m.new_nodes))
+		       ARRAY(SELECT n FROM unnest(m.new_nodes) n WHERE n <> ALL (m.old_nodes) ORDER BY n COLLATE "C"),
+		       ARRAY(SELECT o FROM unnest(m.old_nodes) o WHERE o <> ALL (m.new_nodes) ORDER BY o COLLATE "C")
 		  FROM ringshard_internal.ring_move_plan(placed->'members',
 		         (placed->>'vnodes')::integer, (placed->>'replication_factor')::integer,
 		         annotation.ring_name) m;
@@ -329,8 +330,8 @@ BEGIN
 		       ringshard_internal.partition_step_predicate(rebalance_plan.table_name, r.first_p, r.last_p),
 		       (r.last_p - r.first_p + 1) / 256.0::float8, r.old_nodes, r.new_nodes,
 		       coalesce((SELECT o FROM unnest(r.old_nodes) o WHERE o = ANY (r.new_nodes) LIMIT 1), r.old_nodes[1]),
-		       ARRAY(SELECT n FROM unnest(r.new_nodes) n WHERE n <> ALL (r.old_nodes)),
-		       ARRAY(SELECT o FROM unnest(r.old_nodes) o WHERE o <> ALL (r.new_nodes))
+		       ARRAY(SELECT n FROM unnest(r.new_nodes) n WHERE n <> ALL (r.old_nodes) ORDER BY n COLLATE "C"),
+		       ARRAY(SELECT o FROM unnest(r.old_nodes) o WHERE o <> ALL (r.new_nodes) ORDER BY o COLLATE "C")
 		  FROM runs r;
 	END IF;
 END
@@ -933,6 +934,42 @@ CREATE FUNCTION ringshard_internal.wait_for_readers(table_name regclass) RETURNS
 COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 	'rebalance(): waits until every transaction holding a lock on the table now has ended (statements that may still route by a batch''s state before its copy), without blocking new ones';
 
+-- The nodes among these on which a part of a committed transaction (one
+-- with a record) is still prepared after recovery, as '"a", "b"'; NULL if
+-- none.  Such a part's rows are invisible there (a copy's) or still
+-- visible (a delete's) until recovery commits it: its COMMIT PREPARED was
+-- not confirmed, because the node, or this server, went away in between.
+-- Recovery runs on the nodes before each look (its own errors aside: a
+-- part of someone else's may fail there); a part that was prepared at the
+-- first look and still is at the last (about 2 s later) is in doubt.  A
+-- writer's part between its commit and its COMMIT PREPARED is not there
+-- long.  (The record of a part is kept until recovery has seen it
+-- committed.)
+CREATE FUNCTION ringshard_internal.parts_in_doubt_on(nodes text[]) RETURNS text
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	node text;
+	seen text[];
+	stuck text[];
+BEGIN
+	FOR attempt IN 1 .. 5 LOOP
+		PERFORM ringshard_internal.recover_prepared_transactions_on(nodes);
+		seen := '{}';
+		FOREACH node IN ARRAY nodes LOOP
+			seen := seen || ARRAY(SELECT node || ' ' || g FROM unnest(ringshard_internal.committed_parts_prepared_on(node)) g);
+		END LOOP;
+		stuck := CASE WHEN attempt = 1 THEN seen ELSE ARRAY(SELECT unnest(stuck) INTERSECT SELECT unnest(seen)) END;
+		EXIT WHEN cardinality(stuck) = 0;
+		IF attempt < 5 THEN
+			PERFORM pg_sleep(0.2 * attempt);
+		END IF;
+	END LOOP;
+	RETURN (SELECT string_agg(DISTINCT format('"%s"', split_part(x, ' ', 1)), ', ') FROM unnest(stuck) x);
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.parts_in_doubt_on(text[]) IS
+	'rebalance(): the nodes among these where, after recovery, a part of a committed transaction stays prepared, as a quoted list; NULL if none';
+
 -- Delete the copied steps' rows from the nodes that left their replica
 -- sets, once the last batch that leaves those nodes is copied: one
 -- statement per node for all of them (a scan of the node for every batch
@@ -949,8 +986,6 @@ DECLARE
 	target text;
 	removed bigint := 0;
 	targets text[];
-	seen text[];
-	stuck text[];
 	in_doubt text;
 BEGIN
 	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, left_nodes
@@ -977,35 +1012,12 @@ BEGIN
 	-- a statement that began before the copy committed may still read these rows there
 	PERFORM ringshard_internal.wait_for_readers(table_name);
 	-- The copy is committed here, but its parts on the targets may still be
-	-- prepared: their COMMIT PREPARED was not confirmed (a node, or this
-	-- server, went away in between; a resumed move meets the batch the
-	-- interrupted one copied last).  Those rows are invisible on the targets
+	-- prepared (parts_in_doubt_on): those rows are invisible on the targets
 	-- until recovery commits them, so deleting them where they left would
-	-- leave them nowhere to be read.  Recovery runs on the targets first
-	-- (its own errors aside: a part of someone else's may fail there); then
-	-- no part of a committed transaction (one with a record) may still be
-	-- prepared on a target, or the move stops with nothing deleted.  (The
-	-- record of a part is kept until recovery has seen it committed.)
+	-- leave them nowhere to be read.
 	targets := ARRAY(SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
 	                  WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied) ORDER BY 1);
-	-- A part that was prepared at the first look and still is at the last
-	-- (about 2 s later, recovery run before each look) is in doubt; a
-	-- writer's part between its commit and its COMMIT PREPARED is not there
-	-- long.
-	FOR attempt IN 1 .. 5 LOOP
-		PERFORM ringshard_internal.recover_prepared_transactions_on(targets);
-		seen := '{}';
-		FOREACH target IN ARRAY targets LOOP
-			seen := seen || ARRAY(SELECT target || ' ' || g
-			                        FROM unnest(ringshard_internal.committed_parts_prepared_on(target)) g);
-		END LOOP;
-		stuck := CASE WHEN attempt = 1 THEN seen ELSE ARRAY(SELECT unnest(stuck) INTERSECT SELECT unnest(seen)) END;
-		EXIT WHEN cardinality(stuck) = 0;
-		IF attempt < 5 THEN
-			PERFORM pg_sleep(0.2 * attempt);
-		END IF;
-	END LOOP;
-	in_doubt := (SELECT string_agg(DISTINCT format('"%s"', split_part(x, ' ', 1)), ', ') FROM unnest(stuck) x);
+	in_doubt := ringshard_internal.parts_in_doubt_on(targets);
 	IF in_doubt IS NOT NULL THEN
 		RAISE EXCEPTION 'rebalance of % cannot confirm that steps % are committed on their new replicas', table_name, copied
 			USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -1073,6 +1085,7 @@ CREATE FUNCTION ringshard_internal.rebalance_finish(table_name regclass) RETURNS
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	totals record;
+	in_doubt text;
 	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);
 	forgotten text;
 BEGIN
@@ -1083,6 +1096,18 @@ BEGIN
 			(SELECT array_agg(p.step ORDER BY p.step) FROM ringshard.rebalance_progress p
 			  WHERE p.table_name = rebalance_finish.table_name AND p.state <> 'done')
 			USING ERRCODE = 'internal_error', HINT = 'Call rebalance again: it resumes.';
+	END IF;
+	-- A delete whose COMMIT PREPARED was not confirmed leaves its rows
+	-- visible where they left; once the move's record is gone a fan-out at
+	-- R = 1 reads every node unfiltered and would count them twice.
+	in_doubt := ringshard_internal.parts_in_doubt_on(ARRAY(SELECT DISTINCT unnest(p.deletes) FROM ringshard.rebalance_progress p
+	                                                        WHERE p.table_name = rebalance_finish.table_name ORDER BY 1));
+	IF in_doubt IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % cannot confirm that its deletes are committed on the nodes the rows left', table_name
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = format('Committed transactions are still prepared on node %s, and recovery did not finish them.', in_doubt),
+			      HINT = 'The rows are on their new replicas.  See ringshard.recover_prepared_transactions(); call rebalance '
+			             'again once it finishes them: it resumes.';
 	END IF;
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;

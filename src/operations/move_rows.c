@@ -5,10 +5,22 @@
  *
  * A step is a token range (or run of partitions) whose replica set changed:
  * its rows go from one node that holds them (the source) to each node that
- * gains them (the targets).  On each target, in the caller's transaction
- * (the targets commit in two phases with it), the step's rows are copied
- * from the source by COPY ... TO STDOUT relayed undecoded into COPY ... FROM
- * STDIN (binary where every column's type allows), and counted again there.
+ * gains them (the targets).  On each target the step's rows are copied from
+ * the source by COPY ... TO STDOUT relayed undecoded into COPY ... FROM
+ * STDIN (binary where every column's type allows), counted again there, and
+ * committed there at once, before the caller's transaction commits.
+ *
+ * Why before: the caller's commit marks the steps copied, and from then on
+ * readers route the steps' keys to the targets.  Had the targets committed
+ * in two phases with it, a reader in the moment between the local commit
+ * and a target's COMMIT PREPARED (or, after a crash, until recovery) would
+ * find the rows there still prepared, invisible, and miss them.  Committed
+ * first, the rows are on every target before any reader is sent there.  If
+ * the caller's transaction does not commit after all, the steps stay
+ * pending: their keys still route to their old replicas, each node serves
+ * only its own rows of a table that moves (reads_here), and the next call
+ * of rebalance clears the targets of them before it copies the steps again
+ * (rebalance_clear_targets).
  * The targets hold none of the step's rows before (rebalance_clear_targets
  * deletes them once per call, before its first batch; one move of a table
  * runs at a time, hold_table_move), so no batch scans a target: the rows
@@ -18,9 +30,9 @@
  * The copy is exact because nothing else writes the step's rows meanwhile:
  * the coordinator refuses writes to keys whose rows are not copied yet
  * (docs/design.md, "Moving rows"), and the table is held in EXCLUSIVE mode
- * through the commit, so that no write through this coordinator can route
- * by the step's new state before the targets have committed its rows.
- * Readers go on.
+ * from the copy through the local commit, so that no write through this
+ * coordinator goes to the old replicas after the copy read them, or routes
+ * by the step's new state before the targets hold its rows.  Readers go on.
  */
 #include "postgres.h"
 
@@ -51,8 +63,9 @@ PG_FUNCTION_INFO_V1(ringshard_copy_step_rows);
  * copy_step_rows(table, source, targets, condition): the rows of the table
  * (alias t) that match condition, copied from source onto every target, in
  * this transaction; returns how many rows each target got (the same for
- * all: a target that ends with another count is an error).  condition is
- * the caller's, checked by it (rebalance's checked_step_predicate).
+ * all: a target that ends with another count is an error), each target's
+ * copy committed there before this returns.  condition is the caller's,
+ * checked by it (rebalance's checked_step_predicate).
  */
 Datum
 ringshard_copy_step_rows(PG_FUNCTION_ARGS)
@@ -105,6 +118,8 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 		to->wrote = true;
 		/* the source's and the target's counts are compared there */
 		rows = remote_copy_between(from, to, out_sql, in_sql);
+		remote_commit_part_now(to);
+		remote_fault_point("rebalance_after_target_commit");
 		if (copied >= 0 && rows != copied)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),

@@ -47,6 +47,23 @@ remote_note_write(RemoteConnection *c)
 	c->wrote = true;
 }
 
+void
+remote_commit_part_now(RemoteConnection *c)
+{
+	PGresult   *res;
+
+	/* not inside a savepoint, with nothing in flight or held back to send with the commit */
+	if (c->xact != RXACT_OPEN || c->xact_depth != 1 || c->link != LINK_IDLE || c->deferred != NULL)
+		elog(ERROR, "ringshard: the part of node \"%s\" cannot be committed on its own now", c->node);
+	res = remote_exec(c, "COMMIT", false);
+	remote_expect_command(c, res, "COMMIT", -1, "a commit of rows copied");
+	remote_result_free(res);
+	remote_set_xact(c, RXACT_NONE);
+	c->xact_depth = 0;
+	c->wrote = false;
+	c->takes_moving_rows = false;
+}
+
 ErrorData *
 remote_rollback_subtransaction(MemoryContext cxt)
 {

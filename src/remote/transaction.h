@@ -17,6 +17,15 @@ extern void remote_transaction_init(void);
 extern void remote_note_write(RemoteConnection *c);
 
 /*
+ * Commit the node's part of this transaction now, in one phase, before the
+ * local commit; the connection then has no part in the local transaction's
+ * end (a later statement there opens a new one).  Only for a part whose
+ * work a rollback of the local transaction need not undo (rebalance's copy
+ * of a batch: its rows on a node that is not yet their replica).
+ */
+extern void remote_commit_part_now(RemoteConnection *c);
+
+/*
  * In the PG_CATCH of an internal subtransaction run so that one node's
  * error does not end the statement: the error, copied into cxt (the memory
  * context of the code before the subtransaction), with the error state

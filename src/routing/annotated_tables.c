@@ -110,9 +110,12 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	char	  **rows;
 
 	/*
-	 * One plain query first: whether rows were copied and not yet deleted
-	 * where they left (a fan-out must pick each row's copy even at R = 1),
-	 * and whether the table's placement differs from the topology at all.
+	 * One plain query first: whether a move has copied rows and not yet
+	 * finished (a fan-out must pick each row's copy even at R = 1: a copied
+	 * step's rows stay where they left until its group's delete, and a done
+	 * step's delete may still be prepared there, visible, until its COMMIT
+	 * PREPARED), and whether the table's placement differs from the
+	 * topology at all.
 	 * Mostly neither holds (and on a worker there is no placement), and
 	 * every new session, a worker's too, pays this load once: moving_ranges
 	 * (PL/pgSQL, compiled per session) runs only when something moves.
@@ -120,7 +123,7 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	rows = owner_catalog_query("SELECT pg_catalog.concat_ws(',', "
 							   "EXISTS (SELECT FROM ringshard.rebalance_progress p "
 							   "WHERE p.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
-							   "AND p.state OPERATOR(pg_catalog.=) 'copied'), "
+							   "AND p.state OPERATOR(pg_catalog.<>) 'pending'), "
 							   "EXISTS (SELECT FROM ringshard.placements p "
 							   "WHERE p.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
 							   "AND p.snapshot IS NOT NULL AND p.snapshot::pg_catalog.text OPERATOR(pg_catalog.<>) "

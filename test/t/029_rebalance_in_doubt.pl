@@ -1,17 +1,20 @@
-# A rebalance never deletes a batch's rows where they left while the copy of
-# them is still in doubt on a new replica.  The attack, as 007_rebalance.pl
-# met it: the coordinator died between the local commit of a batch's copy
-# (the steps marked copied) and the COMMIT PREPARED of its part on the new
-# replica, so the copied rows stayed prepared, invisible, there; the resumed
-# rebalance deleted them from the node they left, before any recovery ran,
-# and each was left with one visible copy.
+# A rebalance never goes on past a part of its own left prepared on a node.
+# The attack, as 007_rebalance.pl met it: the coordinator died between the
+# local commit of a batch's copy (the steps marked copied) and the COMMIT
+# PREPARED of its part on the new replica, so the copied rows stayed
+# prepared, invisible, there; the resumed rebalance deleted them from the
+# node they left, before any recovery ran, and each was left with one
+# visible copy.  A copy now commits on its targets before the local commit
+# (src/operations/move_rows.c), so that part cannot be left in doubt; what
+# can is any other of the move's node parts (the targets' clearing, a
+# delete where rows left).
 #
 # Here: three workers at R = 2, a fourth added; a rebalance interrupted after
 # its first batch (statement_timeout during its pause); resumed in a session
 # whose next commit with node parts crashes the coordinator right after the
 # local commit (fault point after_local_commit); the coordinator restarts
-# (no watchdog runs recovery), so a new replica holds the batch prepared;
-# rebalance is called again.  It must commit that part before it deletes:
+# (no watchdog runs recovery), so a node holds that part prepared;
+# rebalance is called again.  It must commit that part before it goes on:
 # every worker then holds exactly its rows, two copies of each, and no
 # prepared transaction is left.
 use strict;
@@ -51,21 +54,21 @@ my ($copied, $left) = split /\|/, $coordinator->safe_psql('postgres',
 cmp_ok($copied, '>', 0, "it copied a batch ($copied steps copied)");
 cmp_ok($left, '>', 0, "and left steps to copy ($left)");
 
-# 2. resumed; the next batch's copy commits here and the coordinator crashes before it commits on the nodes
+# 2. resumed; its next transaction with node parts commits here and the coordinator crashes before it commits on the nodes
 my $offset = -s $coordinator->logfile;
 ($rc, $out, $err) = $coordinator->psql('postgres',
 	q{SET ringshard.fault_injection = 'after_local_commit=crash'; CALL ringshard.rebalance('items', batch => 10)});
 isnt($rc, 0, 'the resumed call dies with the coordinator');
 ok($coordinator->wait_for_log(qr/ringshard fault injection: crash at after_local_commit/, $offset),
-	'the crash came right after the local commit of a batch\'s copy');
+	'the crash came right after a local commit with node parts');
 $coordinator->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
 $coordinator->poll_query_until('postgres', 'SELECT true') or die 'the coordinator did not come back';
 my $prepared = 0;
 $prepared += $_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts') for @workers;
-cmp_ok($prepared, '>', 0, "the batch's copy is left prepared on its new replicas ($prepared parts)");
+cmp_ok($prepared, '>', 0, "its part is left prepared on a node ($prepared parts)");
 is($coordinator->safe_psql('postgres',
 	q{SELECT count(*) > 0 FROM ringshard.rebalance_progress WHERE table_name = 'items'::regclass AND state = 'copied'}),
-	't', 'and its steps are recorded as copied');
+	't', 'and the first batch\'s steps are recorded as copied');
 
 # at REPEATABLE READ a rebalance is refused before it does anything (its recovery must see new commits)
 ($rc, $out, $err) = $coordinator->psql('postgres',
@@ -74,9 +77,9 @@ like($err, qr/ERROR:  rebalance runs its batches at isolation level READ COMMITT
 	'at REPEATABLE READ rebalance is refused, with the reason');
 $prepared = 0;
 $prepared += $_->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts') for @workers;
-cmp_ok($prepared, '>', 0, '... before it touched the prepared copy');
+cmp_ok($prepared, '>', 0, '... before it touched the prepared part');
 
-# 3. called again: the in-doubt copy is committed before its rows are deleted where they left
+# 3. called again: the part in doubt is committed before the move goes on
 ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('items', batch => 10)});
 is($rc, 0, 'rebalance called again finishes the move') or diag($err);
 $prepared = 0;
