@@ -78,6 +78,27 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.refuse_change_during_move(text, text) IS
 	'raises if a table laid out on the ring or partition map has an unfinished rebalance: its layout must not change before the move ends';
 
+-- A ring or map is dropped only while no annotated table is laid out on it;
+-- the error names those tables.
+CREATE FUNCTION ringshard_internal.refuse_drop_while_used(kind text, name text) RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	users text;
+BEGIN
+	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
+	  FROM ringshard.distributed_tables d
+	 WHERE (kind = 'ring' AND d.ring_name = name) OR (kind = 'partition map' AND d.map_name = name);
+	IF users IS NOT NULL THEN
+		RAISE EXCEPTION 'cannot drop % "%" because annotated tables use it', kind, name
+			USING ERRCODE = 'dependent_objects_still_exist',
+			      DETAIL = format('Tables placed by this %s: %s.', CASE WHEN kind = 'ring' THEN 'ring' ELSE 'map' END, users),
+			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.refuse_drop_while_used(text, text) IS
+	'raises if an annotated table is laid out on the ring or partition map (kind ''ring'' or ''partition map''), naming the tables';
+
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS text
@@ -215,18 +236,10 @@ CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS text
 DECLARE
 	members bigint;
 	forgotten bigint;
-	users text;
 BEGIN
 	PERFORM ringshard_internal.lock_ring(ring);
 	PERFORM ringshard_internal.refuse_change_during_move('ring', ring);
-	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
-	  FROM ringshard.distributed_tables d WHERE d.ring_name = ring;
-	IF users IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot drop ring "%" because annotated tables use it', ring
-			USING ERRCODE = 'dependent_objects_still_exist',
-			      DETAIL = format('Tables placed by this ring: %s.', users),
-			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
-	END IF;
+	PERFORM ringshard_internal.refuse_drop_while_used('ring', ring);
 	SELECT count(*) INTO members FROM ringshard.ring_members m WHERE m.ring_name = ring;
 	SELECT count(*) INTO forgotten FROM ringshard.nodes;
 	DELETE FROM ringshard.rings r WHERE r.ring_name = ring;

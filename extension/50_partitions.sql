@@ -35,18 +35,10 @@ CREATE FUNCTION ringshard.drop_partition_map(map text) RETURNS text
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	assignments bigint;
-	users text;
 BEGIN
 	PERFORM ringshard_internal.lock_partition_map(map);
 	PERFORM ringshard_internal.refuse_change_during_move('partition map', map);
-	SELECT string_agg(d.table_name::text, ', ' ORDER BY d.table_name::text) INTO users
-	  FROM ringshard.distributed_tables d WHERE d.map_name = map;
-	IF users IS NOT NULL THEN
-		RAISE EXCEPTION 'cannot drop partition map "%" because annotated tables use it', map
-			USING ERRCODE = 'dependent_objects_still_exist',
-			      DETAIL = format('Tables placed by this map: %s.', users),
-			      HINT = 'Remove their annotation first with ringshard.undistribute_table().';
-	END IF;
+	PERFORM ringshard_internal.refuse_drop_while_used('partition map', map);
 	SELECT count(*) INTO assignments FROM ringshard.partition_assignments a WHERE a.map_name = map;
 	DELETE FROM ringshard.partition_maps p WHERE p.map_name = map;
 	PERFORM ringshard_internal.forget_unused_nodes();

@@ -72,6 +72,23 @@ SELECT n.node_name AS node,
 COMMENT ON VIEW ringshard.write_queue_status IS
 	'queued writes per node: how many, how old, refusals, dead letters, and the last refusal of a write of yours';
 
+-- A table's rows move (rebalance, rehome_rows) only once the writes queued
+-- for it are delivered: they must land on the nodes they were queued for
+-- before those nodes' rows move.  shown: the table as the caller's messages
+-- name it.
+CREATE FUNCTION ringshard_internal.refuse_queued_writes(table_name regclass, shown text) RETURNS void
+	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = refuse_queued_writes.table_name) THEN
+		RAISE EXCEPTION 'table % has queued writes', shown
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      HINT = 'Let the watchdog deliver them (see ringshard.write_queue_status), or call ringshard.replay_queue().';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.refuse_queued_writes(regclass, text) IS
+	'raises if writes are queued for the table: its rows move only once they are delivered';
+
 CREATE FUNCTION ringshard.replay_queue(node text, batch integer DEFAULT 1000) RETURNS integer
 	AS 'MODULE_PATHNAME', 'ringshard_replay_queue' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
 COMMENT ON FUNCTION ringshard.replay_queue(text, integer) IS

@@ -685,11 +685,7 @@ BEGIN
 
 	-- Queued writes are delivered to the nodes they were queued for: they
 	-- must land before those nodes' rows move.
-	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = rebalance_begin.table_name) THEN
-		RAISE EXCEPTION 'table % has queued writes', table_name
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      HINT = 'Let the watchdog deliver them (see ringshard.write_queue_status), or call ringshard.replay_queue().';
-	END IF;
+	PERFORM ringshard_internal.refuse_queued_writes(table_name, table_name::text);
 
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_begin.table_name) THEN
 		-- The interrupted move may have left parts of its last transactions

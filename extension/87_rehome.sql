@@ -76,11 +76,7 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 			      HINT = 'Only the rows of a distributed table live on nodes; an annotated table''s rows stay where they are.';
 	END IF;
-	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = rehome_begin.table_name) THEN
-		RAISE EXCEPTION 'table % has queued writes', qualified
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      HINT = 'Let the watchdog deliver them (see ringshard.write_queue_status), or call ringshard.replay_queue().';
-	END IF;
+	PERFORM ringshard_internal.refuse_queued_writes(table_name, qualified);
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p WHERE p.table_name = rehome_begin.table_name) THEN
 		RAISE EXCEPTION 'table % has an unfinished rebalance', qualified
 			USING ERRCODE = 'object_not_in_prerequisite_state',
