@@ -33,15 +33,26 @@ void		_PG_init(void);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* The shared memory of the node statistics, the hot keys and the operations in progress. */
+/*
+ * The shared memory of the node statistics, the hot keys and the operations
+ * in progress, in this order (that of their tranches' ids).
+ */
+static const ShmemArea *const shmem_areas[] = {
+	&remote_stats_shmem_area,
+	&hot_keys_shmem_area,
+	&operation_progress_shmem_area,
+};
+
 static void
 ringshard_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	remote_stats_shmem_request();
-	hot_keys_shmem_request();
-	operation_progress_shmem_request();
+	for (int i = 0; i < lengthof(shmem_areas); i++)
+	{
+		RequestAddinShmemSpace(MAXALIGN(shmem_areas[i]->size));
+		RequestNamedLWLockTranche(shmem_areas[i]->tranche, shmem_areas[i]->nlocks);
+	}
 }
 
 static void
@@ -50,9 +61,20 @@ ringshard_shmem_startup(void)
 	if (prev_shmem_startup_hook)
 		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	remote_stats_shmem_startup();
-	hot_keys_shmem_startup();
-	operation_progress_shmem_startup();
+	for (int i = 0; i < lengthof(shmem_areas); i++)
+	{
+		const ShmemArea *a = shmem_areas[i];
+		bool		found;
+		void	   *area = ShmemInitStruct(a->name, a->size, &found);
+
+		if (found)
+			a->attach(area, NULL);
+		else
+		{
+			memset(area, 0, a->size);
+			a->attach(area, GetNamedLWLockTranche(a->tranche));
+		}
+	}
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -182,20 +182,6 @@ ringshard_server_address(PG_FUNCTION_ARGS)
 	if (others == 0 && host && strpbrk(host, " \t\r\n'\"\\=") == NULL)
 		PG_RETURN_TEXT_P(cstring_to_text(port ? psprintf("%s:%s", host, port) : host));
 	initStringInfo(&buf);
-	foreach(lc, server->options)
-	{
-		DefElem    *d = lfirst(lc);
-
-		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
-			continue;
-		appendStringInfo(&buf, "%s%s='", buf.len ? " " : "", d->defname);
-		for (const char *c = defGetString(d); *c; c++)
-		{
-			if (*c == '\'' || *c == '\\')
-				appendStringInfoChar(&buf, '\\');
-			appendStringInfoChar(&buf, *c);
-		}
-		appendStringInfoChar(&buf, '\'');
-	}
+	(void) remote_append_server_conninfo(&buf, server);
 	PG_RETURN_TEXT_P(cstring_to_text(buf.data));
 }

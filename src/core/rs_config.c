@@ -1008,6 +1008,39 @@ builder_append_str(text_builder *builder, const char *str)
 	return builder_append(builder, str, strlen(str));
 }
 
+/*
+ * The escape of a character that cannot stand as itself in a double-quoted
+ * YAML scalar: its short form if it has one, else its code point in hex.
+ */
+static void
+yaml_escape(uint32_t cp, char *escape, size_t size)
+{
+	static const struct
+	{
+		uint32_t	cp;
+		const char *escape;
+	}			short_escapes[] = {
+		{'"', "\\\""},
+		{'\\', "\\\\"},
+		{'\t', "\\t"},
+		{'\n', "\\n"},
+		{'\r', "\\r"},
+	};
+
+	for (size_t i = 0; i < sizeof(short_escapes) / sizeof(short_escapes[0]); i++)
+		if (short_escapes[i].cp == cp)
+		{
+			snprintf(escape, size, "%s", short_escapes[i].escape);
+			return;
+		}
+	if (cp <= 0xFF)
+		snprintf(escape, size, "\\x%02X", (unsigned) cp);
+	else if (cp <= 0xFFFF)
+		snprintf(escape, size, "\\u%04X", (unsigned) cp);
+	else
+		snprintf(escape, size, "\\U%08X", (unsigned) cp);
+}
+
 /* Append an address as a double-quoted YAML scalar; refuses non-UTF-8. */
 static rs_status
 append_quoted_address(text_builder *builder, const char *address, size_t len)
@@ -1030,32 +1063,7 @@ append_quoted_address(text_builder *builder, const char *address, size_t len)
 			status = builder_append(builder, address + i, seqlen);
 		else
 		{
-			switch (cp)
-			{
-				case '"':
-					snprintf(escape, sizeof(escape), "\\\"");
-					break;
-				case '\\':
-					snprintf(escape, sizeof(escape), "\\\\");
-					break;
-				case '\t':
-					snprintf(escape, sizeof(escape), "\\t");
-					break;
-				case '\n':
-					snprintf(escape, sizeof(escape), "\\n");
-					break;
-				case '\r':
-					snprintf(escape, sizeof(escape), "\\r");
-					break;
-				default:
-					if (cp <= 0xFF)
-						snprintf(escape, sizeof(escape), "\\x%02X", (unsigned) cp);
-					else if (cp <= 0xFFFF)
-						snprintf(escape, sizeof(escape), "\\u%04X", (unsigned) cp);
-					else
-						snprintf(escape, sizeof(escape), "\\U%08X", (unsigned) cp);
-					break;
-			}
+			yaml_escape(cp, escape, sizeof(escape));
 			status = builder_append_str(builder, escape);
 		}
 		if (status != RS_OK)

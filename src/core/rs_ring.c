@@ -249,16 +249,23 @@ build_buckets(rs_ring *ring, int space_bits)
 	return RS_OK;
 }
 
+/* Free an array of count strings and the strings; NULL is fine. */
+static void
+free_strings(char **strings, uint32_t count)
+{
+	if (strings != NULL)
+		for (uint32_t i = 0; i < count; i++)
+			free(strings[i]);
+	free(strings);
+}
+
 /* Free a ring and everything it owns; NULL is fine. */
 void
 rs_ring_free(rs_ring *ring)
 {
 	if (ring == NULL)
 		return;
-	if (ring->names != NULL)
-		for (uint32_t i = 0; i < ring->nnodes; i++)
-			free(ring->names[i]);
-	free(ring->names);
+	free_strings(ring->names, ring->nnodes);
 	free(ring->name_lens);
 	free(ring->weights);
 	free(ring->node_points);
@@ -268,10 +275,7 @@ rs_ring_free(rs_ring *ring)
 	free(ring->buckets);
 	free(ring->buckets16);
 	free(ring->replica_sets);
-	if (ring->zone_names != NULL)
-		for (uint32_t i = 0; i < ring->nnamed_zones; i++)
-			free(ring->zone_names[i]);
-	free(ring->zone_names);
+	free_strings(ring->zone_names, ring->nnamed_zones);
 	free(ring->zone_name_lens);
 	free(ring->zone_of);
 	free(ring->explicit_tokens);

@@ -49,25 +49,17 @@ static OperationsShared *shared = NULL;
 static int	my_slot = -1;		/* this backend's slot, or -1 */
 static bool callbacks_registered = false;
 
-void
-operation_progress_shmem_request(void)
+static void
+progress_attach(void *area, LWLockPadded *new_locks)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(OperationsShared)));
-	RequestNamedLWLockTranche("ringshard_progress", 1);
+	shared = area;
+	if (new_locks != NULL)
+		shared->lock = &new_locks->lock;
 }
 
-void
-operation_progress_shmem_startup(void)
-{
-	bool		found;
-
-	shared = ShmemInitStruct("ringshard operation progress", sizeof(OperationsShared), &found);
-	if (!found)
-	{
-		memset(shared, 0, sizeof(OperationsShared));
-		shared->lock = &(GetNamedLWLockTranche("ringshard_progress"))->lock;
-	}
-}
+const ShmemArea operation_progress_shmem_area = {
+	"ringshard operation progress", sizeof(OperationsShared), "ringshard_progress", 1, progress_attach
+};
 
 void
 operation_progress_done(void)

@@ -16,14 +16,13 @@
 
 #include "postgres.h"
 
-/* From _PG_init: ask for the shared memory (when preloaded). */
+#include "shmem_area.h"
+
 /*
  * Its shared memory, when preloaded: asked for from the library's
- * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c,
- * which holds AddinShmemInitLock around every area's attach).
+ * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c).
  */
-extern void operation_progress_shmem_request(void);
-extern void operation_progress_shmem_startup(void);
+extern const ShmemArea operation_progress_shmem_area;
 
 /* This backend's operation on a table: what it is doing now, and how far (total -1: unknown). */
 extern void operation_progress_report(const char *command, Oid relid, const char *phase, int64 done, int64 total);

@@ -445,26 +445,33 @@ append_conninfo_value(StringInfo buf, const char *value)
 	appendStringInfoChar(buf, '\'');
 }
 
-char *
-remote_node_conninfo(const char *node)
+bool
+remote_append_server_conninfo(StringInfo buf, const ForeignServer *server)
 {
-	ForeignServer *server = GetForeignServer(remote_node_server(node));
-	StringInfoData buf;
 	bool		has_dbname = false;
 	ListCell   *lc;
 
-	initStringInfo(&buf);
 	foreach(lc, server->options)
 	{
 		DefElem    *d = lfirst(lc);
 
 		if (strcmp(d->defname, RINGSHARD_AMBIENT_OPTION) == 0)
-			continue;
-		appendStringInfo(&buf, "%s%s=", buf.len ? " " : "", d->defname);
-		append_conninfo_value(&buf, defGetString(d));
+			continue;			/* who gave the address, not a part of it */
+		appendStringInfo(buf, "%s%s=", buf->len ? " " : "", d->defname);
+		append_conninfo_value(buf, defGetString(d));
 		has_dbname |= strcmp(d->defname, "dbname") == 0;
 	}
-	if (!has_dbname)
+	return has_dbname;
+}
+
+char *
+remote_node_conninfo(const char *node)
+{
+	ForeignServer *server = GetForeignServer(remote_node_server(node));
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	if (!remote_append_server_conninfo(&buf, server))
 	{
 		appendStringInfo(&buf, "%sdbname=", buf.len ? " " : "");
 		append_conninfo_value(&buf, get_database_name(MyDatabaseId));

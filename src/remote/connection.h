@@ -15,6 +15,7 @@
 
 #include "postgres.h"
 
+#include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
 #include "portability/instr_time.h"
@@ -114,6 +115,13 @@ extern void remote_connection_init(void);
 
 /* The server of a node; ERROR if the node does not exist or has no address. */
 extern Oid	remote_node_server(const char *node);
+
+/*
+ * A server's options, but the one that says who gave the address, as a
+ * libpq connection string (values single-quoted), appended to buf; true if
+ * one of them is dbname.
+ */
+extern bool remote_append_server_conninfo(StringInfo buf, const ForeignServer *server);
 
 /*
  * A node's libpq connection string without credentials (for PL/Proxy):

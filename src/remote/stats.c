@@ -73,34 +73,27 @@ typedef struct NodeStatsShared
 static NodeStatsShared *shared = NULL;
 static bool slots_full_warned = false;
 
-void
-remote_stats_shmem_request(void)
+static void
+stats_attach(void *area, LWLockPadded *new_locks)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(NodeStatsShared)));
-	RequestNamedLWLockTranche("ringshard_stats", 1);
-}
-
-void
-remote_stats_shmem_startup(void)
-{
-	bool		found;
-
-	shared = ShmemInitStruct("ringshard node statistics", sizeof(NodeStatsShared), &found);
-	if (!found)
+	shared = area;
+	if (new_locks == NULL)
+		return;
+	shared->lock = &new_locks->lock;
+	for (int i = 0; i < NODE_STATS_SLOTS; i++)
 	{
-		memset(shared, 0, sizeof(NodeStatsShared));
-		shared->lock = &(GetNamedLWLockTranche("ringshard_stats"))->lock;
-		for (int i = 0; i < NODE_STATS_SLOTS; i++)
-		{
-			pg_atomic_uint64 *first = &shared->slots[i].reset_at;
-			pg_atomic_uint64 *last = &shared->slots[i].prepared_open;
+		pg_atomic_uint64 *first = &shared->slots[i].reset_at;
+		pg_atomic_uint64 *last = &shared->slots[i].prepared_open;
 
-			pg_atomic_init_u32(&shared->slots[i].in_use, 0);
-			for (pg_atomic_uint64 *a = first; a <= last; a++)
-				pg_atomic_init_u64(a, 0);
-		}
+		pg_atomic_init_u32(&shared->slots[i].in_use, 0);
+		for (pg_atomic_uint64 *a = first; a <= last; a++)
+			pg_atomic_init_u64(a, 0);
 	}
 }
+
+const ShmemArea remote_stats_shmem_area = {
+	"ringshard node statistics", sizeof(NodeStatsShared), "ringshard_stats", 1, stats_attach
+};
 
 static NodeStatsSlot *
 find_slot(Oid dbid, const char *node)

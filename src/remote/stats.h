@@ -13,6 +13,8 @@
 
 #include "postgres.h"
 
+#include "shmem_area.h"
+
 typedef struct NodeStatsSlot NodeStatsSlot;
 
 /* What went wrong on a link, beyond an error the node answered with. */
@@ -23,14 +25,11 @@ typedef enum RemoteFailureKind
 	REMOTE_FAILURE_TIMEOUT		/* no answer within ringshard.node_timeout */
 } RemoteFailureKind;
 
-/* From _PG_init: ask for the shared memory (when preloaded). */
 /*
  * Its shared memory, when preloaded: asked for from the library's
- * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c,
- * which holds AddinShmemInitLock around every area's attach).
+ * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c).
  */
-extern void remote_stats_shmem_request(void);
-extern void remote_stats_shmem_startup(void);
+extern const ShmemArea remote_stats_shmem_area;
 
 /* The slot of a node of this database, made on first use; NULL if none can be had. */
 extern NodeStatsSlot *remote_stats_slot(const char *node);

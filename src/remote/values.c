@@ -373,29 +373,24 @@ remote_copy_binary_trailer(StringInfo buf)
 	append_int16(buf, -1);
 }
 
-/* A value in COPY text format. */
+/* A value in COPY text format: the characters COPY reads specially, escaped. */
 static void
 append_copy_text(StringInfo buf, const char *value)
 {
+	static const char special[] = "\\\t\n\r";
+	static const char escaped[] = "\\tnr";	/* each after a backslash */
+
 	for (const char *c = value; *c; c++)
 	{
-		switch (*c)
+		const char *s = strchr(special, *c);
+
+		if (s != NULL)
 		{
-			case '\\':
-				appendStringInfoString(buf, "\\\\");
-				break;
-			case '\t':
-				appendStringInfoString(buf, "\\t");
-				break;
-			case '\n':
-				appendStringInfoString(buf, "\\n");
-				break;
-			case '\r':
-				appendStringInfoString(buf, "\\r");
-				break;
-			default:
-				appendStringInfoChar(buf, *c);
+			appendStringInfoChar(buf, '\\');
+			appendStringInfoChar(buf, escaped[s - special]);
 		}
+		else
+			appendStringInfoChar(buf, *c);
 	}
 }
 

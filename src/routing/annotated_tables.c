@@ -539,6 +539,56 @@ table_placement_is_current(const TablePlacement *placement, Oid relid)
 		OidIsValid(relid);
 }
 
+/* The replicas of a key's canonical bytes on the table's ring (see annotated_tables.h). */
+uint32
+table_placement_ring_replicas(const TablePlacement *placement, const char *bytes, size_t len,
+							  uint32 want, uint16 *out)
+{
+	const rs_ring *ring = placement->ring->ring;
+	uint32		found = 0;
+	rs_status	status;
+
+	if (ring == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ring \"%s\" of table \"%s\" has no nodes", placement->ring->name, placement->table_name),
+				 errhint("Add one with ringshard.add_node(node, address, ring).")));
+	status = rs_ring_replicas(ring, rs_ring_key_hash(ring, bytes, len), want, out, &found);
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute replicas");
+	return found;
+}
+
+/* The holders of a key's partition in the table's map (see annotated_tables.h). */
+uint32
+table_placement_partition_holders(const TablePlacement *placement, const char *keyspace, size_t keyspace_len,
+								  const char *bytes, size_t len, bool name_keyspace, uint32 *first)
+{
+	int			partition = 0;
+	rs_status	status = rs_partition(keyspace, keyspace_len, bytes, len, &partition);
+	uint32		holders;
+
+	if (status != RS_OK)
+		ringshard_report_core_error(status, "cannot compute partition");
+	holders = rs_partmap_holder_count(&placement->map->map, partition);
+	if (holders == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition %d of map \"%s\" has no node", partition, placement->map->name),
+				 name_keyspace ?
+				 errdetail("A row of table \"%s\" in keyspace \"%.*s\" hashes to partition %d, which is a gap in the map.",
+						   placement->table_name,
+						   /* a constant keyspace as written, not as its UTF-8 bytes */
+						   placement->keyspace_attnum > 0 ? (int) keyspace_len : (int) strlen(placement->keyspace),
+						   placement->keyspace_attnum > 0 ? keyspace : placement->keyspace, partition) :
+				 errdetail("A row of table \"%s\" hashes to partition %d, which is a gap in the map.",
+						   placement->table_name, partition),
+				 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
+						 partition, partition, placement->map->name)));
+	*first = placement->map->map.offsets[partition];
+	return holders;
+}
+
 /* The nodes a row belongs on (see annotated_tables.h). */
 bool
 table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
@@ -557,21 +607,10 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 
 	if (state->ring)
 	{
-		const rs_ring *ring = state->ring->ring;
 		uint32		want = owner_only ? 1 : (uint32) state->ring->replication_factor;
-		uint16	   *found;
-		uint32		nfound = 0;
-		rs_status	status;
+		uint16	   *found = palloc(sizeof(uint16) * Max(want, 1));
+		uint32		nfound = table_placement_ring_replicas(state, bytes, len, want, found);
 
-		if (ring == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("ring \"%s\" of table \"%s\" has no nodes", state->ring->name, state->table_name),
-					 errhint("Add one with ringshard.add_node(node, address, ring).")));
-		found = palloc(sizeof(uint16) * Max(want, 1));
-		status = rs_ring_replicas(ring, rs_ring_key_hash(ring, bytes, len), want, found, &nfound);
-		if (status != RS_OK)
-			ringshard_report_core_error(status, "cannot compute replicas");
 		*nodes = palloc(sizeof(Datum) * Max(nfound, 1));
 		for (uint32 i = 0; i < nfound; i++)
 			(*nodes)[i] = state->ring->node_texts[found[i]];
@@ -582,8 +621,6 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 		const char *keyspace = state->keyspace_bytes;
 		size_t		keyspace_len = state->keyspace_bytes_len;
 		char		keyspace_buf[KEY_BYTES_BUFSIZE];
-		int			partition = 0;
-		rs_status	status;
 		uint32		first;
 		uint32		holders;
 
@@ -595,24 +632,9 @@ table_placement_place(TablePlacement *state, HeapTuple tuple, TupleDesc desc,
 				return false;
 			keyspace = key_encoder_bytes(&state->keyspace_key, keyspace_value, keyspace_buf, &keyspace_len);
 		}
-		status = rs_partition(keyspace, keyspace_len, bytes, len, &partition);
-		if (status != RS_OK)
-			ringshard_report_core_error(status, "cannot compute partition");
-		holders = rs_partmap_holder_count(&state->map->map, partition);
-		if (holders == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("partition %d of map \"%s\" has no node", partition, state->map->name),
-					 errdetail("A row of table \"%s\" in keyspace \"%.*s\" hashes to partition %d, which is a gap in the map.",
-							   state->table_name,
-							   /* a constant keyspace as written, not as its UTF-8 bytes */
-							   state->keyspace_attnum > 0 ? (int) keyspace_len : (int) strlen(state->keyspace),
-							   state->keyspace_attnum > 0 ? keyspace : state->keyspace, partition),
-					 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
-							 partition, partition, state->map->name)));
+		holders = table_placement_partition_holders(state, keyspace, keyspace_len, bytes, len, true, &first);
 		if (owner_only)
 			holders = 1;
-		first = state->map->map.offsets[partition];
 		*nodes = palloc(sizeof(Datum) * holders);
 		for (uint32 i = 0; i < holders; i++)
 			(*nodes)[i] = state->map->node_texts[state->map->map.holders[first + i]];

@@ -81,6 +81,23 @@ extern void table_placement_load_without_moves(TablePlacement *placement, Oid re
 extern bool table_placement_is_current(const TablePlacement *placement, Oid relid);
 
 /*
+ * The replicas of a key's canonical bytes on the table's ring, owner first,
+ * as node indexes (at most want); ERROR if the ring has no nodes.
+ */
+extern uint32 table_placement_ring_replicas(const TablePlacement *placement, const char *bytes, size_t len,
+											uint32 want, uint16 *out);
+
+/*
+ * The holders of a key's partition in the table's map: their number, and in
+ * *first the index of the first in map.holders.  A partition without a
+ * holder is an ERROR, whose detail names the keyspace if name_keyspace.
+ */
+extern uint32 table_placement_partition_holders(const TablePlacement *placement,
+												const char *keyspace, size_t keyspace_len,
+												const char *bytes, size_t len, bool name_keyspace,
+												uint32 *first);
+
+/*
  * The nodes a row belongs on: the ring replica set (or just the owner), or
  * every holder of its partition (or the first).  False for a NULL key.
  */

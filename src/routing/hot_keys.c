@@ -73,28 +73,21 @@ typedef struct HotKeysShared
 
 static HotKeysShared *shared = NULL;
 
-void
-hot_keys_shmem_request(void)
+static void
+hot_keys_attach(void *area, LWLockPadded *new_locks)
 {
-	RequestAddinShmemSpace(MAXALIGN(sizeof(HotKeysShared)));
-	RequestNamedLWLockTranche("ringshard_hot_keys", HOT_KEY_ACCESS_KINDS);
+	shared = area;
+	if (new_locks == NULL)
+		return;
+	shared->locks = new_locks;
+	for (int a = 0; a < HOT_KEY_ACCESS_KINDS; a++)
+		for (int p = 0; p < HOT_KEY_PERIODS; p++)
+			(void) rs_topk_init(&shared->sketches[a][p].topk, RS_TOPK_MAX_CAPACITY);
 }
 
-void
-hot_keys_shmem_startup(void)
-{
-	bool		found;
-
-	shared = ShmemInitStruct("ringshard hot keys", sizeof(HotKeysShared), &found);
-	if (!found)
-	{
-		memset(shared, 0, sizeof(HotKeysShared));
-		shared->locks = GetNamedLWLockTranche("ringshard_hot_keys");
-		for (int a = 0; a < HOT_KEY_ACCESS_KINDS; a++)
-			for (int p = 0; p < HOT_KEY_PERIODS; p++)
-				(void) rs_topk_init(&shared->sketches[a][p].topk, RS_TOPK_MAX_CAPACITY);
-	}
-}
+const ShmemArea hot_keys_shmem_area = {
+	"ringshard hot keys", sizeof(HotKeysShared), "ringshard_hot_keys", HOT_KEY_ACCESS_KINDS, hot_keys_attach
+};
 
 bool
 hot_keys_tracking(void)

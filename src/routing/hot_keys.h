@@ -19,6 +19,7 @@
 #include "executor/tuptable.h"
 
 #include "routing/annotated_tables.h"
+#include "shmem_area.h"
 
 typedef enum HotKeyAccess
 {
@@ -30,11 +31,9 @@ typedef enum HotKeyAccess
 
 /*
  * Its shared memory, when preloaded: asked for from the library's
- * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c,
- * which holds AddinShmemInitLock around every area's attach).
+ * shmem_request_hook, attached from its shmem_startup_hook (ringshard.c).
  */
-extern void hot_keys_shmem_request(void);
-extern void hot_keys_shmem_startup(void);
+extern const ShmemArea hot_keys_shmem_area;
 
 /* Whether notes are kept now: shared memory, and the setting on. */
 extern bool hot_keys_tracking(void);

@@ -85,42 +85,16 @@ bytes_replicas(TablePlacement *p, const char *bytes, size_t len,
 			   const char *keyspace, size_t keyspace_len, uint16 *out)
 {
 	if (p->ring)
-	{
-		const rs_ring *ring = p->ring->ring;
-		uint32		found = 0;
-		rs_status	status;
-
-		if (ring == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("ring \"%s\" of table \"%s\" has no nodes", p->ring->name, p->table_name),
-					 errhint("Add one with ringshard.add_node(node, address, ring).")));
-		status = rs_ring_replicas(ring, rs_ring_key_hash(ring, bytes, len),
-								  (uint32) Min(p->ring->replication_factor, PLACEMENT_MAX_REPLICAS), out, &found);
-		if (status != RS_OK)
-			ringshard_report_core_error(status, "cannot compute replicas");
-		return (int) found;
-	}
+		return (int) table_placement_ring_replicas(p, bytes, len,
+												   (uint32) Min(p->ring->replication_factor, PLACEMENT_MAX_REPLICAS),
+												   out);
 	else
 	{
-		int			partition = 0;
-		rs_status	status = rs_partition(keyspace, keyspace_len, bytes, len, &partition);
-		uint32		holders;
 		uint32		first;
+		uint32		holders = table_placement_partition_holders(p, keyspace, keyspace_len, bytes, len,
+																false, &first);
 
-		if (status != RS_OK)
-			ringshard_report_core_error(status, "cannot compute partition");
-		holders = rs_partmap_holder_count(&p->map->map, partition);
-		if (holders == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("partition %d of map \"%s\" has no node", partition, p->map->name),
-					 errdetail("A row of table \"%s\" hashes to partition %d, which is a gap in the map.",
-							   p->table_name, partition),
-					 errhint("Assign it with ringshard.assign_partitions(node, %d, %d, '%s').",
-							 partition, partition, p->map->name)));
 		holders = Min(holders, PLACEMENT_MAX_REPLICAS);
-		first = p->map->map.offsets[partition];
 		for (uint32 i = 0; i < holders; i++)
 			out[i] = (uint16) p->map->map.holders[first + i];
 		return (int) holders;

@@ -175,19 +175,33 @@ fetch_ring(FunctionCallInfo fcinfo, RouteCallState *state, text *name)
 }
 
 /*
+ * The name of the ring or map for this row (the named argument, or
+ * "default") when the call site's one, fetched (the ring or map at hand,
+ * NULL if none) for an earlier row, is not it or not current; else NULL.
+ * Inline, as it runs once per row.
+ */
+static inline text *
+target_to_fetch(FunctionCallInfo fcinfo, RouteCallState *state, const void *fetched, int target_arg)
+{
+	text	   *name;
+
+	if (likely(state->target_arg_stable && fetched != NULL &&
+			   state->generation == topology_cache_generation))
+		return NULL;
+	name = target_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(target_arg) : default_target_name();
+	return target_is_current(state, name) ? NULL : name;
+}
+
+/*
  * The ring for this row: the named argument, or "default".  Inline, as it
  * runs once per row; a ring without nodes is refused when it is fetched.
  */
 static inline CachedRing *
 route_ring(FunctionCallInfo fcinfo, RouteCallState *state, int ring_arg)
 {
-	text	   *name;
+	text	   *name = target_to_fetch(fcinfo, state, state->ring, ring_arg);
 
-	if (likely(state->target_arg_stable && state->ring != NULL &&
-			   state->generation == topology_cache_generation))
-		return state->ring;
-	name = ring_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(ring_arg) : default_target_name();
-	if (!target_is_current(state, name))
+	if (name != NULL)
 		fetch_ring(fcinfo, state, name);
 	return state->ring;
 }
@@ -196,13 +210,9 @@ route_ring(FunctionCallInfo fcinfo, RouteCallState *state, int ring_arg)
 static CachedMap *
 route_map(FunctionCallInfo fcinfo, RouteCallState *state, int map_arg)
 {
-	text	   *name;
+	text	   *name = target_to_fetch(fcinfo, state, state->map, map_arg);
 
-	if (likely(state->target_arg_stable && state->map != NULL &&
-			   state->generation == topology_cache_generation))
-		return state->map;
-	name = map_arg < PG_NARGS() ? PG_GETARG_TEXT_PP(map_arg) : default_target_name();
-	if (!target_is_current(state, name))
+	if (name != NULL)
 	{
 		char	   *cname = text_to_cstring(name);
 
