@@ -109,6 +109,32 @@ extern struct RemoteConnection **rsfdw_fanout_connect(struct TablePlacement *pla
 extern void rsfdw_init_fdw_exprs(List *fdw_exprs, int nparams, PlanState *parent, List **param_exprs,
 								 List **param_states, ExprState **key_state, ExprState **keyspace_state);
 
+/* The comparators of a scan's sort keys, and the 0-based answer column of each (scan.c). */
+struct RsSortKey;
+struct SortSupportData;
+extern void rsfdw_prepare_sort_keys(const struct RsSortKey *keys, int nkeys, struct SortSupportData *sortkeys,
+									int *sort_columns);
+
+/* EXPLAIN: the nodes of a placement, those down marked so (scan.c). */
+extern char *rsfdw_explain_nodes(struct TablePlacement *placement);
+
+/*
+ * Merging the sorted answers of several nodes: the sort values of one
+ * answer's current row (scan.c).  Start decodes the next row's values in the
+ * row's own context (made in parent at the first row, with the arrays, and
+ * named cxt_name, a constant string): it returns the context to go back to.
+ */
+typedef struct RsMergeRow
+{
+	MemoryContext cxt;
+	Datum	   *values;
+	bool	   *nulls;
+} RsMergeRow;
+
+extern MemoryContext rsfdw_merge_row_start(RsMergeRow *row, MemoryContext parent, const char *cxt_name, int nkeys);
+extern int	rsfdw_merge_row_compare(const RsMergeRow *a, const RsMergeRow *b, int nkeys,
+									struct SortSupportData *sortkeys);
+
 /* modify.c */
 extern void rsAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *target_rte,
 									  Relation target_relation);

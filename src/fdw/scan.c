@@ -60,10 +60,8 @@ typedef struct NodeStream
 	bool		in_flight;		/* a query or FETCH is on its way */
 	bool		exhausted;		/* nothing more will come */
 	List	   *routes;			/* router: the KeyRoutes sent here */
-	MemoryContext row_cxt;		/* merge: the current row's sort values */
-	Datum	   *sort_values;
-	bool	   *sort_nulls;
-	bool		has_row;		/* merge: sort_values hold the current row */
+	RsMergeRow	merge;			/* merge: the current row's sort values */
+	bool		has_row;		/* merge: merge holds the current row */
 } NodeStream;
 
 
@@ -150,7 +148,6 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
-	List	   *private = plan->fdw_private;
 	RsScanState *state = palloc0(sizeof(RsScanState));
 	RangeTblEntry *rte;
 	ListCell   *lc;
@@ -161,7 +158,7 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	node->fdw_state = state;
 	state->rel = node->ss.ss_currentRelation;
 	state->desc = RelationGetDescr(state->rel);
-	state->plan = rsfdw_scan_plan_from_private(private);
+	state->plan = rsfdw_scan_plan_from_private(plan->fdw_private);
 	state->relid = state->plan->relid;
 	state->kind = state->plan->kind;
 	state->key_column = state->kind != RS_SCAN_FANOUT ? rsfdw_column_name(state->relid, state->plan->key_attnum) : "";
@@ -197,17 +194,7 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	{
 		state->sortkeys = palloc0(sizeof(SortSupportData) * state->nsort);
 		state->sort_columns = palloc(sizeof(int) * state->nsort);
-		for (i = 0; i < state->nsort; i++)
-		{
-			RsSortKey  *key = &state->plan->sort[i];
-			SortSupport ssup = &state->sortkeys[i];
-
-			state->sort_columns[i] = key->column - 1;
-			ssup->ssup_cxt = CurrentMemoryContext;
-			ssup->ssup_collation = key->collation;
-			ssup->ssup_nulls_first = key->nulls_first;
-			PrepareSortSupportFromOrderingOp(key->sort_operator, ssup);
-		}
+		rsfdw_prepare_sort_keys(state->plan->sort, state->nsort, state->sortkeys, state->sort_columns);
 	}
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard scan row", ALLOCSET_DEFAULT_SIZES);
 	state->scan_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard scan", ALLOCSET_DEFAULT_SIZES);
@@ -846,39 +833,72 @@ load_sort_values(RsScanState *state, NodeStream *stream)
 {
 	PGresult   *res = stream->batch;
 	int			row = stream->next;
-	MemoryContext old;
+	MemoryContext old = rsfdw_merge_row_start(&stream->merge, state->scan_cxt, "ringshard merge row", state->nsort);
 
-	if (stream->row_cxt == NULL)
-	{
-		stream->row_cxt = AllocSetContextCreate(state->scan_cxt, "ringshard merge row", ALLOCSET_SMALL_SIZES);
-		stream->sort_values = MemoryContextAlloc(state->scan_cxt, sizeof(Datum) * state->nsort);
-		stream->sort_nulls = MemoryContextAlloc(state->scan_cxt, sizeof(bool) * state->nsort);
-	}
-	MemoryContextReset(stream->row_cxt);
-	old = MemoryContextSwitchTo(stream->row_cxt);
 	for (int k = 0; k < state->nsort; k++)
 	{
 		int			column = state->sort_columns[k];
 
-		stream->sort_nulls[k] = PQgetisnull(res, row, column);
-		stream->sort_values[k] = stream->sort_nulls[k] ? (Datum) 0 : column_value(state, stream, res, row, column);
+		stream->merge.nulls[k] = PQgetisnull(res, row, column);
+		stream->merge.values[k] = stream->merge.nulls[k] ? (Datum) 0 : column_value(state, stream, res, row, column);
 	}
 	MemoryContextSwitchTo(old);
 	stream->has_row = true;
 }
 
-static int
-compare_streams(RsScanState *state, NodeStream *a, NodeStream *b)
+MemoryContext
+rsfdw_merge_row_start(RsMergeRow *row, MemoryContext parent, const char *cxt_name, int nkeys)
 {
-	for (int k = 0; k < state->nsort; k++)
+	if (row->cxt == NULL)
 	{
-		int			c = ApplySortComparator(a->sort_values[k], a->sort_nulls[k],
-											b->sort_values[k], b->sort_nulls[k], &state->sortkeys[k]);
+		/* the callers' names are constants, as AllocSetContextCreate checks */
+		row->cxt = AllocSetContextCreateInternal(parent, cxt_name, ALLOCSET_SMALL_SIZES);
+		row->values = MemoryContextAlloc(parent, sizeof(Datum) * nkeys);
+		row->nulls = MemoryContextAlloc(parent, sizeof(bool) * nkeys);
+	}
+	MemoryContextReset(row->cxt);
+	return MemoryContextSwitchTo(row->cxt);
+}
+
+int
+rsfdw_merge_row_compare(const RsMergeRow *a, const RsMergeRow *b, int nkeys, SortSupport sortkeys)
+{
+	for (int k = 0; k < nkeys; k++)
+	{
+		int			c = ApplySortComparator(a->values[k], a->nulls[k], b->values[k], b->nulls[k], &sortkeys[k]);
 
 		if (c != 0)
 			return c;
 	}
 	return 0;
+}
+
+void
+rsfdw_prepare_sort_keys(const RsSortKey *keys, int nkeys, SortSupport sortkeys, int *sort_columns)
+{
+	for (int i = 0; i < nkeys; i++)
+	{
+		SortSupport ssup = &sortkeys[i];
+
+		sort_columns[i] = keys[i].column - 1;
+		ssup->ssup_cxt = CurrentMemoryContext;
+		ssup->ssup_collation = keys[i].collation;
+		ssup->ssup_nulls_first = keys[i].nulls_first;
+		PrepareSortSupportFromOrderingOp(keys[i].sort_operator, ssup);
+	}
+}
+
+char *
+rsfdw_explain_nodes(TablePlacement *placement)
+{
+	StringInfoData nodes;
+	int			n = placement_node_count(placement);
+
+	initStringInfo(&nodes);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(placement, i),
+						 placement_node_up(placement, i) ? "" : " (down)");
+	return nodes.data;
 }
 
 TupleTableSlot *
@@ -930,7 +950,7 @@ rsIterateForeignScan(ForeignScanState *node)
 					continue;
 				load_sort_values(state, stream);
 			}
-			if (best == NULL || compare_streams(state, stream, best) < 0)
+			if (best == NULL || rsfdw_merge_row_compare(&stream->merge, &best->merge, state->nsort, state->sortkeys) < 0)
 				best = stream;
 		}
 		if (best == NULL)
@@ -1033,9 +1053,8 @@ rsEndForeignScan(ForeignScanState *node)
 
 	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
 		return rsupper_end_scan(node);
-	if (state == NULL || state->explain_only)
-		return;
-	if (state->started)
+	/* a run to finish, unless the statement was only explained */
+	if (state != NULL && !state->explain_only && state->started)
 		finish_run(state);
 }
 
@@ -1043,19 +1062,14 @@ void
 rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 {
 	RsScanState *state = node->fdw_state;
-	StringInfoData nodes;
-	int			n;
+	char	   *nodes;
 
 	if (((ForeignScan *) node->ss.ps.plan)->scan.scanrelid == 0)
 		return rsupper_explain_scan(node, es);
-	n = placement_node_count(&state->placement);
-	initStringInfo(&nodes);
-	for (int i = 0; i < n; i++)
-		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
-						 placement_node_up(&state->placement, i) ? "" : " (down)");
+	nodes = rsfdw_explain_nodes(&state->placement);
 	if (state->kind == RS_SCAN_FANOUT)
 	{
-		ExplainPropertyText("Nodes", nodes.data, es);
+		ExplainPropertyText("Nodes", nodes, es);
 		ExplainPropertyText("Reads", placement_single_copy(&state->placement)
 							? "every node, in parallel (one copy of each row)"
 							: "every node, in parallel; each row on its first healthy replica", es);
@@ -1068,7 +1082,7 @@ rsExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 		ExplainPropertyText("Router", psprintf("one healthy replica per value of %s", state->key_column), es);
 		/* a key fixed by a constant: its replicas, one of which is read */
-		ExplainPropertyText("Nodes", replicas ? replicas : nodes.data, es);
+		ExplainPropertyText("Nodes", replicas ? replicas : nodes, es);
 	}
 	if (es->verbose)
 	{

@@ -74,10 +74,8 @@ typedef struct NodeAnswer
 	RemoteConnection *conn;		/* NULL: the node is left out */
 	PGresult   *result;
 	int			next;			/* top rows: the next row to return */
-	bool		has_head;		/* top rows: head_values hold row next's sort values */
-	Datum	   *head_values;
-	bool	   *head_nulls;
-	MemoryContext head_cxt;
+	bool		has_head;		/* top rows: head holds row next's sort values */
+	RsMergeRow	head;
 } NodeAnswer;
 
 typedef struct UpperScanState
@@ -142,13 +140,12 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 {
 	ForeignScan *plan = (ForeignScan *) node->ss.ps.plan;
 	EState	   *estate = node->ss.ps.state;
-	List	   *private = plan->fdw_private;
 	UpperScanState *state = palloc0(sizeof(UpperScanState));
 	/* the table is the one relation under the scan (setrefs.c keeps fs_relids right, not fdw_private) */
 	Index		rtindex = bms_next_member(plan->fs_relids, -1);
 	RangeTblEntry *rte = exec_rt_fetch(rtindex, estate);
 	Relation	rel;
-	RsScanPlan *splan = rsfdw_scan_plan_from_private(private);
+	RsScanPlan *splan = rsfdw_scan_plan_from_private(plan->fdw_private);
 	ListCell   *lc;
 	int			i;
 
@@ -261,17 +258,7 @@ rsupper_begin_scan(ForeignScanState *node, int eflags)
 
 		state->sortkeys = palloc0(sizeof(SortSupportData) * nkeys);
 		state->sort_columns = palloc(sizeof(int) * nkeys);
-		for (i = 0; i < state->nsort; i++)
-		{
-			RsSortKey  *key = &splan->sort[i];
-			SortSupport ssup = &state->sortkeys[i];
-
-			state->sort_columns[i] = key->column - 1;
-			ssup->ssup_cxt = CurrentMemoryContext;
-			ssup->ssup_collation = key->collation;
-			ssup->ssup_nulls_first = key->nulls_first;
-			PrepareSortSupportFromOrderingOp(key->sort_operator, ssup);
-		}
+		rsfdw_prepare_sort_keys(splan->sort, state->nsort, state->sortkeys, state->sort_columns);
 		for (i = 0; i < state->ntiebreak; i++)
 		{
 			Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), list_nth_int(splan->tiebreak, i) - 1);
@@ -679,34 +666,13 @@ answer_value(UpperScanState *state, NodeAnswer *answer, int column, bool *isnull
 static void
 load_head(UpperScanState *state, NodeAnswer *answer)
 {
-	MemoryContext old;
+	MemoryContext old = rsfdw_merge_row_start(&answer->head, state->run_cxt, "ringshard upper merge row",
+											  state->nmerge);
 
-	if (answer->head_cxt == NULL)
-	{
-		answer->head_cxt = AllocSetContextCreate(state->run_cxt, "ringshard upper merge row", ALLOCSET_SMALL_SIZES);
-		answer->head_values = MemoryContextAlloc(state->run_cxt, sizeof(Datum) * state->nmerge);
-		answer->head_nulls = MemoryContextAlloc(state->run_cxt, sizeof(bool) * state->nmerge);
-	}
-	MemoryContextReset(answer->head_cxt);
-	old = MemoryContextSwitchTo(answer->head_cxt);
 	for (int k = 0; k < state->nmerge; k++)
-		answer->head_values[k] = answer_value(state, answer, state->sort_columns[k], &answer->head_nulls[k]);
+		answer->head.values[k] = answer_value(state, answer, state->sort_columns[k], &answer->head.nulls[k]);
 	MemoryContextSwitchTo(old);
 	answer->has_head = true;
-}
-
-static int
-compare_heads(UpperScanState *state, NodeAnswer *a, NodeAnswer *b)
-{
-	for (int k = 0; k < state->nmerge; k++)
-	{
-		int			c = ApplySortComparator(a->head_values[k], a->head_nulls[k],
-											b->head_values[k], b->head_nulls[k], &state->sortkeys[k]);
-
-		if (c != 0)
-			return c;
-	}
-	return 0;
 }
 
 /* The next of the top rows: merged in order (or one answer after another), after the offset, up to the limit. */
@@ -739,7 +705,8 @@ next_top_row(UpperScanState *state, TupleTableSlot *slot)
 					continue;
 				if (!answer->has_head)
 					load_head(state, answer);
-				if (best == NULL || compare_heads(state, answer, best) < 0)
+				if (best == NULL ||
+					rsfdw_merge_row_compare(&answer->head, &best->head, state->nmerge, state->sortkeys) < 0)
 					best = answer;
 			}
 			if (best == NULL)
@@ -846,9 +813,8 @@ rsupper_end_scan(ForeignScanState *node)
 {
 	UpperScanState *state = node->fdw_state;
 
-	if (state == NULL || state->explain_only)
-		return;
-	if (state->started)
+	/* a run to finish, unless the statement was only explained */
+	if (state != NULL && !state->explain_only && state->started)
 		finish_run(state);
 }
 
@@ -857,16 +823,10 @@ rsupper_explain_scan(ForeignScanState *node, ExplainState *es)
 {
 	UpperScanState *state = node->fdw_state;
 	RsScanPlan *plan = state->plan;
-	StringInfoData nodes;
-	int			n = placement_node_count(&state->placement);
 	bool		late;
 
-	initStringInfo(&nodes);
-	for (int i = 0; i < n; i++)
-		appendStringInfo(&nodes, "%s%s%s", i ? ", " : "", placement_node_name(&state->placement, i),
-						 placement_node_up(&state->placement, i) ? "" : " (down)");
 	ExplainPropertyText("Relations", plan->relations, es);
-	ExplainPropertyText("Nodes", nodes.data, es);
+	ExplainPropertyText("Nodes", rsfdw_explain_nodes(&state->placement), es);
 	/* with several copies of each row, top rows are checked late (unless the LIMIT turns out NULL) */
 	late = plan->late != NULL && !placement_single_copy(&state->placement);
 	ExplainPropertyText("Pushed down", late ? psprintf("%s; each node picks its own rows among its top rows",
