@@ -62,6 +62,18 @@ typedef struct RsUpperInfo
 	Node	   *limit_offset;
 } RsUpperInfo;
 
+/* An upper relation's RsUpperInfo, for this stage over this fan-out scan, the rest to fill. */
+static RsUpperInfo *
+make_upper_info(RelOptInfo *rel, UpperRelationKind stage, RelOptInfo *base)
+{
+	RsUpperInfo *upper = palloc0(sizeof(RsUpperInfo));
+
+	upper->stage = stage;
+	upper->base = base;
+	rel->fdw_private = upper;
+	return upper;
+}
+
 /* The distributed table's scan, if the nodes can do the work above it. */
 static RsRelInfo *
 pushable_scan(PlannerInfo *root, RelOptInfo *rel)
@@ -356,13 +368,10 @@ add_grouping_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_
 	foreach(lc, check.aggregates)
 		scan_tlist = lappend(scan_tlist, makeTargetEntry(lfirst(lc), list_length(scan_tlist) + 1, NULL, false));
 
-	upper = palloc0(sizeof(RsUpperInfo));
-	upper->stage = UPPERREL_GROUP_AGG;
-	upper->base = input_rel;
+	upper = make_upper_info(grouped_rel, UPPERREL_GROUP_AGG, input_rel);
 	upper->scan_tlist = scan_tlist;
 	upper->group_clauses = group_clauses;
 	upper->having = having;
-	grouped_rel->fdw_private = upper;
 
 	/*
 	 * The nodes read the rows in parallel and send one row per group: far
@@ -425,12 +434,9 @@ note_ordered(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *ordered_rel)
 			return;
 		sort_members = lappend(sort_members, em);
 	}
-	upper = palloc0(sizeof(RsUpperInfo));
-	upper->stage = UPPERREL_ORDERED;
-	upper->base = input_rel;
+	upper = make_upper_info(ordered_rel, UPPERREL_ORDERED, input_rel);
 	upper->pathkeys = root->sort_pathkeys;
 	upper->sort_members = sort_members;
-	ordered_rel->fdw_private = upper;
 }
 
 /* A LIMIT or OFFSET the scan can evaluate once when it starts, as the Limit node would. */
@@ -517,15 +523,12 @@ add_final_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *final_rel, 
 			scan_tlist = lappend(scan_tlist, makeTargetEntry((Expr *) var, list_length(scan_tlist) + 1, NULL, false));
 	}
 
-	upper = palloc0(sizeof(RsUpperInfo));
-	upper->stage = UPPERREL_FINAL;
-	upper->base = base;
+	upper = make_upper_info(final_rel, UPPERREL_FINAL, base);
 	upper->scan_tlist = scan_tlist;
 	upper->pathkeys = pathkeys;
 	upper->sort_members = sort_members;
 	upper->limit_count = parse->limitCount;
 	upper->limit_offset = parse->limitOffset;
-	final_rel->fdw_private = upper;
 
 	/*
 	 * Cheaper than a Limit over the plain scan, whose first FETCH has every
@@ -611,6 +614,36 @@ append_partial_call(DeparseContext *ctx, const char *name, Aggref *aggref, const
 		rsfdw_append_expr(ctx, aggref->aggfilter);
 		rsfdw_append(ctx, ")");
 	}
+}
+
+/*
+ * An average's partial results, two columns: its sum, then its count.
+ * Returns the function that adds two sums, and sets the sum's type.
+ */
+static Oid
+append_avg_partials(DeparseContext *ctx, Aggref *aggref, RsCombineKind kind, Oid *sum_type)
+{
+	/* PostgreSQL divides the numeric sum by the numeric count */
+	bool		numeric = kind == RS_COMBINE_AVG_NUMERIC;
+
+	if (numeric)
+		rsfdw_append(ctx, "(");
+	/* float4 values too are summed as float8 */
+	append_partial_call(ctx, "sum", aggref, aggref->aggfnoid == F_AVG_FLOAT4 ? "pg_catalog.float8" : NULL);
+	rsfdw_append(ctx, numeric ? ")::pg_catalog.numeric, " : ", ");
+	append_partial_call(ctx, "count", aggref, NULL);
+	if (numeric)
+	{
+		*sum_type = NUMERICOID;
+		return F_NUMERIC_ADD;
+	}
+	if (kind == RS_COMBINE_AVG_FLOAT8)
+	{
+		*sum_type = FLOAT8OID;
+		return F_FLOAT8PL;
+	}
+	*sum_type = INTERVALOID;
+	return F_INTERVAL_PL;
 }
 
 /*
@@ -775,29 +808,9 @@ rsupper_get_plan(PlannerInfo *root, RelOptInfo *upperrel, ForeignPath *best_path
 						function = aggregate_sort_operator(aggref->aggfnoid);
 						break;
 					case RS_COMBINE_AVG_NUMERIC:
-						/* PostgreSQL divides the numeric sum by the numeric count */
-						rsfdw_append(&ctx, "(");
-						append_partial_call(&ctx, "sum", aggref, NULL);
-						rsfdw_append(&ctx, ")::pg_catalog.numeric, ");
-						append_partial_call(&ctx, "count", aggref, NULL);
-						partial_type = NUMERICOID;
-						function = F_NUMERIC_ADD;
-						break;
 					case RS_COMBINE_AVG_FLOAT8:
-						/* float4 values too are summed as float8 */
-						append_partial_call(&ctx, "sum", aggref,
-											aggref->aggfnoid == F_AVG_FLOAT4 ? "pg_catalog.float8" : NULL);
-						rsfdw_append(&ctx, ", ");
-						append_partial_call(&ctx, "count", aggref, NULL);
-						partial_type = FLOAT8OID;
-						function = F_FLOAT8PL;
-						break;
 					case RS_COMBINE_AVG_INTERVAL:
-						append_partial_call(&ctx, "sum", aggref, NULL);
-						rsfdw_append(&ctx, ", ");
-						append_partial_call(&ctx, "count", aggref, NULL);
-						partial_type = INTERVALOID;
-						function = F_INTERVAL_PL;
+						function = append_avg_partials(&ctx, aggref, kind, &partial_type);
 						break;
 				}
 				{
