@@ -836,21 +836,35 @@ rsfdw_deparse_finish(DeparseContext *ctx)
 }
 
 /* An operator's name for SQL: plain in pg_catalog, OPERATOR(schema.op) elsewhere. */
-static void
-append_operator_name(DeparseContext *ctx, Oid opno)
+/* An operator's name as SQL: qualified unless it is in pg_catalog. */
+static char *
+operator_name(Oid opno)
 {
 	HeapTuple	tuple = SearchSysCache1(OPEROID, ObjectIdGetDatum(opno));
 	Form_pg_operator form;
+	char	   *name;
 
 	if (!HeapTupleIsValid(tuple))
 		elog(ERROR, "cache lookup failed for operator %u", opno);
 	form = (Form_pg_operator) GETSTRUCT(tuple);
 	if (form->oprnamespace == PG_CATALOG_NAMESPACE)
-		appendStringInfoString(&ctx->current, NameStr(form->oprname));
+		name = pstrdup(NameStr(form->oprname));
 	else
-		appendStringInfo(&ctx->current, "OPERATOR(%s.%s)",
-						 quote_identifier(get_namespace_name(form->oprnamespace)), NameStr(form->oprname));
+		name = psprintf("OPERATOR(%s.%s)",
+						quote_identifier(get_namespace_name(form->oprnamespace)), NameStr(form->oprname));
 	ReleaseSysCache(tuple);
+	return name;
+}
+
+/* A two-argument form: before, the first argument, between, the second, after. */
+static void
+append_binary(DeparseContext *ctx, const char *before, List *args, const char *between, const char *after)
+{
+	rsfdw_append(ctx, before);
+	rsfdw_append_expr(ctx, linitial(args));
+	rsfdw_append(ctx, between);
+	rsfdw_append_expr(ctx, lsecond(args));
+	rsfdw_append(ctx, after);
 }
 
 static void
@@ -906,58 +920,30 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 		case T_OpExpr:
 			{
 				OpExpr	   *op = (OpExpr *) expr;
+				char	   *name = operator_name(op->opno);
 
-				rsfdw_append(ctx, "(");
 				if (list_length(op->args) == 2)
-				{
-					rsfdw_append_expr(ctx, linitial(op->args));
-					rsfdw_append(ctx, " ");
-					append_operator_name(ctx, op->opno);
-					rsfdw_append(ctx, " ");
-					rsfdw_append_expr(ctx, lsecond(op->args));
-				}
+					append_binary(ctx, "(", op->args, psprintf(" %s ", name), ")");
 				else
 				{
-					append_operator_name(ctx, op->opno);
-					rsfdw_append(ctx, " ");
+					appendStringInfo(&ctx->current, "(%s ", name);
 					rsfdw_append_expr(ctx, linitial(op->args));
+					rsfdw_append(ctx, ")");
 				}
-				rsfdw_append(ctx, ")");
 				break;
 			}
 		case T_DistinctExpr:
-			{
-				OpExpr	   *op = (OpExpr *) expr;
-
-				rsfdw_append(ctx, "(");
-				rsfdw_append_expr(ctx, linitial(op->args));
-				rsfdw_append(ctx, " IS DISTINCT FROM ");
-				rsfdw_append_expr(ctx, lsecond(op->args));
-				rsfdw_append(ctx, ")");
-				break;
-			}
+			append_binary(ctx, "(", ((OpExpr *) expr)->args, " IS DISTINCT FROM ", ")");
+			break;
 		case T_NullIfExpr:
-			{
-				OpExpr	   *op = (OpExpr *) expr;
-
-				rsfdw_append(ctx, "NULLIF(");
-				rsfdw_append_expr(ctx, linitial(op->args));
-				rsfdw_append(ctx, ", ");
-				rsfdw_append_expr(ctx, lsecond(op->args));
-				rsfdw_append(ctx, ")");
-				break;
-			}
+			append_binary(ctx, "NULLIF(", ((OpExpr *) expr)->args, ", ", ")");
+			break;
 		case T_ScalarArrayOpExpr:
 			{
 				ScalarArrayOpExpr *op = (ScalarArrayOpExpr *) expr;
 
-				rsfdw_append(ctx, "(");
-				rsfdw_append_expr(ctx, linitial(op->args));
-				rsfdw_append(ctx, " ");
-				append_operator_name(ctx, op->opno);
-				rsfdw_append(ctx, op->useOr ? " ANY (" : " ALL (");
-				rsfdw_append_expr(ctx, lsecond(op->args));
-				rsfdw_append(ctx, "))");
+				append_binary(ctx, "(", op->args,
+							  psprintf(" %s %s (", operator_name(op->opno), op->useOr ? "ANY" : "ALL"), "))");
 				break;
 			}
 		case T_FuncExpr:
