@@ -1782,12 +1782,15 @@ rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const c
 
 /* ----- DDL for the nodes ----- */
 
-/* WITH (name = 'value', ...) of storage or operator-class options. */
+/* The prefix, then (name = 'value', ...), of storage or operator-class options; nothing when there are none. */
 static void
-append_definition_options(StringInfo buf, List *options)
+append_definition_options(StringInfo buf, const char *prefix, List *options)
 {
 	ListCell   *lc;
 
+	if (options == NIL)
+		return;
+	appendStringInfoString(buf, prefix);
 	appendStringInfoChar(buf, '(');
 	foreach(lc, options)
 	{
@@ -1831,11 +1834,7 @@ rsfdw_deparse_unique_constraint(const char *table, const char *name, Constraint 
 		append_name_list(&buf, con->including);
 		appendStringInfoChar(&buf, ')');
 	}
-	if (con->options)
-	{
-		appendStringInfoString(&buf, " WITH ");
-		append_definition_options(&buf, con->options);
-	}
+	append_definition_options(&buf, " WITH ", con->options);
 	if (con->indexspace)
 		appendStringInfo(&buf, " USING INDEX TABLESPACE %s", quote_identifier(con->indexspace));
 	if (con->deferrable)
@@ -1870,8 +1869,7 @@ rsfdw_deparse_create_index(IndexStmt *stmt, Oid relid, const char *table, const 
 			appendStringInfo(&buf, " COLLATE %s", NameListToQuotedString(elem->collation));
 		if (elem->opclass)
 			appendStringInfo(&buf, " %s", NameListToQuotedString(elem->opclass));
-		if (elem->opclassopts)
-			append_definition_options(&buf, elem->opclassopts);
+		append_definition_options(&buf, "", elem->opclassopts);
 		if (elem->ordering == SORTBY_DESC)
 			appendStringInfoString(&buf, " DESC");
 		if (elem->nulls_ordering == SORTBY_NULLS_FIRST)
@@ -1890,11 +1888,7 @@ rsfdw_deparse_create_index(IndexStmt *stmt, Oid relid, const char *table, const 
 	}
 	if (stmt->nulls_not_distinct)
 		appendStringInfoString(&buf, " NULLS NOT DISTINCT");
-	if (stmt->options)
-	{
-		appendStringInfoString(&buf, " WITH ");
-		append_definition_options(&buf, stmt->options);
-	}
+	append_definition_options(&buf, " WITH ", stmt->options);
 	if (stmt->tableSpace)
 		appendStringInfo(&buf, " TABLESPACE %s", quote_identifier(stmt->tableSpace));
 	if (stmt->whereClause)
