@@ -182,6 +182,28 @@ typedef struct CollationState
 
 static bool query_collations_said(Query *query);
 
+/*
+ * The nodes of a query's structure (its target list, join tree, functions
+ * in FROM, WITH, set operations): nothing of their own to send or check,
+ * only their members.
+ */
+static bool
+is_query_structure(Node *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_TargetEntry:
+		case T_FromExpr:
+		case T_JoinExpr:
+		case T_RangeTblFunction:
+		case T_CommonTableExpr:
+		case T_SetOperationStmt:
+			return true;
+		default:
+			return false;
+	}
+}
+
 /* Fold the collation a sub-expression ends with into its parent's state. */
 static void
 collation_fold(CollationState *parent, Oid collid)
@@ -214,23 +236,11 @@ collation_walker(Node *node, CollationState *state)
 		}
 		return false;
 	}
-	switch (nodeTag(node))
-	{
-		case T_RangeTblRef:
-		case T_SortGroupClause:
-			return false;
-		case T_List:
-		case T_TargetEntry:
-		case T_FromExpr:
-		case T_JoinExpr:
-		case T_RangeTblFunction:
-		case T_CommonTableExpr:
-		case T_SetOperationStmt:
-			/* no collation of their own: their members fold into the parent */
-			return expression_tree_walker(node, collation_walker, (void *) state);
-		default:
-			break;
-	}
+	if (IsA(node, RangeTblRef) || IsA(node, SortGroupClause))
+		return false;
+	/* no collation of their own: their members fold into the parent */
+	if (IsA(node, List) || is_query_structure(node))
+		return expression_tree_walker(node, collation_walker, (void *) state);
 	if (is_value_hole(node))
 		goto literal;			/* sent as a typed literal */
 	switch (nodeTag(node))
@@ -387,6 +397,8 @@ ship_walker(Node *node, ShipContext *ctx)
 	{
 		const char *why;
 
+		if (is_query_structure(node))
+			return expression_tree_walker(node, ship_walker, (void *) ctx);
 		switch (nodeTag(node))
 		{
 			case T_Query:
@@ -409,12 +421,6 @@ ship_walker(Node *node, ShipContext *ctx)
 			case T_RangeTblRef:
 				return false;
 			case T_SubLink:
-			case T_TargetEntry:
-			case T_FromExpr:
-			case T_JoinExpr:
-			case T_RangeTblFunction:
-			case T_CommonTableExpr:
-			case T_SetOperationStmt:
 			case T_GroupingFunc:
 				return expression_tree_walker(node, ship_walker, (void *) ctx);
 			case T_SortGroupClause:
@@ -510,8 +516,11 @@ walk_as_expression:
 				break;
 			}
 		case T_RelabelType:
-			if (!type_is_shippable(((RelabelType *) node)->resulttype, ctx))
-				return refuse_part(ctx, "a cast to a type the nodes may not have");
+		case T_ArrayExpr:
+			/* the type a cast makes, or an array's */
+			if (!type_is_shippable(exprType(node), ctx))
+				return refuse_part(ctx, IsA(node, RelabelType) ? "a cast to a type the nodes may not have"
+								   : "an array of a type the nodes may not have");
 			break;
 		case T_CaseExpr:
 			{
@@ -571,10 +580,6 @@ walk_as_expression:
 													 format_type_be(argtype), format_type_be(c->resulttype)));
 				break;
 			}
-		case T_ArrayExpr:
-			if (!type_is_shippable(((ArrayExpr *) node)->array_typeid, ctx))
-				return refuse_part(ctx, "an array of a type the nodes may not have");
-			break;
 		case T_BoolExpr:
 		case T_NullTest:
 		case T_BooleanTest:
