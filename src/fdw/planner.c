@@ -451,11 +451,9 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 	List	   *remote_exprs = NIL;
 	List	   *params = NIL;
 	List	   *fdw_exprs;
-	List	   *retrieved;
 	List	   *sort_vars = NIL;
 	List	   *sort_ops = NIL;
 	List	   *sort_directions = NIL;
-	List	   *private;
 	ListCell   *lc;
 	RsScanKind	kind = RS_SCAN_FANOUT;
 	RsScanPlan *plan = palloc0(sizeof(RsScanPlan));
@@ -528,12 +526,11 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 		sort_vars = lappend(sort_vars, pathkey_column(root, foreignrel, lfirst(lc), &sortop));
 		sort_ops = lappend_oid(sort_ops, sortop);
 	}
-	retrieved = retrieved_attributes(root, foreignrel, local_exprs, sort_vars);
 
 	/* The remote statement's parts, and how to merge the sorted streams. */
 	plan->relid = foreigntableid;
 	plan->kind = kind;
-	plan->retrieved = retrieved;
+	plan->retrieved = retrieved_attributes(root, foreignrel, local_exprs, sort_vars);
 	plan->key_attnum = kind != RS_SCAN_FANOUT ? info->key_attnum : 0;
 	plan->key_is_array = info->key_is_array;
 	plan->nsort = list_length(best_path->path.pathkeys);
@@ -545,8 +542,8 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 		RsSortKey  *key = &plan->sort[foreach_current_index(lc)];
 
 		/* the merge compares this result column (1-based) */
-		for (int i = 0; i < list_length(retrieved); i++)
-			if (list_nth_int(retrieved, i) == var->varattno)
+		for (int i = 0; i < list_length(plan->retrieved); i++)
+			if (list_nth_int(plan->retrieved, i) == var->varattno)
 				key->column = i + 1;
 		key->sort_operator = list_nth_oid(sort_ops, foreach_current_index(lc));
 		key->collation = pk->pk_eclass->ec_collation;
@@ -593,6 +590,6 @@ rsGetForeignPlan(PlannerInfo *root, RelOptInfo *foreignrel, Oid foreigntableid,
 		fdw_exprs = lappend(fdw_exprs, info->key_values);
 	if (kind == RS_SCAN_ROUTER_KEYSPACE)
 		fdw_exprs = lappend(fdw_exprs, info->keyspace_value);
-	private = rsfdw_scan_plan_to_private(plan);
-	return make_foreignscan(tlist, local_exprs, foreignrel->relid, fdw_exprs, private, NIL, NIL, outer_plan);
+	return make_foreignscan(tlist, local_exprs, foreignrel->relid, fdw_exprs, rsfdw_scan_plan_to_private(plan),
+							NIL, NIL, outer_plan);
 }
