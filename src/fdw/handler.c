@@ -180,20 +180,31 @@ ringshard_fdw_validator(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Read the catalog about one distributed table ($1 of sql, its oid), at most
+ * one row, through SPI: the caller reads SPI_tuptable, then SPI_finish()es.
+ */
+static void
+read_table_catalog(const char *sql, Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	SPI_connect();
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read ringshard.distributed_tables");
+}
+
 /* The annotation of a distributed table for planning (see fdw.h). */
 void
 rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *keyspace_attnum)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		isnull;
 
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT key_attnum, coalesce(keyspace_attnum, 0::pg_catalog.int2) "
-							  "FROM ringshard.distributed_tables "
-							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read ringshard.distributed_tables");
+	read_table_catalog("SELECT key_attnum, coalesce(keyspace_attnum, 0::pg_catalog.int2) "
+					   "FROM ringshard.distributed_tables "
+					   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+					   relid);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -213,19 +224,15 @@ rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *k
 bool
 rsfdw_table_on_every_node(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		isnull;
 	bool		everywhere = false;
 
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT r.replication_factor OPERATOR(pg_catalog.>=) "
-							  "(SELECT pg_catalog.count(*) FROM ringshard.ring_members m "
-							  "  WHERE m.ring_name OPERATOR(pg_catalog.=) r.ring_name) "
-							  "FROM ringshard.distributed_tables d JOIN ringshard.rings r ON r.ring_name OPERATOR(pg_catalog.=) d.ring_name "
-							  "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read ringshard.distributed_tables");
+	read_table_catalog("SELECT r.replication_factor OPERATOR(pg_catalog.>=) "
+					   "(SELECT pg_catalog.count(*) FROM ringshard.ring_members m "
+					   "  WHERE m.ring_name OPERATOR(pg_catalog.=) r.ring_name) "
+					   "FROM ringshard.distributed_tables d JOIN ringshard.rings r ON r.ring_name OPERATOR(pg_catalog.=) d.ring_name "
+					   "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+					   relid);
 	if (SPI_processed == 1)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -240,16 +247,12 @@ rsfdw_table_on_every_node(Oid relid)
 char *
 rsfdw_table_ring(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	char	   *ring = NULL;
 	MemoryContext caller = CurrentMemoryContext;
 
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT ring_name FROM ringshard.distributed_tables "
-							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read ringshard.distributed_tables");
+	read_table_catalog("SELECT ring_name FROM ringshard.distributed_tables "
+					   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
+					   relid);
 	if (SPI_processed == 1)
 	{
 		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
