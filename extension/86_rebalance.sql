@@ -1081,9 +1081,9 @@ CREATE FUNCTION ringshard_internal.rebalance_finish(table_name regclass) RETURNS
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	totals record;
-	in_doubt text;
 	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);
 	forgotten text;
+	in_doubt text;
 BEGIN
 	-- a copy left behind on a node that may be a replica again later must not outlive the move's record
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p
