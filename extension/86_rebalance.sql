@@ -746,7 +746,7 @@ CREATE FUNCTION ringshard_internal.copy_step_rows(table_name regclass, source te
 	RETURNS bigint
 	AS 'MODULE_PATHNAME', 'ringshard_copy_step_rows' LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard_internal.copy_step_rows(regclass, text, text[], text) IS
-	'rebalance(): the rows of a table matching a condition, copied from source onto every target by COPY, node to node, in this transaction; the rows each target got';
+	'rebalance(): the rows of a table matching a condition, copied from source onto every target by COPY, node to node, each target''s copy committed there before this returns; the rows each target got';
 
 -- One move of a table at a time (src/operations/move_rows.c): a session
 -- hold from rebalance_begin to rebalance_finish, across the move's commits.
@@ -759,17 +759,65 @@ CREATE FUNCTION ringshard_internal.release_table_move(table_name regclass) RETUR
 COMMENT ON FUNCTION ringshard_internal.release_table_move(regclass) IS
 	'rebalance(): the end of this session''s move of the table (hold_table_move)';
 
+-- A move goes on only once no part of a committed transaction (one with a
+-- record) is still prepared on these nodes after recovery; else it stops
+-- with "rebalance of <table> cannot confirm that <what>", and the hint
+-- begins with what it left done.  Such a part's rows are invisible there (a
+-- copy's) or still visible (a delete's) until recovery commits it: its
+-- COMMIT PREPARED was not confirmed, because the node, or this server, went
+-- away in between.  Recovery runs on the nodes before each look (its own
+-- errors aside: a part of someone else's may fail there); a part that was
+-- prepared at the first look and still is at the last (about 2 s later) is
+-- in doubt.  A writer's part between its commit and its COMMIT PREPARED is
+-- not there long.  (The record of a part is kept until recovery has seen it
+-- committed.)
+CREATE FUNCTION ringshard_internal.confirm_no_parts_in_doubt(table_name regclass, nodes text[], what text, done text)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	node text;
+	seen text[];
+	stuck text[];
+	in_doubt text;
+BEGIN
+	FOR attempt IN 1 .. 5 LOOP
+		PERFORM ringshard_internal.recover_prepared_transactions_on(nodes);
+		seen := '{}';
+		FOREACH node IN ARRAY nodes LOOP
+			seen := seen || ARRAY(SELECT node || ' ' || g FROM unnest(ringshard_internal.committed_parts_prepared_on(node)) g);
+		END LOOP;
+		stuck := CASE WHEN attempt = 1 THEN seen ELSE ARRAY(SELECT unnest(stuck) INTERSECT SELECT unnest(seen)) END;
+		EXIT WHEN cardinality(stuck) = 0;
+		IF attempt < 5 THEN
+			PERFORM pg_sleep(0.2 * attempt);
+		END IF;
+	END LOOP;
+	in_doubt := (SELECT string_agg(DISTINCT format('"%s"', split_part(x, ' ', 1)), ', ') FROM unnest(stuck) x);
+	IF in_doubt IS NOT NULL THEN
+		RAISE EXCEPTION 'rebalance of % cannot confirm that %', table_name, what
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+			      DETAIL = format('Committed transactions are still prepared on node %s, and recovery did not finish them.', in_doubt),
+			      HINT = done || '  See ringshard.recover_prepared_transactions(); call rebalance again once it '
+			             'finishes them: it resumes.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.confirm_no_parts_in_doubt(regclass, text[], text, text) IS
+	'rebalance(): fails (55000) if, after recovery, a part of a committed transaction stays prepared on one of the nodes';
+
 -- Before the first batch of a move (new or resumed): on every target, the
 -- rows of the steps still to be copied to it are deleted, one statement per
 -- target.  A target is not among the old replicas of what it gains, so no
 -- write through the coordinator puts those rows there before their copy
 -- (and verify_table and repair_table refuse a table with a move unfinished;
 -- one move of a table runs at a time: hold_table_move): what it holds of
--- them is left from an older layout, or from a copy committed in one phase
--- (ringshard.two_phase_commit off) whose move failed.  A copy committed in
--- two phases whose move failed is either committed with its steps marked
--- copied, or rolled back on every target.  So each batch's copy finds its
--- rows absent, and a target is scanned once per call, not per batch.
+-- them is left from an older layout, or from a copy whose batch failed: a
+-- copy commits on its targets before its batch is marked copied
+-- (copy_step_rows), so a batch that fails after that leaves its rows there
+-- with its steps pending.  So each batch's copy finds its rows absent, and a
+-- target is scanned once per call, not per batch.  The clearing commits
+-- with the first transaction of the move; rebalance_confirm_cleared checks
+-- in the next that no target still holds it prepared.
 CREATE FUNCTION ringshard_internal.rebalance_clear_targets(table_name regclass) RETURNS bigint
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -792,6 +840,20 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_clear_targets(regclass) IS
 	'rebalance(): deletes on every target the rows of the steps still to be copied to it (left from an older layout), one statement per target, before the first batch; the rows deleted';
+
+-- After the transaction that cleared the targets (rebalance_clear_targets):
+-- its part on a target whose COMMIT PREPARED was not confirmed would still
+-- hold the old rows there, visible, and the rows being copied would wait on
+-- it (a unique key) or be read beside them once copied.
+CREATE FUNCTION ringshard_internal.rebalance_confirm_cleared(table_name regclass) RETURNS void
+	LANGUAGE sql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT ringshard_internal.confirm_no_parts_in_doubt(table_name,
+		ARRAY(SELECT DISTINCT t.node FROM ringshard.rebalance_progress p, unnest(p.targets) t(node)
+		       WHERE p.table_name = rebalance_confirm_cleared.table_name AND p.state = 'pending' ORDER BY 1),
+		'its targets are cleared', 'Nothing was copied.');
+$$;
+COMMENT ON FUNCTION ringshard_internal.rebalance_confirm_cleared(regclass) IS
+	'rebalance(): after the clearing of the targets, fails if a part of it is still prepared on a target after recovery';
 
 -- The rows of several recorded steps of a table as one condition on a
 -- node's row t, evaluated once per row: for a ring, their token ranges as
@@ -930,42 +992,6 @@ CREATE FUNCTION ringshard_internal.wait_for_readers(table_name regclass) RETURNS
 COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 	'rebalance(): waits until every transaction holding a lock on the table now has ended (statements that may still route by a batch''s state before its copy), without blocking new ones';
 
--- The nodes among these on which a part of a committed transaction (one
--- with a record) is still prepared after recovery, as '"a", "b"'; NULL if
--- none.  Such a part's rows are invisible there (a copy's) or still
--- visible (a delete's) until recovery commits it: its COMMIT PREPARED was
--- not confirmed, because the node, or this server, went away in between.
--- Recovery runs on the nodes before each look (its own errors aside: a
--- part of someone else's may fail there); a part that was prepared at the
--- first look and still is at the last (about 2 s later) is in doubt.  A
--- writer's part between its commit and its COMMIT PREPARED is not there
--- long.  (The record of a part is kept until recovery has seen it
--- committed.)
-CREATE FUNCTION ringshard_internal.parts_in_doubt_on(nodes text[]) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-DECLARE
-	node text;
-	seen text[];
-	stuck text[];
-BEGIN
-	FOR attempt IN 1 .. 5 LOOP
-		PERFORM ringshard_internal.recover_prepared_transactions_on(nodes);
-		seen := '{}';
-		FOREACH node IN ARRAY nodes LOOP
-			seen := seen || ARRAY(SELECT node || ' ' || g FROM unnest(ringshard_internal.committed_parts_prepared_on(node)) g);
-		END LOOP;
-		stuck := CASE WHEN attempt = 1 THEN seen ELSE ARRAY(SELECT unnest(stuck) INTERSECT SELECT unnest(seen)) END;
-		EXIT WHEN cardinality(stuck) = 0;
-		IF attempt < 5 THEN
-			PERFORM pg_sleep(0.2 * attempt);
-		END IF;
-	END LOOP;
-	RETURN (SELECT string_agg(DISTINCT format('"%s"', split_part(x, ' ', 1)), ', ') FROM unnest(stuck) x);
-END
-$$;
-COMMENT ON FUNCTION ringshard_internal.parts_in_doubt_on(text[]) IS
-	'rebalance(): the nodes among these where, after recovery, a part of a committed transaction stays prepared, as a quoted list; NULL if none';
-
 -- Delete the copied steps' rows from the nodes that left their replica
 -- sets, once the last batch that leaves those nodes is copied: one
 -- statement per node for all of them (a scan of the node for every batch
@@ -982,7 +1008,6 @@ DECLARE
 	target text;
 	removed bigint := 0;
 	targets text[];
-	in_doubt text;
 BEGIN
 	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, left_nodes
 	  FROM ringshard.rebalance_progress p
@@ -1008,19 +1033,13 @@ BEGIN
 	-- a statement that began before the copy committed may still read these rows there
 	PERFORM ringshard_internal.wait_for_readers(table_name);
 	-- The copy is committed here, but its parts on the targets may still be
-	-- prepared (parts_in_doubt_on): those rows are invisible on the targets
+	-- prepared (confirm_no_parts_in_doubt): those rows are invisible on the targets
 	-- until recovery commits them, so deleting them where they left would
 	-- leave them nowhere to be read.
 	targets := ARRAY(SELECT DISTINCT unnest(p.targets) FROM ringshard.rebalance_progress p
 	                  WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied) ORDER BY 1);
-	in_doubt := ringshard_internal.parts_in_doubt_on(targets);
-	IF in_doubt IS NOT NULL THEN
-		RAISE EXCEPTION 'rebalance of % cannot confirm that steps % are committed on their new replicas', table_name, copied
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      DETAIL = format('Committed transactions are still prepared on node %s, and recovery did not finish them.', in_doubt),
-			      HINT = 'Nothing was deleted.  See ringshard.recover_prepared_transactions(); call rebalance again once it '
-			             'finishes them: it resumes.';
-	END IF;
+	PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, targets,
+		format('steps %s are committed on their new replicas', copied), 'Nothing was deleted.');
 	FOREACH target IN ARRAY left_nodes LOOP
 		removed := removed + ringshard_internal.node_value(target,
 			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
@@ -1083,7 +1102,7 @@ DECLARE
 	totals record;
 	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);
 	forgotten text;
-	in_doubt text;
+	placed json := ringshard_internal.placement_snapshot(table_name);
 BEGIN
 	-- a copy left behind on a node that may be a replica again later must not outlive the move's record
 	IF EXISTS (SELECT FROM ringshard.rebalance_progress p
@@ -1095,19 +1114,18 @@ BEGIN
 	END IF;
 	-- A delete whose COMMIT PREPARED was not confirmed leaves its rows
 	-- visible where they left; once the move's record is gone a fan-out at
-	-- R = 1 reads every node unfiltered and would count them twice.
-	in_doubt := ringshard_internal.parts_in_doubt_on(ARRAY(SELECT DISTINCT unnest(p.deletes) FROM ringshard.rebalance_progress p
-	                                                        WHERE p.table_name = rebalance_finish.table_name ORDER BY 1));
-	IF in_doubt IS NOT NULL THEN
-		RAISE EXCEPTION 'rebalance of % cannot confirm that its deletes are committed on the nodes the rows left', table_name
-			USING ERRCODE = 'object_not_in_prerequisite_state',
-			      DETAIL = format('Committed transactions are still prepared on node %s, and recovery did not finish them.', in_doubt),
-			      HINT = 'The rows are on their new replicas.  See ringshard.recover_prepared_transactions(); call rebalance '
-			             'again once it finishes them: it resumes.';
-	END IF;
+	-- R = 1 reads every node of the table unfiltered and would count them
+	-- twice.  (A node the table leaves altogether is read no more.)
+	PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, ARRAY(
+		SELECT DISTINCT d.node FROM ringshard.rebalance_progress p, unnest(p.deletes) d(node)
+		 WHERE p.table_name = rebalance_finish.table_name
+		   AND EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
+		                WHERE x->>'node' = d.node)
+		 ORDER BY 1),
+		'its deletes are committed on the nodes the rows left', 'The rows are on their new replicas.');
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
-	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard_internal.placement_snapshot(table_name))
+	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, placed)
 	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
 	DELETE FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
 	PERFORM ringshard_internal.forget_unused_nodes();
@@ -1141,6 +1159,7 @@ BEGIN
 		RETURN;
 	END IF;
 	COMMIT;
+	PERFORM ringshard_internal.rebalance_confirm_cleared(table_name);
 	last_notice := pg_catalog.clock_timestamp();
 	-- Batches of steps that share a source, targets and the nodes they
 	-- leave: copied in one transaction (one COPY per target for all of

@@ -47,23 +47,6 @@ remote_note_write(RemoteConnection *c)
 	c->wrote = true;
 }
 
-void
-remote_commit_part_now(RemoteConnection *c)
-{
-	PGresult   *res;
-
-	/* not inside a savepoint, with nothing in flight or held back to send with the commit */
-	if (c->xact != RXACT_OPEN || c->xact_depth != 1 || c->link != LINK_IDLE || c->deferred != NULL)
-		elog(ERROR, "ringshard: the part of node \"%s\" cannot be committed on its own now", c->node);
-	res = remote_exec(c, "COMMIT", false);
-	remote_expect_command(c, res, "COMMIT", -1, "a commit of rows copied");
-	remote_result_free(res);
-	remote_set_xact(c, RXACT_NONE);
-	c->xact_depth = 0;
-	c->wrote = false;
-	c->takes_moving_rows = false;
-}
-
 ErrorData *
 remote_rollback_subtransaction(MemoryContext cxt)
 {
@@ -235,6 +218,34 @@ commit_timeout_ms(void)
 {
 	return Max(ringshard_node_timeout_ms, StatementTimeout);
 }
+
+void
+remote_commit_part_now(RemoteConnection *c)
+{
+	PGresult   *res;
+
+	/* not inside a savepoint, with nothing in flight or held back to send with the commit */
+	if (c->xact != RXACT_OPEN || c->xact_depth != 1 || c->link != LINK_IDLE || c->deferred != NULL)
+		elog(ERROR, "ringshard: the part of node \"%s\" cannot be committed on its own now", c->node);
+
+	/*
+	 * Durable when acknowledged, as a PREPARE TRANSACTION is whatever the
+	 * node's synchronous_commit: the caller may delete the rows' only other
+	 * copy next.  A node that commits asynchronously flushes this one.
+	 */
+	res = remote_exec_timed(c, "SELECT pg_catalog.set_config('synchronous_commit', 'local', true) "
+							"WHERE pg_catalog.current_setting('synchronous_commit') OPERATOR(pg_catalog.=) 'off'",
+							true, commit_timeout_ms());
+	remote_result_free(res);
+	res = remote_exec_timed(c, "COMMIT", false, commit_timeout_ms());
+	remote_expect_command(c, res, "COMMIT", -1, "a commit of rows copied");
+	remote_result_free(res);
+	remote_set_xact(c, RXACT_NONE);
+	c->xact_depth = 0;
+	c->wrote = false;
+	c->takes_moving_rows = false;
+}
+
 
 /*
  * Send one command to several connections and wait (timeout_ms 0: as long as
