@@ -84,6 +84,34 @@ INSERT INTO accounts_local AS a (id, owner) VALUES (7, 'a'), (7, 'b') ON CONFLIC
 	WHERE EXCLUDED.owner = 'b';
 SELECT differences();
 
+-- Without RETURNING, rows go in batches: per batch, one statement per
+-- replica set to each of its replicas.  Old and new keys, a WHERE, the row
+-- count; the same key twice in one batch goes row by row (21000 as above),
+-- in two batches the coordinator remembers the first (21000 too).
+CREATE FUNCTION rows_written(statement text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	written bigint;
+BEGIN
+	EXECUTE statement;
+	GET DIAGNOSTICS written = ROW_COUNT;
+	RETURN written;
+END
+$$;
+SELECT rows_written(format($$INSERT INTO %I (id, owner) SELECT g, 'batch ' || g FROM generate_series(1000, 1599) g
+	ON CONFLICT DO NOTHING$$, t)) AS written
+  FROM unnest(ARRAY['accounts', 'accounts_local']) t;
+SELECT rows_written(format($$INSERT INTO %I AS a (id, owner, balance)
+	SELECT g, 'again ' || g, g FROM generate_series(900, 1700) g
+	ON CONFLICT (id) DO UPDATE SET balance = a.balance + EXCLUDED.balance, visits = a.visits + 1
+	WHERE a.id %% 3 <> 0$$, t)) AS written
+  FROM unnest(ARRAY['accounts', 'accounts_local']) t;
+INSERT INTO accounts AS a (id, owner) SELECT CASE WHEN g = 2300 THEN 2000 ELSE g END, 'twice'
+	FROM generate_series(2000, 2400) g ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner;
+INSERT INTO accounts_local AS a (id, owner) SELECT CASE WHEN g = 2300 THEN 2000 ELSE g END, 'twice'
+	FROM generate_series(2000, 2400) g ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner;
+EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO accounts (id, owner) VALUES (1, 'x'), (2, 'y') ON CONFLICT DO NOTHING;
+SELECT differences();
+
 -- Values never depend on the session's settings; stable functions are
 -- evaluated here, once, under the session's own settings.
 SET DateStyle = 'SQL, DMY';

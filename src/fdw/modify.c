@@ -54,6 +54,9 @@
 /* A few rows go as one INSERT (one round trip); more as a COPY (two). */
 #define SMALL_BATCH_ROWS 16
 
+/* An upsert's rows per batch: per batch, one statement per replica set. */
+#define UPSERT_BATCH_ROWS 200
+
 /* Progress of a long copy (create_distributed_table sets it). */
 int64		rsfdw_progress_total = -1;
 
@@ -89,7 +92,7 @@ typedef struct RsModifyState
 	int64		rows;
 	TimestampTz last_progress;
 
-	/* an upsert (INSERT ... ON CONFLICT): each row goes alone, with the clause */
+	/* an upsert (INSERT ... ON CONFLICT): rows go alone or in the executor's batches, with the clause */
 	bool		upsert;
 	List	   *upsert_tmpl;	/* the clause (deparse.c), with holes */
 	List	   *upsert_param_exprs; /* ... and their expressions */
@@ -697,69 +700,66 @@ remember_written(RsModifyState *state, Datum *values, bool *nulls, MemoryContext
 	MemoryContextSwitchTo(old);
 }
 
-/* Two replicas' answers to one upsert must be the same row, or no row. */
+/* Two replicas' answers to one upsert must be the same rows, in the same order. */
 static void
 check_replicas_agree(RsModifyState *state, RemoteConnection *a, PGresult *ra, RemoteConnection *b, PGresult *rb)
 {
 	bool		same = PQntuples(ra) == PQntuples(rb);
 
-	for (int c = 0; same && PQntuples(ra) > 0 && c < state->nlive; c++)
-		same = PQgetisnull(ra, 0, c) == PQgetisnull(rb, 0, c) &&
-			strcmp(PQgetvalue(ra, 0, c), PQgetvalue(rb, 0, c)) == 0;
+	for (int row = 0; same && row < PQntuples(ra); row++)
+		for (int c = 0; same && c < state->nlive; c++)
+			same = PQgetisnull(ra, row, c) == PQgetisnull(rb, row, c) &&
+				strcmp(PQgetvalue(ra, row, c), PQgetvalue(rb, row, c)) == 0;
 	if (!same)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("replicas \"%s\" and \"%s\" of table %s answered an upsert differently",
 						a->node, b->node, RelationGetRelationName(state->rel)),
-				 errdetail("Node \"%s\" %s, node \"%s\" %s: the replicas hold different rows for the key.",
-						   a->node, PQntuples(ra) ? "wrote a row" : "wrote none",
-						   b->node, PQntuples(rb) ? (PQntuples(ra) ? "another" : "wrote a row") : "wrote none"),
+				 PQntuples(ra) <= 1 && PQntuples(rb) <= 1
+				 ? errdetail("Node \"%s\" %s, node \"%s\" %s: the replicas hold different rows for the key.",
+							 a->node, PQntuples(ra) ? "wrote a row" : "wrote none",
+							 b->node, PQntuples(rb) ? (PQntuples(ra) ? "another" : "wrote a row") : "wrote none")
+				 : errdetail("Node \"%s\" wrote %d rows, node \"%s\" %d%s: the replicas hold different rows for the keys.",
+							 a->node, PQntuples(ra), b->node, PQntuples(rb),
+							 PQntuples(ra) == PQntuples(rb) ? ", not the same" : ""),
 				 errhint("Nothing was changed.  Compare and mend the replicas with ringshard.verify_table() and "
 						 "ringshard.repair_table().")));
 }
 
-static TupleTableSlot *
-upsert_row(RsModifyState *state, TupleTableSlot *slot)
+/* The statement's conflict clause, its holes filled at its first row (their values are the statement's). */
+static const char *
+upsert_clause(RsModifyState *state)
 {
-	uint16		replicas[PLACEMENT_MAX_REPLICAS];
-	int			nreplicas;
-	RemoteConnection *conns[PLACEMENT_MAX_REPLICAS];
-	const void *owners[PLACEMENT_MAX_REPLICAS];
-	RemoteResult out[PLACEMENT_MAX_REPLICAS];
-	int			n = 0;
-	MemoryContext old;
-	StringInfoData values;
-	char	   *statement;
-	char	   *sql;
-	const char *what;
-	PGresult   *first;
-	HeapTuple	tuple;
-	Datum	   *datums;
-	bool	   *nulls;
-	int			level;
-
-	nreplicas = row_replicas(state, slot, replicas);
 	if (state->upsert_clause == NULL)
 	{
 		RsParamValues *params = rsfdw_eval_params(state->upsert_param_states, state->upsert_param_exprs,
 												  state->upsert_econtext);
+		MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(state));
 
-		old = MemoryContextSwitchTo(GetMemoryChunkContext(state));
 		state->upsert_clause = rsfdw_template_text(state->upsert_tmpl, params);
 		MemoryContextSwitchTo(old);
 	}
+	return state->upsert_clause;
+}
 
-	MemoryContextReset(state->row_cxt);
-	old = MemoryContextSwitchTo(state->row_cxt);
-	slot_getallattrs(slot);
-	check_not_written_twice(state, slot->tts_values, slot->tts_isnull);
-	initStringInfo(&values);
-	level = remote_transmission_begin(state->money);
-	append_row_literal(state, slot, &values);
-	remote_transmission_end(level);
-	statement = rsfdw_upsert_sql(state->table, state->columns, values.data, state->upsert_clause, false);
-	sql = rsfdw_upsert_sql(state->table, state->columns, values.data, state->upsert_clause, true);
-	what = write_what(state);
+/*
+ * One upsert of rows (VALUES literals, nrows of them, all of one replica
+ * set) to each of their replicas at once; a replica that is down gets it
+ * queued.  Each replica answers with the rows it wrote (RETURNING), and
+ * they must answer alike.  Returns the first answer, which the caller
+ * frees, and its node in *node.
+ */
+static PGresult *
+send_upsert(RsModifyState *state, const uint16 *replicas, int nreplicas, const char *values, int nrows,
+			const char **node)
+{
+	RemoteConnection *conns[PLACEMENT_MAX_REPLICAS];
+	const void *owners[PLACEMENT_MAX_REPLICAS];
+	RemoteResult out[PLACEMENT_MAX_REPLICAS];
+	int			n = 0;
+	const char *what = write_what(state);
+	char	   *statement = rsfdw_upsert_sql(state->table, state->columns, values, upsert_clause(state), false);
+	char	   *sql = rsfdw_upsert_sql(state->table, state->columns, values, upsert_clause(state), true);
 
 	for (int r = 0; r < nreplicas; r++)
 	{
@@ -782,45 +782,225 @@ upsert_row(RsModifyState *state, TupleTableSlot *slot)
 	for (int j = 0; j < n; j++)
 	{
 		(void) remote_answer(conns[j], &out[j], sql, what);
-		remote_expect_rows(conns[j], out[j].result, state->nlive, 0, 1, what);
+		remote_expect_rows(conns[j], out[j].result, state->nlive, 0, nrows, what);
 	}
 	for (int j = 1; j < n; j++)
 		check_replicas_agree(state, conns[0], out[0].result, conns[j], out[j].result);
 	/* at least one replica took it now (row_replicas: ringshard.write_quorum is at least 1) */
-	first = out[0].result;
-	if (PQntuples(first) == 0)
-	{
-		for (int j = 0; j < n; j++)
-			remote_result_free(out[j].result);
-		MemoryContextSwitchTo(old);
-		/* no replica wrote it (DO NOTHING, or DO UPDATE ... WHERE false): not counted, not returned */
-		return NULL;
-	}
+	for (int j = 1; j < n; j++)
+		remote_result_free(out[j].result);
+	*node = conns[0]->node;
+	return out[0].result;
+}
 
-	/* the row as the node holds it now */
-	datums = palloc0(sizeof(Datum) * state->desc->natts);
-	nulls = palloc(sizeof(bool) * state->desc->natts);
+/* Row row of a node's answer, as the node holds it now, decoded into datums and nulls. */
+static void
+answered_row(RsModifyState *state, PGresult *res, int row, const char *node, Datum *datums, bool *nulls)
+{
 	for (int i = 0, c = 0; i < state->desc->natts; i++)
 	{
 		nulls[i] = true;
+		datums[i] = (Datum) 0;
 		if (TupleDescAttr(state->desc, i)->attisdropped)
 			continue;
-		if (!PQgetisnull(first, 0, c))
+		if (!PQgetisnull(res, row, c))
 		{
-			datums[i] = remote_codec_decode(&state->text_codecs[i], PQgetvalue(first, 0, c),
-											PQgetlength(first, 0, c), conns[0]->node);
+			datums[i] = remote_codec_decode(&state->text_codecs[i], PQgetvalue(res, row, c),
+											PQgetlength(res, row, c), node);
 			nulls[i] = false;
 		}
 		c++;
 	}
-	for (int j = 0; j < n; j++)
-		remote_result_free(out[j].result);
+}
+
+/*
+ * One row of an upsert, alone, for a statement that needs each row's answer
+ * at once (RETURNING, triggers) or whose rows would affect one row twice.
+ */
+static TupleTableSlot *
+upsert_row(RsModifyState *state, TupleTableSlot *slot)
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];
+	int			nreplicas;
+	MemoryContext old;
+	StringInfoData values;
+	PGresult   *answer;
+	const char *node;
+	HeapTuple	tuple;
+	Datum	   *datums;
+	bool	   *nulls;
+	int			level;
+
+	nreplicas = row_replicas(state, slot, replicas);
+	(void) upsert_clause(state);
+	MemoryContextReset(state->row_cxt);
+	old = MemoryContextSwitchTo(state->row_cxt);
+	slot_getallattrs(slot);
+	check_not_written_twice(state, slot->tts_values, slot->tts_isnull);
+	initStringInfo(&values);
+	level = remote_transmission_begin(state->money);
+	append_row_literal(state, slot, &values);
+	remote_transmission_end(level);
+	answer = send_upsert(state, replicas, nreplicas, values.data, 1, &node);
+	if (PQntuples(answer) == 0)
+	{
+		remote_result_free(answer);
+		MemoryContextSwitchTo(old);
+		/* no replica wrote it (DO NOTHING, or DO UPDATE ... WHERE false): not counted, not returned */
+		return NULL;
+	}
+	datums = palloc(sizeof(Datum) * state->desc->natts);
+	nulls = palloc(sizeof(bool) * state->desc->natts);
+	answered_row(state, answer, 0, node, datums, nulls);
+	remote_result_free(answer);
 	remember_written(state, datums, nulls, GetMemoryChunkContext(state));
 	MemoryContextSwitchTo(slot->tts_mcxt);
 	tuple = heap_form_tuple(state->desc, datums, nulls);
 	MemoryContextSwitchTo(old);
 	ExecForceStoreHeapTuple(tuple, slot, true);
 	return slot;
+}
+
+/*
+ * Whether two rows of a batch propose the same conflict-target values (and
+ * so, under DO UPDATE, might affect one row twice): compared within a key's
+ * lock slot.  Nulls never conflict.
+ */
+static bool
+batch_repeats_a_target(RsModifyState *state, TupleTableSlot **slots, int nslots)
+{
+	uint32	   *lock_slots;
+
+	if (state->arbiter == NIL)
+		return false;
+	lock_slots = MemoryContextAlloc(state->row_cxt, sizeof(uint32) * nslots);
+	for (int i = 0; i < nslots; i++)
+	{
+		slot_getallattrs(slots[i]);
+		lock_slots[i] = row_lock_slot(state, slots[i]->tts_values);
+		for (int j = 0; j < i; j++)
+		{
+			bool		equal = lock_slots[j] == lock_slots[i];
+			ListCell   *col;
+
+			foreach(col, state->arbiter)
+			{
+				int			attnum = lfirst_int(col);
+
+				if (!equal)
+					break;
+				equal = !slots[i]->tts_isnull[attnum - 1] && !slots[j]->tts_isnull[attnum - 1] &&
+					DatumGetBool(FunctionCall2Coll(&state->arbiter_eq[foreach_current_index(col)],
+												   state->arbiter_coll[foreach_current_index(col)],
+												   slots[i]->tts_values[attnum - 1],
+												   slots[j]->tts_values[attnum - 1]));
+			}
+			if (equal)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* The rows of a batch that share one replica set: one statement for them. */
+typedef struct UpsertGroup
+{
+	uint16		replicas[PLACEMENT_MAX_REPLICAS];	/* in node order */
+	int			nreplicas;
+	StringInfoData values;
+	int			nrows;
+} UpsertGroup;
+
+/*
+ * A batch of an upsert's rows (the executor's, for a statement that needs
+ * no row's answer at once: no RETURNING, no row triggers): the rows that
+ * share a replica set go in one INSERT ... VALUES (...), ... ON CONFLICT to
+ * each of those replicas, one replica set after another.  Each node applies
+ * its rows in their order, as the rows would be one at a time.  Returns how
+ * many rows were written (inserted or updated).  A batch in which two rows
+ * propose the same conflict-target values goes row by row, so that DO
+ * UPDATE's rule against affecting a row twice is applied, and reported,
+ * as for rows one at a time.
+ */
+static int
+upsert_batch(RsModifyState *state, TupleTableSlot **slots, int nslots)
+{
+	UpsertGroup *groups;
+	int			ngroups = 0;
+	int			written = 0;
+	uint16	   *row_sets;
+	int		   *row_set_sizes;
+	MemoryContext old;
+	int			level;
+
+	MemoryContextReset(state->row_cxt);
+	if (batch_repeats_a_target(state, slots, nslots))
+	{
+		for (int i = 0; i < nslots; i++)
+			written += upsert_row(state, slots[i]) != NULL;
+		return written;
+	}
+	/* each row's replicas, in the statement's context (a node's buffer is set up there) */
+	row_sets = MemoryContextAlloc(state->row_cxt, sizeof(uint16) * PLACEMENT_MAX_REPLICAS * nslots);
+	row_set_sizes = MemoryContextAlloc(state->row_cxt, sizeof(int) * nslots);
+	for (int i = 0; i < nslots; i++)
+		row_set_sizes[i] = row_replicas(state, slots[i], &row_sets[i * PLACEMENT_MAX_REPLICAS]);
+	(void) upsert_clause(state);
+	old = MemoryContextSwitchTo(state->row_cxt);
+	groups = palloc(sizeof(UpsertGroup) * nslots);
+	level = remote_transmission_begin(state->money);
+	for (int i = 0; i < nslots; i++)
+	{
+		uint16	   *replicas = &row_sets[i * PLACEMENT_MAX_REPLICAS];
+		int			nreplicas = row_set_sizes[i];
+		int			g;
+
+		slot_getallattrs(slots[i]);
+		check_not_written_twice(state, slots[i]->tts_values, slots[i]->tts_isnull);
+		/* a replica set in node order, so that one set in two orders is one group */
+		for (int a = 1; a < nreplicas; a++)
+			for (int b = a; b > 0 && replicas[b - 1] > replicas[b]; b--)
+			{
+				uint16		swap = replicas[b];
+
+				replicas[b] = replicas[b - 1];
+				replicas[b - 1] = swap;
+			}
+		for (g = 0; g < ngroups; g++)
+			if (groups[g].nreplicas == nreplicas &&
+				memcmp(groups[g].replicas, replicas, sizeof(uint16) * nreplicas) == 0)
+				break;
+		if (g == ngroups)
+		{
+			memcpy(groups[g].replicas, replicas, sizeof(uint16) * nreplicas);
+			groups[g].nreplicas = nreplicas;
+			initStringInfo(&groups[g].values);
+			groups[g].nrows = 0;
+			ngroups++;
+		}
+		if (groups[g].nrows++ > 0)
+			appendStringInfoString(&groups[g].values, ", ");
+		append_row_literal(state, slots[i], &groups[g].values);
+	}
+	remote_transmission_end(level);
+	for (int g = 0; g < ngroups; g++)
+	{
+		const char *node;
+		PGresult   *answer = send_upsert(state, groups[g].replicas, groups[g].nreplicas, groups[g].values.data,
+										 groups[g].nrows, &node);
+		Datum	   *datums = palloc(sizeof(Datum) * state->desc->natts);
+		bool	   *nulls = palloc(sizeof(bool) * state->desc->natts);
+
+		for (int row = 0; row < PQntuples(answer) && state->arbiter != NIL; row++)
+		{
+			answered_row(state, answer, row, node, datums, nulls);
+			remember_written(state, datums, nulls, GetMemoryChunkContext(state));
+		}
+		written += PQntuples(answer);
+		remote_result_free(answer);
+	}
+	MemoryContextSwitchTo(old);
+	return written;
 }
 
 void
@@ -917,13 +1097,33 @@ rsExecForeignInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot, 
 	return state->upsert ? upsert_row(state, slot) : insert_row(state, slot);
 }
 
+/*
+ * Whether an upsert's rows can come in the executor's batches: when no
+ * row's answer is needed at once (no RETURNING, no row triggers, no check
+ * option of a view).
+ */
+static bool
+upsert_in_batches(ResultRelInfo *rinfo)
+{
+	return rinfo->ri_projectReturning == NULL && rinfo->ri_WithCheckOptions == NIL &&
+		!(rinfo->ri_TrigDesc && (rinfo->ri_TrigDesc->trig_insert_before_row ||
+								 rinfo->ri_TrigDesc->trig_insert_after_row));
+}
+
 TupleTableSlot **
 rsExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **slots,
 						 TupleTableSlot **planSlots, int *numSlots)
 {
-	/* never an upsert: those are not batched (rsGetForeignModifyBatchSize) */
+	RsModifyState *state = rinfo->ri_FdwState;
+
+	/* only upserts come in batches (rsGetForeignModifyBatchSize); the executor counts *numSlots rows written */
+	if (state->upsert)
+	{
+		*numSlots = upsert_batch(state, slots, *numSlots);
+		return slots;
+	}
 	for (int i = 0; i < *numSlots; i++)
-		insert_row(rinfo->ri_FdwState, slots[i]);
+		insert_row(state, slots[i]);
 	return slots;
 }
 
@@ -941,8 +1141,10 @@ rsExecForeignUpdateOrDelete(EState *estate, ResultRelInfo *rinfo, TupleTableSlot
 int
 rsGetForeignModifyBatchSize(ResultRelInfo *rinfo)
 {
-	/* rows are batched per node here, not by the executor */
-	return 1;
+	RsModifyState *state = rinfo->ri_FdwState;
+
+	/* plain rows are batched per node here, not by the executor (EXPLAIN alone has no state) */
+	return state != NULL && state->upsert && upsert_in_batches(rinfo) ? UPSERT_BATCH_ROWS : 1;
 }
 
 void
@@ -990,7 +1192,10 @@ rsExplainForeignModify(ModifyTableState *mtstate, ResultRelInfo *rinfo, List *fd
 
 	if (fdw_private != NIL)
 	{
-		ExplainPropertyText("Writes", "each row alone to every replica, as one INSERT ... ON CONFLICT; a replica "
+		ExplainPropertyText("Writes", upsert_in_batches(rinfo)
+							? "rows in batches, one INSERT ... ON CONFLICT per batch and replica set to each of its "
+							"replicas; a replica that is down gets the statement queued"
+							: "each row alone to every replica, as one INSERT ... ON CONFLICT; a replica "
 							"that is down gets the statement queued", es);
 		if (es->verbose)
 			ExplainPropertyText("Conflict clause", rsfdw_template_text(linitial(fdw_private), NULL), es);
