@@ -1,8 +1,9 @@
 /*
  * plan_state.c
  *		The typed plan state of scans and statements sent whole, as
- *		fdw_private lists (see plan_state.h).  Each struct has a writer and a
- *		reader, side by side, that visit its fields in the same order.
+ *		fdw_private lists (see plan_state.h).  Each struct's fields are
+ *		listed once, in their order, and that list is expanded both into its
+ *		writer and into its reader, so the two cannot disagree.
  */
 #include "postgres.h"
 
@@ -56,6 +57,44 @@ get_list(PrivateReader *r)
 	return (List *) get_node(r);
 }
 
+/*
+ * Expanders of the field lists below: a field's writer appends it to list
+ * from plan; its reader takes it back from the cursor r.  INT is an int,
+ * Oid, enum or AttrNumber (of that type); BOOL a bool; TEXT a string (NULL
+ * written as ""); LIST a List kept as it is; BUILT a List the writer builds
+ * from the plan's arrays first, and the reader takes apart after (a local
+ * variable of that name on both sides).
+ */
+#define WRITE_INT(field, type)	list = put_int(list, plan->field);
+#define WRITE_BOOL(field)		list = put_int(list, plan->field);
+#define WRITE_TEXT(field)		list = put_string(list, plan->field);
+#define WRITE_LIST(field)		list = lappend(list, plan->field);
+#define WRITE_BUILT(local)		list = lappend(list, local);
+#define READ_INT(field, type)	plan->field = (type) get_int(&r);
+#define READ_BOOL(field)		plan->field = get_int(&r) != 0;
+#define READ_TEXT(field)		plan->field = get_string(&r);
+#define READ_LIST(field)		plan->field = get_list(&r);
+#define READ_BUILT(local)		local = get_list(&r);
+
+/* RsScanPlan, in the order kept */
+#define SCAN_PLAN_FIELDS(INT, BOOL, TEXT, LIST, BUILT) \
+	INT(relid, Oid) INT(kind, RsScanKind) \
+	LIST(select_tmpl) LIST(from_tmpl) LIST(where_tmpl) LIST(tail_tmpl) LIST(retrieved) \
+	INT(nparams, int) INT(key_attnum, AttrNumber) BOOL(key_is_array) \
+	BUILT(sort) \
+	BOOL(upper) BOOL(aggregating) INT(limit_index, int) INT(offset_index, int) \
+	BUILT(aggregates) BUILT(groups) \
+	TEXT(pushed) TEXT(relations) TEXT(limit_sql) \
+	LIST(tiebreak) BUILT(late) \
+	INT(row_lock, int) BOOL(lock_nowait)
+
+/* RsDirectPlan, in the order kept */
+#define DIRECT_PLAN_FIELDS(INT, BOOL, LIST) \
+	INT(relid, Oid) INT(kind, RsScanKind) \
+	LIST(statement_tmpl) LIST(where_tmpl) \
+	INT(nparams, int) INT(key_attnum, AttrNumber) BOOL(key_is_array) \
+	BOOL(has_returning) LIST(returning)
+
 List *
 rsfdw_scan_plan_to_private(const RsScanPlan *plan)
 {
@@ -81,30 +120,7 @@ rsfdw_scan_plan_to_private(const RsScanPlan *plan)
 		late = list_make4(makeString(pstrdup(plan->late->inner_select)), makeString(pstrdup(plan->late->inner_order)),
 						  makeString(pstrdup(plan->late->outer)), makeString(pstrdup(plan->late->row)));
 
-	list = put_int(list, plan->relid);
-	list = put_int(list, plan->kind);
-	list = lappend(list, plan->select_tmpl);
-	list = lappend(list, plan->from_tmpl);
-	list = lappend(list, plan->where_tmpl);
-	list = lappend(list, plan->tail_tmpl);
-	list = lappend(list, plan->retrieved);
-	list = put_int(list, plan->nparams);
-	list = put_int(list, plan->key_attnum);
-	list = put_int(list, plan->key_is_array);
-	list = lappend(list, sort);
-	list = put_int(list, plan->upper);
-	list = put_int(list, plan->aggregating);
-	list = put_int(list, plan->limit_index);
-	list = put_int(list, plan->offset_index);
-	list = lappend(list, aggregates);
-	list = lappend(list, groups);
-	list = put_string(list, plan->pushed);
-	list = put_string(list, plan->relations);
-	list = put_string(list, plan->limit_sql);
-	list = lappend(list, plan->tiebreak);
-	list = lappend(list, late);
-	list = put_int(list, plan->row_lock);
-	list = put_int(list, plan->lock_nowait);
+	SCAN_PLAN_FIELDS(WRITE_INT, WRITE_BOOL, WRITE_TEXT, WRITE_LIST, WRITE_BUILT)
 	return list;
 }
 
@@ -119,30 +135,7 @@ rsfdw_scan_plan_from_private(List *private)
 	List	   *late;
 	ListCell   *lc;
 
-	plan->relid = (Oid) get_int(&r);
-	plan->kind = (RsScanKind) get_int(&r);
-	plan->select_tmpl = get_list(&r);
-	plan->from_tmpl = get_list(&r);
-	plan->where_tmpl = get_list(&r);
-	plan->tail_tmpl = get_list(&r);
-	plan->retrieved = get_list(&r);
-	plan->nparams = get_int(&r);
-	plan->key_attnum = (AttrNumber) get_int(&r);
-	plan->key_is_array = get_int(&r) != 0;
-	sort = get_list(&r);
-	plan->upper = get_int(&r) != 0;
-	plan->aggregating = get_int(&r) != 0;
-	plan->limit_index = get_int(&r);
-	plan->offset_index = get_int(&r);
-	aggregates = get_list(&r);
-	groups = get_list(&r);
-	plan->pushed = get_string(&r);
-	plan->relations = get_string(&r);
-	plan->limit_sql = get_string(&r);
-	plan->tiebreak = get_list(&r);
-	late = get_list(&r);
-	plan->row_lock = get_int(&r);
-	plan->lock_nowait = get_int(&r) != 0;
+	SCAN_PLAN_FIELDS(READ_INT, READ_BOOL, READ_TEXT, READ_LIST, READ_BUILT)
 	if (r.next != list_length(private))
 		elog(ERROR, "ringshard: plan state has %d fields, not %d", list_length(private), r.next);
 
@@ -195,15 +188,7 @@ rsfdw_direct_plan_to_private(const RsDirectPlan *plan)
 {
 	List	   *list = NIL;
 
-	list = put_int(list, plan->relid);
-	list = put_int(list, plan->kind);
-	list = lappend(list, plan->statement_tmpl);
-	list = lappend(list, plan->where_tmpl);
-	list = put_int(list, plan->nparams);
-	list = put_int(list, plan->key_attnum);
-	list = put_int(list, plan->key_is_array);
-	list = put_int(list, plan->has_returning);
-	list = lappend(list, plan->returning);
+	DIRECT_PLAN_FIELDS(WRITE_INT, WRITE_BOOL, WRITE_LIST)
 	return list;
 }
 
@@ -213,15 +198,7 @@ rsfdw_direct_plan_from_private(List *private)
 	RsDirectPlan *plan = palloc0(sizeof(RsDirectPlan));
 	PrivateReader r = {private, 0};
 
-	plan->relid = (Oid) get_int(&r);
-	plan->kind = (RsScanKind) get_int(&r);
-	plan->statement_tmpl = get_list(&r);
-	plan->where_tmpl = get_list(&r);
-	plan->nparams = get_int(&r);
-	plan->key_attnum = (AttrNumber) get_int(&r);
-	plan->key_is_array = get_int(&r) != 0;
-	plan->has_returning = get_int(&r) != 0;
-	plan->returning = get_list(&r);
+	DIRECT_PLAN_FIELDS(READ_INT, READ_BOOL, READ_LIST)
 	if (r.next != list_length(private))
 		elog(ERROR, "ringshard: plan state has %d fields, not %d", list_length(private), r.next);
 	return plan;
