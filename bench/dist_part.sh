@@ -12,7 +12,7 @@
 # Baselines: a plain local table `faces_local`, the workers run directly, the peer.
 #
 # Environment: OUT (a directory), DIST_ROWS, DIST_SELECTS, DIST_INSERTS,
-# DIST_TX10, DIST_ROUNDS, DIST_COPY_ROUNDS, DIST_WRITE_ROUNDS.  Writes OUT/dist/report.txt.
+# DIST_TX10, DIST_UPSERTS, DIST_ROUNDS, DIST_COPY_ROUNDS, DIST_WRITE_ROUNDS.  Writes OUT/dist/report.txt.
 # Every loop is bounded; nothing is timed-asserted: figures are medians of
 # rounds, each round runs every variant once, in an order that rotates.
 set -euo pipefail
@@ -23,6 +23,7 @@ NROWS=${DIST_ROWS:-1000000}
 NSEL=${DIST_SELECTS:-10000}
 NINS=${DIST_INSERTS:-1000}
 NTX10=${DIST_TX10:-200}
+NUPS=${DIST_UPSERTS:-10}
 ROUNDS=${DIST_ROUNDS:-5}
 CROUNDS=${DIST_COPY_ROUNDS:-3}
 WROUNDS=${DIST_WRITE_ROUNDS:-$ROUNDS}
@@ -313,6 +314,17 @@ for t in faces faces_r1 faces_local; do
 INSERT INTO $t VALUES (:k, 0.5, 'face-0123456789abcdef0123456789abcdef');
 EOF
 done
+# a 500-row upsert whose keys are half the last one's (DO UPDATE) and half new:
+# without RETURNING its rows go in batches, with RETURNING one at a time
+for t in faces faces_local; do
+	cat >"$D/ups_$t.sql" <<EOF
+\\set n :n + 250
+\\set k :base + :n
+INSERT INTO $t AS a SELECT (:k::bigint + g)::text, 0.5, 'face-0123456789abcdef0123456789abcdef'
+  FROM generate_series(0, 499) g ON CONFLICT (nik) DO UPDATE SET score = a.score + 0.000001;
+EOF
+done
+sed 's/0\.000001;$/0.000001 RETURNING nik;/' "$D/ups_faces.sql" >"$D/ups_row.sql"
 {
 	echo '\set n :n + 10'
 	for j in 0 1 2 3 4 5 6 7 8 9; do echo "\\set k$j :base + :n + $j"; done
@@ -333,17 +345,20 @@ write_run() {	# write_run VARIANT N ROUND
 		upd_2pc) ms=$(pgb "$C" "$D/upd_faces.sql" "$n" -) ;;
 		tx10_2pc) ms=$(pgb "$C" "$D/tx10.sql" "$n" - -D n=0 -D base=$((base + 4000000000000))) ;;
 		tx10_1pc) ms=$(PGOPTIONS="${PGOPTIONS:-} -c ringshard.two_phase_commit=off" pgb "$C" "$D/tx10.sql" "$n" - -D n=0 -D base=$((base + 5000000000000))) ;;
+		ups_local) ms=$(pgb "$C" "$D/ups_faces_local.sql" "$n" - -D n=0 -D base=$((base + 7000000000000))) ;;
+		ups_batch) ms=$(pgb "$C" "$D/ups_faces.sql" "$n" - -D n=0 -D base=$((base + 8000000000000))) ;;
+		ups_row) ms=$(pgb "$C" "$D/ups_row.sql" "$n" - -D n=0 -D base=$((base + 9000000000000))) ;;
 	esac
 	[ "$r" = 0 ] || record "$r" "$v" "$ms"
 }
-writes="ins_local ins_2pc ins_1pc ins_r1 upd_local upd_2pc tx10_2pc tx10_1pc"
-log "part 6: single-row INSERTs, 1 warm-up round + $WROUNDS rounds ($NINS single-row transactions, $NTX10 of 10 rows, per variant and round)"
+writes="ins_local ins_2pc ins_1pc ins_r1 upd_local upd_2pc tx10_2pc tx10_1pc ups_local ups_batch ups_row"
+log "part 6: single-row INSERTs, 1 warm-up round + $WROUNDS rounds ($NINS single-row transactions, $NTX10 of 10 rows, $NUPS upserts of 500 rows, per variant and round)"
 for v in $writes; do
-	case $v in tx10*) write_run $v $(( NTX10 / 10 )) 0 ;; *) write_run $v $(( NINS / 10 )) 0 ;; esac
+	case $v in tx10*) write_run $v $(( NTX10 / 10 )) 0 ;; ups*) write_run $v 1 0 ;; *) write_run $v $(( NINS / 10 )) 0 ;; esac
 done
 for ((r = 1; r <= WROUNDS; r++)); do
 	for v in $(rotate $r $writes); do
-		case $v in tx10*) write_run $v "$NTX10" $r ;; *) write_run $v "$NINS" $r ;; esac
+		case $v in tx10*) write_run $v "$NTX10" $r ;; ups*) write_run $v "$NUPS" $r ;; *) write_run $v "$NINS" $r ;; esac
 	done
 	log "  writes round $r/$WROUNDS done"
 done
@@ -351,7 +366,7 @@ leftover=$(qa -d postgres -c "SELECT count(*) FROM pg_prepared_xacts")
 
 # ---------------------------------------------------------------- report
 report() {	# report PART
-	awk -v part="$1" -v nsel="$NSEL" -v nins="$NINS" -v ntx10="$NTX10" -v nrows="$NROWS" -v rounds="$ROUNDS" \
+	awk -v part="$1" -v nsel="$NSEL" -v nins="$NINS" -v ntx10="$NTX10" -v nups="$NUPS" -v nrows="$NROWS" -v rounds="$ROUNDS" \
 		-v crounds="$CROUNDS" -v wrounds="$WROUNDS" -v agg_rows="${agg_rows:-}" -v nnodes=3 -v leftover="$leftover" -v shares="$shares" \
 		-f "$here/dist_report.awk" "$T" >>"$REPORT"
 }

@@ -126,6 +126,10 @@ END {
 		row("upd_2pc", "UPDATE faces SET ... WHERE nik = $1   (coordinator, R = 2, two-phase commit)", "ms", 1)
 		row("tx10_2pc", "BEGIN; 10 x INSERT INTO faces; COMMIT   (two-phase commit)", "ms", 1)
 		row("tx10_1pc", "BEGIN; 10 x INSERT INTO faces; COMMIT   (two_phase_commit = off)", "ms", 1)
+		printf "  Upserts of 500 rows, half of them keys of the one before (DO UPDATE), half new (%d per variant and round):\n", nups
+		row("ups_local", "INSERT INTO faces_local ... ON CONFLICT (nik) DO UPDATE   (plain local table)", "ms", 1)
+		row("ups_batch", "INSERT INTO faces ... ON CONFLICT (nik) DO UPDATE   (R = 2; in batches, one per replica set)", "ms", 1)
+		row("ups_row", "the same ... RETURNING nik   (R = 2; RETURNING: row by row)", "ms", 1)
 		printf "  prepared transactions left on the server afterwards: %s\n", leftover
 		print ""
 		print "  Targets of part 6 (and part 5's single-row INSERT)"
@@ -134,6 +138,9 @@ END {
 		target("single-key UPDATE: coordinator (R = 2) / plain local table", "upd_2pc", "upd_local", 4)
 		target("single-row INSERT: two-phase / one-phase commit", "ins_2pc", "ins_1pc", 1.5)
 		target("10-row multi-node transaction: two-phase / one-phase commit", "tx10_2pc", "tx10_1pc", 1.5)
+		if (ratio("ups_batch", "ups_local") != "" && ratio("ups_row", "ups_batch") != "")
+			printf "  (no target) 500-row upsert: in batches / local table %.2f; row by row / in batches %.2f\n",
+				ratio("ups_batch", "ups_local"), ratio("ups_row", "ups_batch")
 	}
 	printf "  %d PASS, %d MISS%s\n", pass, miss, missing ? sprintf(", %d not measured", missing) : ""
 }
