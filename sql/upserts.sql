@@ -112,6 +112,14 @@ INSERT INTO accounts_local AS a (id, owner) SELECT CASE WHEN g = 2300 THEN 2000 
 EXPLAIN (VERBOSE, COSTS OFF) INSERT INTO accounts (id, owner) VALUES (1, 'x'), (2, 'y') ON CONFLICT DO NOTHING;
 SELECT differences();
 
+-- A row without a key is refused, in a batch too (a text key: no value to hash).
+CREATE TABLE tags (k text PRIMARY KEY, v int);
+SELECT ringshard.distribute_table('tags', 'k', 'pair');
+SELECT ringshard.create_distributed_table('tags');
+INSERT INTO tags VALUES ('a', 1), (NULL, 2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;
+INSERT INTO tags VALUES (NULL, 2) ON CONFLICT (k) DO NOTHING;
+SELECT count(*) FROM tags;
+
 -- Values never depend on the session's settings; stable functions are
 -- evaluated here, once, under the session's own settings.
 SET DateStyle = 'SQL, DMY';

@@ -870,17 +870,27 @@ static bool
 batch_repeats_a_target(RsModifyState *state, TupleTableSlot **slots, int nslots)
 {
 	uint32	   *lock_slots;
+	bool	   *keyed;
 
 	if (state->arbiter == NIL)
 		return false;
 	lock_slots = MemoryContextAlloc(state->row_cxt, sizeof(uint32) * nslots);
+	keyed = MemoryContextAlloc(state->row_cxt, sizeof(bool) * nslots);
 	for (int i = 0; i < nslots; i++)
 	{
+		bool	   *nulls;
+
 		slot_getallattrs(slots[i]);
+		nulls = slots[i]->tts_isnull;
+		/* a row without a key has no lock slot: row_replicas refuses it */
+		keyed[i] = !nulls[state->placement.key_attnum - 1] &&
+			!(state->placement.keyspace_attnum > 0 && nulls[state->placement.keyspace_attnum - 1]);
+		if (!keyed[i])
+			continue;
 		lock_slots[i] = row_lock_slot(state, slots[i]->tts_values);
 		for (int j = 0; j < i; j++)
 		{
-			bool		equal = lock_slots[j] == lock_slots[i];
+			bool		equal = keyed[j] && lock_slots[j] == lock_slots[i];
 			ListCell   *col;
 
 			foreach(col, state->arbiter)
@@ -1116,7 +1126,13 @@ rsExecForeignBatchInsert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot **
 {
 	RsModifyState *state = rinfo->ri_FdwState;
 
-	/* only upserts come in batches (rsGetForeignModifyBatchSize); the executor counts *numSlots rows written */
+	/*
+	 * Only upserts come in batches (rsGetForeignModifyBatchSize).  The
+	 * executor counts *numSlots rows written, and would run AFTER ROW
+	 * triggers and check options on the first *numSlots slots, which are the
+	 * rows proposed, not those written: upsert_in_batches lets no statement
+	 * with either come here.
+	 */
 	if (state->upsert)
 	{
 		*numSlots = upsert_batch(state, slots, *numSlots);
