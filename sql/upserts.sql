@@ -120,6 +120,13 @@ INSERT INTO tags VALUES ('a', 1), (NULL, 2) ON CONFLICT (k) DO UPDATE SET v = EX
 INSERT INTO tags VALUES (NULL, 2) ON CONFLICT (k) DO NOTHING;
 SELECT count(*) FROM tags;
 
+-- Rows routed into the table from a partitioned table keep no conflict clause: refused.
+CREATE TABLE routed (LIKE accounts_local) PARTITION BY RANGE (id);
+ALTER TABLE routed ATTACH PARTITION accounts FOR VALUES FROM (MINVALUE) TO (MAXVALUE);
+INSERT INTO routed (id, owner) VALUES (1, 'x') ON CONFLICT DO NOTHING;
+ALTER TABLE routed DETACH PARTITION accounts;
+DROP TABLE routed;
+
 -- Values never depend on the session's settings; stable functions are
 -- evaluated here, once, under the session's own settings.
 SET DateStyle = 'SQL, DMY';

@@ -1178,6 +1178,13 @@ rsBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("rows cannot move into distributed table %s by UPDATE of a partitioned table",
 						RelationGetRelationName(rinfo->ri_RelationDesc))));
+	/* routed from a partitioned table: its conflict clause would be lost here */
+	if (mtstate->ps.plan != NULL && ((ModifyTable *) mtstate->ps.plan)->onConflictAction != ONCONFLICT_NONE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("INSERT ... ON CONFLICT cannot route rows into distributed table %s",
+						RelationGetRelationName(rinfo->ri_RelationDesc)),
+				 errhint("Run the upsert on the distributed table itself.")));
 	/*
 	 * COPY FROM: a bulk write, which would lock more keys than the lock table
 	 * holds; it takes the table against other writers before it writes
