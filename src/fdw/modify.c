@@ -1461,9 +1461,8 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 		}
 		/* any row may change: the table is locked against other writers (write_locks.c) */
 		rsfdw_lock_table_for_write(RelationGetRelid(state->rel));
-		/* ... on every node that may hold rows (one that joined and got none yet is passed) */
 		for (int i = 0; i < nnodes; i++)
-			targets[i] = placement_node_holds_rows(&state->placement, i);
+			targets[i] = true;
 		return targets;
 	}
 	initStringInfo(&filter);

@@ -434,11 +434,8 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 				 errmsg("table %s has no nodes", table)));
 	for (int i = 0; i < nnodes; i++)
 	{
-		/* a node that holds nothing of a moving table yet is not asked, up or down: it reads no row */
-		bool		holds = placement_node_holds_rows(placement, i);
-
-		excluded[i] = holds && !placement_node_up(placement, i);
-		if (holds && !excluded[i])
+		excluded[i] = !placement_node_up(placement, i);
+		if (!excluded[i])
 		{
 			all[i] = remote_connection(placement_node_name(placement, i), userid);
 			conns[nconns++] = all[i];
@@ -447,8 +444,6 @@ rsfdw_fanout_connect(TablePlacement *placement, Oid userid, const char *table, c
 	remote_connect_all(conns, nconns, true);
 	for (int i = 0; i < nnodes; i++)
 	{
-		if (all[i] == NULL && !excluded[i])
-			continue;
 		/* a busy link only has another scan's answer pending (parked when we send): it is up */
 		if (!excluded[i] && all[i]->link != LINK_IDLE && all[i]->link != LINK_BUSY)
 			excluded[i] = true;

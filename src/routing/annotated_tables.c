@@ -91,7 +91,6 @@ allocate_moves(MovingRanges *m, int n)
 }
 
 static void load_departed_nodes(MovingRanges *m, Oid relid, MemoryContext mcxt);
-static void load_holders(MovingRanges *m, Oid relid, MemoryContext mcxt);
 
 /*
  * The moves the table still owes, from moving_ranges(), read with the
@@ -185,37 +184,6 @@ load_moving_ranges(Annotation *entry, Oid relid)
 	m->count = n;
 	MemoryContextSwitchTo(old);
 	load_departed_nodes(m, relid, entry->moving_cxt);
-	load_holders(m, relid, entry->moving_cxt);
-}
-
-/*
- * The nodes that may hold rows of a moving table: those of its recorded
- * placement, and the targets of its steps copied so far (copied or done).
- */
-static void
-load_holders(MovingRanges *m, Oid relid, MemoryContext mcxt)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	char	  **rows;
-	int			n;
-	MemoryContext old;
-
-	rows = owner_catalog_query("SELECT x OPERATOR(pg_catalog.->>) 'node' FROM ringshard.placements p, "
-							   "pg_catalog.json_array_elements(COALESCE(p.snapshot OPERATOR(pg_catalog.->) 'members', "
-							   "p.snapshot OPERATOR(pg_catalog.->) 'assignments')) x "
-							   "WHERE p.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
-							   "UNION SELECT pg_catalog.unnest(q.targets) FROM ringshard.rebalance_progress q "
-							   "WHERE q.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1 "
-							   "AND q.state OPERATOR(pg_catalog.<>) 'pending'",
-							   1, argtypes, values, true, &n);
-	old = MemoryContextSwitchTo(mcxt);
-	m->holders = palloc(sizeof(char *) * Max(n, 1));
-	m->holder_count = 0;
-	for (int i = 0; i < n; i++)
-		if (rows[i] != NULL)
-			m->holders[m->holder_count++] = pstrdup(rows[i]);
-	MemoryContextSwitchTo(old);
 }
 
 /*
@@ -308,10 +276,6 @@ copy_moving_ranges(MovingRanges *to, const MovingRanges *from, MemoryContext mcx
 		to->departed_up[i] = from->departed_up[i];
 	}
 	to->departed_count = from->departed_count;
-	to->holders = palloc(sizeof(char *) * Max(from->holder_count, 1));
-	for (int i = 0; i < from->holder_count; i++)
-		to->holders[i] = pstrdup(from->holders[i]);
-	to->holder_count = from->holder_count;
 	MemoryContextSwitchTo(old);
 }
 

@@ -47,15 +47,6 @@ typedef struct MovingRanges
 	int			departed_count;
 	Datum	   *departed_texts;
 	bool	   *departed_up;
-
-	/*
-	 * The nodes that may hold rows of the table: those of its recorded
-	 * placement, and the new replicas of its steps copied so far.  A node
-	 * that joined and has been copied nothing holds none (it may even lack
-	 * the table until the rebalance creates it there): a fan-out passes it.
-	 */
-	int			holder_count;
-	char	  **holders;
 } MovingRanges;
 
 typedef struct TablePlacement

@@ -365,20 +365,6 @@ placement_moves_in_placement(const TablePlacement *p)
 }
 
 bool
-placement_node_holds_rows(const TablePlacement *p, int i)
-{
-	const char *name;
-
-	if (p->moving.count == 0)
-		return true;
-	name = placement_node_name(p, i);
-	for (int h = 0; h < p->moving.holder_count; h++)
-		if (strcmp(p->moving.holders[h], name) == 0)
-			return true;
-	return false;
-}
-
-bool
 placement_single_copy(const TablePlacement *p)
 {
 	/* rows copied by an unfinished move may still be on the nodes they left */

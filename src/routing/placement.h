@@ -68,13 +68,6 @@ extern bool placement_covered_by(const TablePlacement *p, const bool *excluded, 
 extern bool placement_single_copy(const TablePlacement *p);
 
 /*
- * Whether node i may hold rows of the table: always, unless the table
- * moves and the node is neither in its recorded placement nor a new
- * replica of a step copied so far (a node that joined and got nothing yet).
- */
-extern bool placement_node_holds_rows(const TablePlacement *p, int i);
-
-/*
  * Moves not copied yet (docs/design.md, "Moving rows").  Whether the table
  * owes any; the move that holds a key's rows (an index into
  * p->moving), or -1 when its replicas have not changed or its rows are
