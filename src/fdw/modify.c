@@ -618,6 +618,13 @@ begin_upsert(RsModifyState *state, ModifyTableState *mtstate, List *fdw_private)
 	}
 }
 
+/* Whether two values of conflict-target column i (of RsModifyState.arbiter) are equal. */
+static bool
+arbiter_values_equal(RsModifyState *state, int i, Datum a, Datum b)
+{
+	return DatumGetBool(FunctionCall2Coll(&state->arbiter_eq[i], state->arbiter_coll[i], a, b));
+}
+
 static uint32
 row_lock_slot(RsModifyState *state, Datum *values)
 {
@@ -654,9 +661,7 @@ check_not_written_twice(RsModifyState *state, Datum *values, bool *nulls)
 			int			i = foreach_current_index(col);
 			int			attnum = lfirst_int(col);
 
-			if (nulls[attnum - 1] ||
-				!DatumGetBool(FunctionCall2Coll(&state->arbiter_eq[i], state->arbiter_coll[i],
-												values[attnum - 1], seen[i])))
+			if (nulls[attnum - 1] || !arbiter_values_equal(state, i, values[attnum - 1], seen[i]))
 			{
 				equal = false;
 				break;
@@ -758,8 +763,9 @@ send_upsert(RsModifyState *state, const uint16 *replicas, int nreplicas, const c
 	RemoteResult out[PLACEMENT_MAX_REPLICAS];
 	int			n = 0;
 	const char *what = write_what(state);
-	char	   *statement = rsfdw_upsert_sql(state->table, state->columns, values, upsert_clause(state), false);
-	char	   *sql = rsfdw_upsert_sql(state->table, state->columns, values, upsert_clause(state), true);
+	const char *clause = upsert_clause(state);
+	char	   *statement = rsfdw_upsert_sql(state->table, state->columns, values, clause, false);
+	char	   *sql = rsfdw_upsert_sql(state->table, state->columns, values, clause, true);
 
 	for (int r = 0; r < nreplicas; r++)
 	{
@@ -793,9 +799,13 @@ send_upsert(RsModifyState *state, const uint16 *replicas, int nreplicas, const c
 	return out[0].result;
 }
 
-/* Row row of a node's answer, as the node holds it now, decoded into datums and nulls. */
+/*
+ * Row row of a node's answer, as the node holds it now, decoded into datums
+ * and nulls: every column, or only those of columns (attribute numbers).
+ */
 static void
-answered_row(RsModifyState *state, PGresult *res, int row, const char *node, Datum *datums, bool *nulls)
+answered_row(RsModifyState *state, PGresult *res, int row, const char *node, List *columns, Datum *datums,
+			 bool *nulls)
 {
 	for (int i = 0, c = 0; i < state->desc->natts; i++)
 	{
@@ -803,7 +813,7 @@ answered_row(RsModifyState *state, PGresult *res, int row, const char *node, Dat
 		datums[i] = (Datum) 0;
 		if (TupleDescAttr(state->desc, i)->attisdropped)
 			continue;
-		if (!PQgetisnull(res, row, c))
+		if ((columns == NIL || list_member_int(columns, i + 1)) && !PQgetisnull(res, row, c))
 		{
 			datums[i] = remote_codec_decode(&state->text_codecs[i], PQgetvalue(res, row, c),
 											PQgetlength(res, row, c), node);
@@ -832,7 +842,6 @@ upsert_row(RsModifyState *state, TupleTableSlot *slot)
 	int			level;
 
 	nreplicas = row_replicas(state, slot, replicas);
-	(void) upsert_clause(state);
 	MemoryContextReset(state->row_cxt);
 	old = MemoryContextSwitchTo(state->row_cxt);
 	slot_getallattrs(slot);
@@ -851,7 +860,7 @@ upsert_row(RsModifyState *state, TupleTableSlot *slot)
 	}
 	datums = palloc(sizeof(Datum) * state->desc->natts);
 	nulls = palloc(sizeof(bool) * state->desc->natts);
-	answered_row(state, answer, 0, node, datums, nulls);
+	answered_row(state, answer, 0, node, NIL, datums, nulls);
 	remote_result_free(answer);
 	remember_written(state, datums, nulls, GetMemoryChunkContext(state));
 	MemoryContextSwitchTo(slot->tts_mcxt);
@@ -900,10 +909,8 @@ batch_repeats_a_target(RsModifyState *state, TupleTableSlot **slots, int nslots)
 				if (!equal)
 					break;
 				equal = !slots[i]->tts_isnull[attnum - 1] && !slots[j]->tts_isnull[attnum - 1] &&
-					DatumGetBool(FunctionCall2Coll(&state->arbiter_eq[foreach_current_index(col)],
-												   state->arbiter_coll[foreach_current_index(col)],
-												   slots[i]->tts_values[attnum - 1],
-												   slots[j]->tts_values[attnum - 1]));
+					arbiter_values_equal(state, foreach_current_index(col), slots[i]->tts_values[attnum - 1],
+										 slots[j]->tts_values[attnum - 1]);
 			}
 			if (equal)
 				return true;
@@ -955,7 +962,6 @@ upsert_batch(RsModifyState *state, TupleTableSlot **slots, int nslots)
 	row_set_sizes = MemoryContextAlloc(state->row_cxt, sizeof(int) * nslots);
 	for (int i = 0; i < nslots; i++)
 		row_set_sizes[i] = row_replicas(state, slots[i], &row_sets[i * PLACEMENT_MAX_REPLICAS]);
-	(void) upsert_clause(state);
 	old = MemoryContextSwitchTo(state->row_cxt);
 	groups = palloc(sizeof(UpsertGroup) * nslots);
 	level = remote_transmission_begin(state->money);
@@ -1001,9 +1007,10 @@ upsert_batch(RsModifyState *state, TupleTableSlot **slots, int nslots)
 		Datum	   *datums = palloc(sizeof(Datum) * state->desc->natts);
 		bool	   *nulls = palloc(sizeof(bool) * state->desc->natts);
 
+		/* what DO UPDATE must remember of the rows written: their conflict-target values */
 		for (int row = 0; row < PQntuples(answer) && state->arbiter != NIL; row++)
 		{
-			answered_row(state, answer, row, node, datums, nulls);
+			answered_row(state, answer, row, node, state->arbiter, datums, nulls);
 			remember_written(state, datums, nulls, GetMemoryChunkContext(state));
 		}
 		written += PQntuples(answer);
