@@ -13,8 +13,10 @@
 #             table definition, its primary key included); rows/s;
 #   add       add_node('w4'), sync_topology(), CALL rebalance('faces'): rows
 #             copied per second over the whole move and over its first and last
-#             tenth of the rows (rebalance_status sampled every 0.2 s from
-#             another session); meanwhile one session runs UPDATEs by key of
+#             tenth of the rows (rebalance_status sampled every 0.05 s from
+#             another session, the moment a tenth is reached interpolated
+#             between two samples; the first tenth counts from the CALL's
+#             start, the last ends with the CALL); meanwhile one session runs UPDATEs by key of
 #             random rows (moving or not), one after another (psql's \timing):
 #             the longest any of them took is the longest a write waited on
 #             the move (each step holds the table against writers while its
@@ -93,11 +95,10 @@ move() {
 	q -d "$C" -c "$change" -c "SELECT count(*) FROM ringshard.sync_topology()" >/dev/null
 	writer_script "$wfile"
 	total=$(qa -d "$C" -c "SELECT coalesce(sum(rows), 0) FROM ringshard.rebalance_plan_summary('faces')")
-	# the sampler: (seconds since start, rows copied) every 0.2 s, at most 3 hours
-	( for ((i = 0; i < 54000; i++)); do
-		qa -d "$C" -c "SELECT extract(epoch FROM clock_timestamp()), coalesce(sum(rows_done), 0) FROM ringshard.rebalance_status" 2>/dev/null || true
-		sleep 0.2
-	  done ) >"$sfile" &
+	# the sampler: (seconds since the epoch, rows copied) every 0.05 s from one
+	# session (psql's \watch; a new connection per sample would cost more than
+	# the interval), for at most 3 hours
+	timeout 10800 psql -X -q -At -F'|' -d "$C" >"$sfile" 2>/dev/null <<<"SELECT extract(epoch FROM clock_timestamp()), coalesce((SELECT sum(rows_done) FROM ringshard.rebalance_status), 0) \\watch 0.05" &
 	spid=$!
 	# the writer: its UPDATEs one after another, as long as the move takes (bounded by the script's length)
 	( for ((i = 0; i < 1000; i++)); do psql -X -q -d "$C" -f "$wfile" 2>&1 || true; done ) >"$wout" &
@@ -110,17 +111,23 @@ move() {
 	copied=$(awk -v s="$t_start" -v e="$t_end" -v n="$total" 'BEGIN { printf "%d", n / (e - s) }')
 	writes=$(grep -c '^Time:' "$wout" || true)
 	max_wait=$(sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' "$wout" | sort -g | tail -1)
-	# the first and last tenth of the rows, from the samples: the time to go from 0 to 10 % and from 90 % to 100 %
+	# the first and last tenth of the rows, from the samples: the time to go
+	# from the CALL's start to 10 % of the rows copied, and from 90 % to the
+	# CALL's end (the deletes included); the moment a share is reached is
+	# interpolated between the two samples around it
 	read -r first last < <(awk -v n="$total" -v s="$t_start" -v e="$t_end" -F'|' '
-		{ t[NR] = $1; r[NR] = $2 }
+		function reached(share,   i, x) {
+			x = share * n
+			for (i = 2; i <= m; i++)
+				if (r[i] >= x && r[i - 1] < x)
+					return t[i - 1] + (t[i] - t[i - 1]) * (x - r[i - 1]) / (r[i] - r[i - 1])
+			return ""
+		}
+		NF >= 2 { m++; t[m] = $1; r[m] = $2 }
 		END {
-			a = s; b = ""; c = ""; 
-			for (i = 1; i <= NR; i++) {
-				if (b == "" && r[i] >= 0.1 * n) b = t[i]
-				if (c == "" && r[i] >= 0.9 * n) c = t[i]
-			}
-			if (b == "" || c == "" || b <= a || e <= c) { print "0 0"; exit }
-			printf "%d %d\n", 0.1 * n / (b - a), 0.1 * n / (e - c)
+			b = reached(0.1); c = reached(0.9)
+			if (b == "" || c == "" || b <= s || e <= c) { print "0 0"; exit }
+			printf "%d %d\n", 0.1 * n / (b - s), 0.1 * n / (e - c)
 		}' "$sfile")
 	say "  $label: $total rows to copy (the plan's copies); rebalance $(awk -v s="$t_start" -v e="$t_end" 'BEGIN { printf "%.1f", e - s }') s, $copied rows/s"
 	say "    rows/s over the first tenth of the rows $first, over the last tenth $last"
