@@ -57,6 +57,8 @@
 #include "remote/values.h"
 #include "routing/placement.h"
 
+static void refuse_outside_table_move(Oid relid);
+
 PG_FUNCTION_INFO_V1(ringshard_copy_step_rows);
 
 /*
@@ -85,6 +87,12 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 	RemoteConnection *from;
 	int64		copied = -1;
 
+	/*
+	 * Each target commits its copy at once, whatever this transaction does
+	 * later: only a move, which clears its targets when it starts or resumes
+	 * and deletes what it moved, may leave rows there.
+	 */
+	refuse_outside_table_move(relid);
 	deconstruct_array(targets_array, TEXTOID, -1, false, TYPALIGN_INT, &target_datums, &target_nulls, &ntargets);
 	/* writers wait (readers do not) until the targets have committed the rows */
 	LockRelationOid(relid, ExclusiveLock);
@@ -137,6 +145,22 @@ static void
 table_move_tag(LOCKTAG *tag, Oid relid)
 {
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, 0, TABLE_MOVE_LOCK_CLASS);
+}
+
+/* An error unless this session moves the table (holds it by hold_table_move). */
+static void
+refuse_outside_table_move(Oid relid)
+{
+	LOCKTAG		tag;
+
+	table_move_tag(&tag, relid);
+	if (!LockHeldByMe(&tag, ExclusiveLock))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("rows of table %s are copied between nodes only by its rebalance", get_rel_name(relid)),
+				 errdetail("Each target commits its copy at once; outside a move nothing would remove those rows again."),
+				 errhint("CALL ringshard.rebalance('%s') moves the rows whose replica set changed.",
+						 get_rel_name(relid))));
 }
 
 PG_FUNCTION_INFO_V1(ringshard_hold_table_move);
