@@ -263,6 +263,26 @@ span_fraction(rs_u128 span, const rs_ring *ring)
 	return (double) span / (double) rs_ring_space(ring);
 }
 
+/*
+ * Emit one row of a preview of ranges: two texts (the range's old and new
+ * owner, or a node and whether it gains or loses a copy), the range and its
+ * share of the ring.  Owner moves and copy changes are both such rows.
+ */
+static void
+emit_range_row(ReturnSetInfo *rsinfo, const char *first, const char *second,
+			   uint64 range_start, uint64 range_end, double fraction)
+{
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	values[0] = CStringGetTextDatum(first);
+	values[1] = CStringGetTextDatum(second);
+	values[2] = RingTokenGetDatum(range_start);
+	values[3] = RingTokenGetDatum(range_end);
+	values[4] = Float8GetDatum(fraction);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 /* Emit owner moves from old to new; either ring may be NULL (no nodes). */
 static void
 emit_owner_moves(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring)
@@ -300,17 +320,8 @@ emit_owner_moves(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring)
 	if (status != RS_OK)
 		ringshard_report_core_error(status, "cannot compute the moves");
 	for (size_t i = 0; i < nmoves; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
-
-		values[0] = CStringGetTextDatum(moves[i].from_node);
-		values[1] = CStringGetTextDatum(moves[i].to_node);
-		values[2] = RingTokenGetDatum(moves[i].range_start);
-		values[3] = RingTokenGetDatum(moves[i].range_end);
-		values[4] = Float8GetDatum(span_fraction(moves[i].span, old_ring));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+		emit_range_row(rsinfo, moves[i].from_node, moves[i].to_node, moves[i].range_start,
+					   moves[i].range_end, span_fraction(moves[i].span, old_ring));
 	free(moves);
 }
 
@@ -333,17 +344,8 @@ emit_copy_changes(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring,
 	if (status != RS_OK)
 		ringshard_report_core_error(status, "cannot compute the copy changes");
 	for (size_t i = 0; i < nchanges; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
-
-		values[0] = CStringGetTextDatum(changes[i].node);
-		values[1] = CStringGetTextDatum(changes[i].gains ? "gains" : "loses");
-		values[2] = RingTokenGetDatum(changes[i].range_start);
-		values[3] = RingTokenGetDatum(changes[i].range_end);
-		values[4] = Float8GetDatum(span_fraction(changes[i].span, old_ring));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+		emit_range_row(rsinfo, changes[i].node, changes[i].gains ? "gains" : "loses", changes[i].range_start,
+					   changes[i].range_end, span_fraction(changes[i].span, old_ring));
 	free(changes);
 }
 
