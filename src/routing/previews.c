@@ -76,6 +76,22 @@ parse_change(const char *change)
 }
 
 /*
+ * Whether one of the first n arguments is NULL.  preview_change and
+ * proposed_replicas are not strict (their options may be NULL), and answer
+ * nothing for a NULL among their first arguments: both check them here.
+ */
+static bool
+leading_arg_is_null(FunctionCallInfo fcinfo, int n, const char *function)
+{
+	if (PG_NARGS() < n)
+		elog(ERROR, "%s takes at least %d arguments", function, n);
+	for (int i = 0; i < n; i++)
+		if (PG_ARGISNULL(i))
+			return true;
+	return false;
+}
+
+/*
  * The change given by SQL arguments: change at position first, then node and
  * weight, then zone, tokens and token_count from position rest (each may be
  * past the last argument).  Change and node must not be NULL, nor the weight
@@ -369,11 +385,8 @@ ringshard_preview_change(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	/* NULL ring, change, node, weight or copies: no rows (the options may be NULL) */
-	if (PG_NARGS() < 5)
-		elog(ERROR, "preview_change takes at least 5 arguments");
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
-			PG_RETURN_VOID();
+	if (leading_arg_is_null(fcinfo, 5, "preview_change"))
+		PG_RETURN_VOID();
 	ring_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	copies = PG_GETARG_BOOL(4);
 	change = change_from_args(fcinfo, 1, 5);
@@ -441,11 +454,8 @@ ringshard_proposed_replicas(PG_FUNCTION_ARGS)
 	rs_status	status;
 
 	/* NULL key, ring, change, node or weight: NULL (the options may be NULL) */
-	if (PG_NARGS() < 5)
-		elog(ERROR, "proposed_replicas takes at least 5 arguments");
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
-			PG_RETURN_NULL();
+	if (leading_arg_is_null(fcinfo, 5, "proposed_replicas"))
+		PG_RETURN_NULL();
 	ring_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	change = change_from_args(fcinfo, 2, 5);
 	signature = change_signature(ring_name, &change);
