@@ -228,33 +228,27 @@ run_catalog_query(const char *sql, const char *param)
 }
 
 /*
- * Names of rings other than exclude, ", "-separated in bytewise order, read
- * in the current SPI connection: those with nodes when with_nodes, else all.
- * NULL when there are none.  For hints that name the rings a mistyped or
- * forgotten ring argument could have meant.
+ * Names other than exclude, ", "-separated in bytewise order, read in the
+ * current SPI connection: the column name (qualified by its alias) of the
+ * relation from.  NULL when there are none.  For hints that name the rings
+ * or maps a mistyped or forgotten argument could have meant: the rings with
+ * nodes, all rings and all maps are listed alike.
  */
 static char *
-ring_names_in_catalog(const char *exclude, bool with_nodes)
+other_names_in_catalog(const char *name, const char *from, const char *exclude)
 {
 	char	   *value;
 	char	   *names = NULL;
 
 	/* The first ten: a hint, not a listing. */
-	run_catalog_query(with_nodes ?
-					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
-					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
-					  "FROM (SELECT m.ring_name COLLATE pg_catalog.\"C\" AS name, "
-					  "pg_catalog.count(*) OVER () AS total "
-					  "FROM (SELECT DISTINCT ring_name FROM ringshard.ring_members) m "
-					  "WHERE m.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s" :
-					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
-					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
-					  "FROM (SELECT r.ring_name COLLATE pg_catalog.\"C\" AS name, "
-					  "pg_catalog.count(*) OVER () AS total "
-					  "FROM ringshard.rings r "
-					  "WHERE r.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", exclude);
+	run_catalog_query(psprintf("SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
+							   "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+							   "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+							   "FROM (SELECT %s COLLATE pg_catalog.\"C\" AS name, "
+							   "pg_catalog.count(*) OVER () AS total "
+							   "FROM %s "
+							   "WHERE %s OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s",
+							   name, from, name), exclude);
 	value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (value)
 	{
@@ -265,12 +259,37 @@ ring_names_in_catalog(const char *exclude, bool with_nodes)
 	return names;
 }
 
+/*
+ * The error for a ring or map (what: "ring", "partition map") that does not
+ * exist: the others of its kind (others, from other_names_in_catalog) and
+ * the function that creates one (creator) in the hint.
+ */
+static void report_missing(const char *what, const char *name, const char *kind, const char *others,
+						   const char *creator) pg_attribute_noreturn();
+
+static void
+report_missing(const char *what, const char *name, const char *kind, const char *others,
+			   const char *creator)
+{
+	if (others)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("%s \"%s\" does not exist", what, name),
+				 errhint("Existing %ss: %s. Create a %s with ringshard.%s().", kind, others, kind, creator)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" does not exist", what, name),
+			 errhint("Create a %s with ringshard.%s().", kind, creator)));
+}
+
 /* Names of the other rings that have nodes (see topology_cache.h). */
 char *
 topology_other_rings_with_nodes(const char *ring_name)
 {
 	bool		pushed = connect_for_catalog();
-	char	   *names = ring_names_in_catalog(ring_name, true);
+	char	   *names = other_names_in_catalog("m.ring_name",
+											   "(SELECT DISTINCT ring_name FROM ringshard.ring_members) m",
+											   ring_name);
 
 	finish_catalog(pushed);
 	return names;
@@ -289,19 +308,8 @@ topology_read_ring_spec(const char *ring_name)
 	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
 					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
 	if (SPI_processed != 1)
-	{
-		char	   *existing = ring_names_in_catalog(ring_name, false);
-
-		if (existing)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("ring \"%s\" does not exist", ring_name),
-					 errhint("Existing rings: %s. Create a ring with ringshard.create_ring().", existing)));
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("ring \"%s\" does not exist", ring_name),
-				 errhint("Create a ring with ringshard.create_ring().")));
-	}
+		report_missing("ring", ring_name, "ring",
+					   other_names_in_catalog("r.ring_name", "ringshard.rings r", ring_name), "create_ring");
 	{
 		bool		isnull;
 		HeapTuple	tuple = SPI_tuptable->vals[0];
@@ -552,27 +560,9 @@ retry:
 	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
 					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
 	if (SPI_processed != 1)
-	{
-		char	   *existing;
-
-		run_catalog_query("SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-						  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
-						  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
-						  "FROM (SELECT p.map_name COLLATE pg_catalog.\"C\" AS name, "
-						  "pg_catalog.count(*) OVER () AS total "
-						  "FROM ringshard.partition_maps p "
-						  "WHERE p.map_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", map_name);
-		existing = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		if (existing)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("partition map \"%s\" does not exist", map_name),
-					 errhint("Existing maps: %s. Create a map with ringshard.create_partition_map().", existing)));
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("partition map \"%s\" does not exist", map_name),
-				 errhint("Create a map with ringshard.create_partition_map().")));
-	}
+		report_missing("partition map", map_name, "map",
+					   other_names_in_catalog("p.map_name", "ringshard.partition_maps p", map_name),
+					   "create_partition_map");
 
 	/* Node indexes: dense ranks in bytewise name order. */
 	run_catalog_query("SELECT (pg_catalog.dense_rank() OVER (ORDER BY a.node_name COLLATE pg_catalog.\"C\") - 1)::int4, "
