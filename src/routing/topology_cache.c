@@ -437,6 +437,36 @@ topology_build_ring(const RingSpec *spec, int options)
 	ringshard_report_core_error(status, psprintf("cannot build ring \"%s\"", spec->name));
 }
 
+/*
+ * Read a ring's spec or a map's entry from the catalog with reader, again
+ * while an invalidation arrives during the read (at most 11 reads): an
+ * invalidation consumed while reading means the rows read may predate the
+ * change it announces, and a new read takes a snapshot that sees it.
+ * discard, unless NULL, frees a read that is not kept.  Rings and maps are
+ * cached alike.
+ */
+static void *
+read_current(void *(*reader) (const char *name), void (*discard) (void *result), const char *name)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		uint64		generation = topology_cache_generation;
+		void	   *result = reader(name);
+
+		if (generation == topology_cache_generation || attempt == 10)
+			return result;
+		if (discard)
+			discard(result);
+	}
+}
+
+/* topology_read_ring_spec as read_current takes a reader. */
+static void *
+read_ring_spec(const char *ring_name)
+{
+	return topology_read_ring_spec(ring_name);
+}
+
 /* The cached ring of this name; ERROR if no such ring. */
 CachedRing *
 topology_cache_ring(const char *ring_name)
@@ -453,19 +483,7 @@ topology_cache_ring(const char *ring_name)
 			return entry;
 
 	resolve_sentinel();
-
-	/*
-	 * An invalidation consumed while reading means the rows read may predate
-	 * the change it announces: read again, with a snapshot that sees it.
-	 */
-	for (int attempt = 0;; attempt++)
-	{
-		uint64		generation = topology_cache_generation;
-
-		spec = topology_read_ring_spec(ring_name);
-		if (generation == topology_cache_generation || attempt == 10)
-			break;
-	}
+	spec = read_current(read_ring_spec, NULL, ring_name);
 	ring = topology_build_ring(spec, 0);
 	replication_factor = spec->replication_factor;
 
@@ -532,14 +550,16 @@ topology_cache_ring(const char *ring_name)
 	return entry;
 }
 
-/* The cached map of this name; ERROR if no such map. */
-CachedMap *
-topology_cache_map(const char *map_name)
+/*
+ * Read a map's assignments from the catalog and build its entry, in a context
+ * of its own under the caller's (see new_entry_context): a CachedMap, as
+ * read_current takes a reader.
+ */
+static void *
+read_map_entry(const char *map_name)
 {
 	CachedMap  *entry;
 	bool		pushed;
-	uint64		generation;
-	int			attempts = 0;
 	rs_partition_range *ranges;
 	uint64		nranges;
 	uint64		nnodes;
@@ -548,14 +568,6 @@ topology_cache_map(const char *map_name)
 	MemoryContext old;
 	rs_status	status;
 
-	for (entry = cached_maps; entry; entry = entry->next)
-		if (strcmp(entry->name, map_name) == 0)
-			return entry;
-
-retry:
-	resolve_sentinel();
-	generation = topology_cache_generation;
-	attempts++;
 	pushed = connect_for_catalog();
 	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
 					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
@@ -606,16 +618,32 @@ retry:
 	if (status != RS_OK)
 		ringshard_report_core_error(status, psprintf("cannot build partition map \"%s\"", map_name));
 	finish_catalog(pushed);		/* frees ranges with the SPI context */
+	return entry;
+}
 
-	/* As for rings: an invalidation during the read means read again. */
-	if (generation != topology_cache_generation && attempts <= 10)
-	{
-		rs_partmap_free(&entry->map);
-		MemoryContextDelete(entry_cxt);
-		goto retry;
-	}
+/* Free a map entry read_map_entry built and read_current does not keep. */
+static void
+discard_map_entry(void *result)
+{
+	CachedMap  *entry = result;
 
-	keep_entry_context(entry_cxt);
+	rs_partmap_free(&entry->map);
+	MemoryContextDelete(entry->mcxt);
+}
+
+/* The cached map of this name; ERROR if no such map. */
+CachedMap *
+topology_cache_map(const char *map_name)
+{
+	CachedMap  *entry;
+
+	for (entry = cached_maps; entry; entry = entry->next)
+		if (strcmp(entry->name, map_name) == 0)
+			return entry;
+
+	resolve_sentinel();
+	entry = read_current(read_map_entry, discard_map_entry, map_name);
+	keep_entry_context(entry->mcxt);
 	entry->next = cached_maps;
 	cached_maps = entry;
 	return entry;
