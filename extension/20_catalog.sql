@@ -161,18 +161,20 @@ CREATE FUNCTION ringshard_internal.invalidate_topology_cache() RETURNS trigger
 COMMENT ON FUNCTION ringshard_internal.invalidate_topology_cache() IS
 	'trigger: makes every backend rebuild its rings and maps from its next transaction';
 
-CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.rings FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
-CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.nodes FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
-CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.ring_members FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
-CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.partition_maps FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
-CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.partition_assignments FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
-CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
-	ON ringshard.distributed_tables FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
+-- The same statement trigger on every table of the topology, in this order
+-- (ringshard.cluster_state, placements and rebalance_progress get theirs where
+-- they are created).
+DO $triggers$
+DECLARE
+	catalog_table text;
+BEGIN
+	FOREACH catalog_table IN ARRAY ARRAY['rings', 'nodes', 'ring_members', 'partition_maps',
+	                                      'partition_assignments', 'distributed_tables'] LOOP
+		EXECUTE pg_catalog.format('CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ringshard.%I FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache()',
+		                          catalog_table);
+	END LOOP;
+END
+$triggers$;
 
 -- pg_dump keeps the catalog.  The built-in 'default' rows are created by
 -- CREATE EXTENSION, so a restore must update them rather than collide.

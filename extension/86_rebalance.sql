@@ -111,6 +111,15 @@ CREATE FUNCTION ringshard_internal.placement_snapshot(table_name regclass) RETUR
 $$;
 COMMENT ON FUNCTION ringshard_internal.placement_snapshot(regclass) IS 'the ring or map a table''s rows would be laid out under now, as JSON';
 
+-- A table's annotation, read the same way by every function below that
+-- starts from it (the plan, the moves it still owes, the checks of its
+-- steps): its row of ringshard.distributed_tables, NULL if it has none.
+CREATE FUNCTION ringshard_internal.table_annotation(table_name regclass) RETURNS ringshard.distributed_tables
+	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT * FROM ringshard.distributed_tables d WHERE d.table_name = table_annotation.table_name;
+$$;
+COMMENT ON FUNCTION ringshard_internal.table_annotation(regclass) IS 'a table''s row of ringshard.distributed_tables, NULL if it is not annotated';
+
 -- Holders of each partition under a map snapshot, and now.
 CREATE FUNCTION ringshard_internal.partition_holders_of(snapshot json, map text)
 	RETURNS TABLE (partition integer, old_nodes text[], new_nodes text[])
@@ -186,12 +195,11 @@ CREATE FUNCTION ringshard_internal.checked_step_predicates(table_name regclass, 
 	RETURNS text[]
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	annotation ringshard.distributed_tables;
+	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	numbers text[];
 	rebuilt text;
 	predicate text;
 BEGIN
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = checked_step_predicates.table_name;
 	FOREACH predicate IN ARRAY coalesce(predicates, '{}') LOOP
 		rebuilt := NULL;
 		IF annotation.ring_name IS NOT NULL THEN
@@ -240,10 +248,9 @@ CREATE FUNCTION ringshard_internal.moving_ranges(table_name regclass)
 				   old_nodes text[], new_nodes text[])
 	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	annotation ringshard.distributed_tables;
+	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	placed json;
 BEGIN
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = moving_ranges.table_name;
 	SELECT p.snapshot INTO placed FROM ringshard.placements p WHERE p.table_name = moving_ranges.table_name;
 	IF NOT FOUND OR placed IS NULL OR annotation.table_name IS NULL
 	   OR placed::text = ringshard_internal.placement_snapshot(table_name)::text THEN
@@ -286,11 +293,10 @@ CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 				   source text, targets text[], deletes text[])
 	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	annotation ringshard.distributed_tables;
+	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	placed json;
 BEGIN
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = rebalance_plan.table_name;
-	IF NOT FOUND THEN
+	IF annotation.table_name IS NULL THEN
 		RAISE EXCEPTION 'table % is not annotated', table_name USING ERRCODE = 'undefined_object';
 	END IF;
 	SELECT p.snapshot INTO placed FROM ringshard.placements p WHERE p.table_name = rebalance_plan.table_name;
@@ -863,13 +869,12 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_confirm_cleared(regclass) IS
 CREATE FUNCTION ringshard_internal.steps_condition(table_name regclass, steps integer[]) RETURNS text
 	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	annotation ringshard.distributed_tables;
+	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	recorded integer[];
 	predicates text[];
 	bounds text;
 	partitions text;
 BEGIN
-	SELECT * INTO annotation FROM ringshard.distributed_tables d WHERE d.table_name = steps_condition.table_name;
 	SELECT array_agg(p.step ORDER BY p.step), array_agg(p.predicate ORDER BY p.step) INTO recorded, predicates
 	  FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = steps_condition.table_name AND p.step = ANY (steps);

@@ -38,7 +38,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
-#include "utils/syscache.h"
 
 #include "commands/ddl.h"
 #include "fdw/deparse.h"
@@ -98,20 +97,6 @@ void
 end_qualified_names(int level)
 {
 	AtEOXact_GUC(true, level);
-}
-
-/* The owner of a relation. */
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
 }
 
 /*
@@ -641,7 +626,7 @@ replace_by_foreign_table(Oid relid, const char *columns, List *names, List *part
 	char	   *schema = get_namespace_name(get_rel_namespace(relid));
 	char	   *relname = get_rel_name(relid);
 	char	   *table = quote_qualified_identifier(schema, relname);
-	Oid			owner = relation_owner(relid);
+	Oid			owner = catalog_relation_owner(relid);
 	Oid			new_relid;
 	int			qualified;
 	uint64		nrows;

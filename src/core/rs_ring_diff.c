@@ -92,29 +92,62 @@ range_span(uint64_t start, uint64_t end, rs_u128 space)
 	return space - start + end;
 }
 
+/*
+ * The intervals every diff below walks, one per boundary of either ring
+ * (see the top of the file), and the size of their token space: the three
+ * diffs set them up, and cut interval k, the same way.
+ */
+typedef struct intervals
+{
+	uint64_t   *bounds;
+	size_t		count;
+	rs_u128		space;
+} intervals;
+
+/* The intervals of two rings; RS_ERR_INVALID if their algorithms differ. */
+static rs_status
+intervals_init(intervals *iv, const rs_ring *old_ring, const rs_ring *new_ring)
+{
+	iv->bounds = NULL;
+	iv->count = 0;
+	iv->space = rs_ring_space(old_ring);
+	if (old_ring->algorithm != new_ring->algorithm)
+		return RS_ERR_INVALID;
+	return boundaries(old_ring, new_ring, &iv->bounds, &iv->count);
+}
+
+/*
+ * Interval k: (*start, *end], the one ending at the smallest boundary
+ * wrapping from the largest; returns its number of tokens.
+ */
+static rs_u128
+interval_at(const intervals *iv, size_t k, uint64_t *start, uint64_t *end)
+{
+	*end = iv->bounds[k];
+	*start = iv->bounds[k == 0 ? iv->count - 1 : k - 1];
+	return range_span(*start, *end, iv->space);
+}
+
 /* The ranges whose owner changes (see rs_ring_diff.h). */
 rs_status
 rs_ring_owner_moves(const rs_ring *old_ring, const rs_ring *new_ring,
 					rs_owner_move **moves_out, size_t *nmoves_out)
 {
-	uint64_t   *bounds;
-	size_t		nbounds;
+	intervals	iv;
 	growable	moves = {NULL, 0, 0, sizeof(rs_owner_move)};
-	rs_u128		space = rs_ring_space(old_ring);
 	rs_status	status;
 
 	*moves_out = NULL;
 	*nmoves_out = 0;
-	if (old_ring->algorithm != new_ring->algorithm)
-		return RS_ERR_INVALID;
-	status = boundaries(old_ring, new_ring, &bounds, &nbounds);
+	status = intervals_init(&iv, old_ring, new_ring);
 	if (status != RS_OK)
 		return status;
 
-	for (size_t k = 0; k < nbounds && status == RS_OK; k++)
+	for (size_t k = 0; k < iv.count && status == RS_OK; k++)
 	{
-		uint64_t	end = bounds[k];
-		uint64_t	start = bounds[k == 0 ? nbounds - 1 : k - 1];
+		uint64_t	start;
+		uint64_t	end;
+		rs_u128		span = interval_at(&iv, k, &start, &end);
 		const char *from = old_ring->names[rs_ring_owner(old_ring, end)];
 		const char *to = new_ring->names[rs_ring_owner(new_ring, end)];
 		rs_owner_move *last = moves.count ? (rs_owner_move *) moves.items + moves.count - 1 : NULL;
@@ -125,11 +158,11 @@ rs_ring_owner_moves(const rs_ring *old_ring, const rs_ring *new_ring,
 			strcmp(last->to_node, to) == 0)
 		{
 			last->range_end = end;
-			last->span += range_span(start, end, space);
+			last->span += span;
 		}
 		else
 		{
-			rs_owner_move move = {from, to, start, end, range_span(start, end, space)};
+			rs_owner_move move = {from, to, start, end, span};
 
 			status = growable_push(&moves, &move);
 		}
@@ -150,7 +183,7 @@ rs_ring_owner_moves(const rs_ring *old_ring, const rs_ring *new_ring,
 			moves.count--;
 		}
 	}
-	free(bounds);
+	free(iv.bounds);
 	*moves_out = growable_release(&moves, status, nmoves_out);
 	return status;
 }
@@ -198,10 +231,8 @@ rs_ring_copy_changes(const rs_ring *old_ring, uint32_t old_replicas,
 					 const rs_ring *new_ring, uint32_t new_replicas,
 					 rs_copy_change **changes_out, size_t *nchanges_out)
 {
-	uint64_t   *bounds = NULL;
-	size_t		nbounds = 0;
+	intervals	iv = {NULL, 0, 0};
 	growable	changes = {NULL, 0, 0, sizeof(rs_copy_change)};
-	rs_u128		space = rs_ring_space(old_ring);
 	uint32_t	max_r = old_replicas > new_replicas ? old_replicas : new_replicas;
 	uint16_t   *scratch = malloc((size_t) (max_r ? max_r : 1) * sizeof(uint16_t));
 	const char **old_set = malloc((size_t) (max_r ? max_r : 1) * sizeof(char *));
@@ -213,16 +244,14 @@ rs_ring_copy_changes(const rs_ring *old_ring, uint32_t old_replicas,
 	*nchanges_out = 0;
 	if (!scratch || !old_set || !new_set)
 		status = RS_ERR_NOMEM;
-	else if (old_ring->algorithm != new_ring->algorithm)
-		status = RS_ERR_INVALID;
 	else
-		status = boundaries(old_ring, new_ring, &bounds, &nbounds);
+		status = intervals_init(&iv, old_ring, new_ring);
 
-	for (size_t k = 0; status == RS_OK && k < nbounds; k++)
+	for (size_t k = 0; status == RS_OK && k < iv.count; k++)
 	{
-		uint64_t	end = bounds[k];
-		uint64_t	start = bounds[k == 0 ? nbounds - 1 : k - 1];
-		rs_u128		span = range_span(start, end, space);
+		uint64_t	start;
+		uint64_t	end;
+		rs_u128		span = interval_at(&iv, k, &start, &end);
 		uint32_t	nold = 0,
 					nnew = 0;
 
@@ -291,7 +320,7 @@ rs_ring_copy_changes(const rs_ring *old_ring, uint32_t old_replicas,
 		changes.count = out;
 	}
 
-	free(bounds);
+	free(iv.bounds);
 	free(scratch);
 	free(old_set);
 	free(new_set);
@@ -329,32 +358,28 @@ rs_ring_move_steps(const rs_ring *old_ring, uint32_t old_replicas,
 				   const rs_ring *new_ring, uint32_t new_replicas,
 				   rs_move_step **steps_out, size_t *nsteps_out)
 {
-	uint64_t   *bounds = NULL;
-	size_t		nbounds = 0;
+	intervals	iv;
 	growable	steps = {NULL, 0, 0, sizeof(rs_move_step)};
-	rs_u128		space = rs_ring_space(old_ring);
 	uint16_t	scratch[RS_MOVE_MAX_REPLICAS];
 	rs_status	status;
 
 	*steps_out = NULL;
 	*nsteps_out = 0;
-	if (old_ring->algorithm != new_ring->algorithm)
-		return RS_ERR_INVALID;
+	status = intervals_init(&iv, old_ring, new_ring);
+	if (status != RS_OK)
+		return status;
 	if (old_replicas > RS_MOVE_MAX_REPLICAS)
 		old_replicas = RS_MOVE_MAX_REPLICAS;
 	if (new_replicas > RS_MOVE_MAX_REPLICAS)
 		new_replicas = RS_MOVE_MAX_REPLICAS;
-	status = boundaries(old_ring, new_ring, &bounds, &nbounds);
 
-	for (size_t k = 0; status == RS_OK && k < nbounds; k++)
+	for (size_t k = 0; status == RS_OK && k < iv.count; k++)
 	{
 		rs_move_step step;
 		rs_move_step *last;
 
 		memset(&step, 0, sizeof(step));
-		step.range_end = bounds[k];
-		step.range_start = bounds[k == 0 ? nbounds - 1 : k - 1];
-		step.span = range_span(step.range_start, step.range_end, space);
+		step.span = interval_at(&iv, k, &step.range_start, &step.range_end);
 		status = replica_names(old_ring, step.range_end, old_replicas, scratch, step.old_nodes, &step.nold);
 		if (status == RS_OK)
 			status = replica_names(new_ring, step.range_end, new_replicas, scratch, step.new_nodes, &step.nnew);
@@ -386,7 +411,7 @@ rs_ring_move_steps(const rs_ring *old_ring, uint32_t old_replicas,
 			steps.count--;
 		}
 	}
-	free(bounds);
+	free(iv.bounds);
 	*steps_out = growable_release(&steps, status, nsteps_out);
 	return status;
 }

@@ -20,12 +20,19 @@
 #include "remote/catalog.h"
 #include "routing/topology_cache.h"
 
-/* The owner of the ringshard catalog. */
+/* The owner of the ringshard catalog: the owner of its table nodes. */
 static Oid
 catalog_owner(void)
 {
 	Oid			schema = get_namespace_oid("ringshard", false);
-	Oid			relid = get_relname_relid("nodes", schema);
+
+	return catalog_relation_owner(get_relname_relid("nodes", schema));
+}
+
+/* The owner of a relation (see catalog.h). */
+Oid
+catalog_relation_owner(Oid relid)
+{
 	HeapTuple	tuple;
 	Oid			owner;
 

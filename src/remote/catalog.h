@@ -28,4 +28,10 @@ extern char **catalog_addressed_nodes(int *count);
 /* This coordinator's id (a UUID, 32 hex digits without dashes). */
 extern const char *catalog_coordinator_id(void);
 
+/*
+ * The owner of a relation, from its pg_class row: the catalog's owner (its
+ * table nodes) and a table that DDL replaces take theirs from here.
+ */
+extern Oid	catalog_relation_owner(Oid relid);
+
 #endif							/* RINGSHARD_REMOTE_CATALOG_H */

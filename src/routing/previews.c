@@ -76,6 +76,22 @@ parse_change(const char *change)
 }
 
 /*
+ * Whether one of the first n arguments is NULL.  preview_change and
+ * proposed_replicas are not strict (their options may be NULL), and answer
+ * nothing for a NULL among their first arguments: both check them here.
+ */
+static bool
+leading_arg_is_null(FunctionCallInfo fcinfo, int n, const char *function)
+{
+	if (PG_NARGS() < n)
+		elog(ERROR, "%s takes at least %d arguments", function, n);
+	for (int i = 0; i < n; i++)
+		if (PG_ARGISNULL(i))
+			return true;
+	return false;
+}
+
+/*
  * The change given by SQL arguments: change at position first, then node and
  * weight, then zone, tokens and token_count from position rest (each may be
  * past the last argument).  Change and node must not be NULL, nor the weight
@@ -263,6 +279,26 @@ span_fraction(rs_u128 span, const rs_ring *ring)
 	return (double) span / (double) rs_ring_space(ring);
 }
 
+/*
+ * Emit one row of a preview of ranges: two texts (the range's old and new
+ * owner, or a node and whether it gains or loses a copy), the range and its
+ * share of the ring.  Owner moves and copy changes are both such rows.
+ */
+static void
+emit_range_row(ReturnSetInfo *rsinfo, const char *first, const char *second,
+			   uint64 range_start, uint64 range_end, double fraction)
+{
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+
+	values[0] = CStringGetTextDatum(first);
+	values[1] = CStringGetTextDatum(second);
+	values[2] = RingTokenGetDatum(range_start);
+	values[3] = RingTokenGetDatum(range_end);
+	values[4] = Float8GetDatum(fraction);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
 /* Emit owner moves from old to new; either ring may be NULL (no nodes). */
 static void
 emit_owner_moves(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring)
@@ -300,17 +336,8 @@ emit_owner_moves(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring)
 	if (status != RS_OK)
 		ringshard_report_core_error(status, "cannot compute the moves");
 	for (size_t i = 0; i < nmoves; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
-
-		values[0] = CStringGetTextDatum(moves[i].from_node);
-		values[1] = CStringGetTextDatum(moves[i].to_node);
-		values[2] = RingTokenGetDatum(moves[i].range_start);
-		values[3] = RingTokenGetDatum(moves[i].range_end);
-		values[4] = Float8GetDatum(span_fraction(moves[i].span, old_ring));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+		emit_range_row(rsinfo, moves[i].from_node, moves[i].to_node, moves[i].range_start,
+					   moves[i].range_end, span_fraction(moves[i].span, old_ring));
 	free(moves);
 }
 
@@ -333,17 +360,8 @@ emit_copy_changes(FunctionCallInfo fcinfo, rs_ring *old_ring, rs_ring *new_ring,
 	if (status != RS_OK)
 		ringshard_report_core_error(status, "cannot compute the copy changes");
 	for (size_t i = 0; i < nchanges; i++)
-	{
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
-
-		values[0] = CStringGetTextDatum(changes[i].node);
-		values[1] = CStringGetTextDatum(changes[i].gains ? "gains" : "loses");
-		values[2] = RingTokenGetDatum(changes[i].range_start);
-		values[3] = RingTokenGetDatum(changes[i].range_end);
-		values[4] = Float8GetDatum(span_fraction(changes[i].span, old_ring));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
+		emit_range_row(rsinfo, changes[i].node, changes[i].gains ? "gains" : "loses", changes[i].range_start,
+					   changes[i].range_end, span_fraction(changes[i].span, old_ring));
 	free(changes);
 }
 
@@ -367,11 +385,8 @@ ringshard_preview_change(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	/* NULL ring, change, node, weight or copies: no rows (the options may be NULL) */
-	if (PG_NARGS() < 5)
-		elog(ERROR, "preview_change takes at least 5 arguments");
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
-			PG_RETURN_VOID();
+	if (leading_arg_is_null(fcinfo, 5, "preview_change"))
+		PG_RETURN_VOID();
 	ring_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	copies = PG_GETARG_BOOL(4);
 	change = change_from_args(fcinfo, 1, 5);
@@ -439,11 +454,8 @@ ringshard_proposed_replicas(PG_FUNCTION_ARGS)
 	rs_status	status;
 
 	/* NULL key, ring, change, node or weight: NULL (the options may be NULL) */
-	if (PG_NARGS() < 5)
-		elog(ERROR, "proposed_replicas takes at least 5 arguments");
-	for (int i = 0; i < 5; i++)
-		if (PG_ARGISNULL(i))
-			PG_RETURN_NULL();
+	if (leading_arg_is_null(fcinfo, 5, "proposed_replicas"))
+		PG_RETURN_NULL();
 	ring_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	change = change_from_args(fcinfo, 2, 5);
 	signature = change_signature(ring_name, &change);

@@ -228,33 +228,27 @@ run_catalog_query(const char *sql, const char *param)
 }
 
 /*
- * Names of rings other than exclude, ", "-separated in bytewise order, read
- * in the current SPI connection: those with nodes when with_nodes, else all.
- * NULL when there are none.  For hints that name the rings a mistyped or
- * forgotten ring argument could have meant.
+ * Names other than exclude, ", "-separated in bytewise order, read in the
+ * current SPI connection: the column name (qualified by its alias) of the
+ * relation from.  NULL when there are none.  For hints that name the rings
+ * or maps a mistyped or forgotten argument could have meant: the rings with
+ * nodes, all rings and all maps are listed alike.
  */
 static char *
-ring_names_in_catalog(const char *exclude, bool with_nodes)
+other_names_in_catalog(const char *name, const char *from, const char *exclude)
 {
 	char	   *value;
 	char	   *names = NULL;
 
 	/* The first ten: a hint, not a listing. */
-	run_catalog_query(with_nodes ?
-					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
-					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
-					  "FROM (SELECT m.ring_name COLLATE pg_catalog.\"C\" AS name, "
-					  "pg_catalog.count(*) OVER () AS total "
-					  "FROM (SELECT DISTINCT ring_name FROM ringshard.ring_members) m "
-					  "WHERE m.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s" :
-					  "SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-					  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
-					  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
-					  "FROM (SELECT r.ring_name COLLATE pg_catalog.\"C\" AS name, "
-					  "pg_catalog.count(*) OVER () AS total "
-					  "FROM ringshard.rings r "
-					  "WHERE r.ring_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", exclude);
+	run_catalog_query(psprintf("SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
+							   "|| CASE WHEN pg_catalog.max(s.total) > 10 "
+							   "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
+							   "FROM (SELECT %s COLLATE pg_catalog.\"C\" AS name, "
+							   "pg_catalog.count(*) OVER () AS total "
+							   "FROM %s "
+							   "WHERE %s OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s",
+							   name, from, name), exclude);
 	value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (value)
 	{
@@ -265,12 +259,37 @@ ring_names_in_catalog(const char *exclude, bool with_nodes)
 	return names;
 }
 
+/*
+ * The error for a ring or map (what: "ring", "partition map") that does not
+ * exist: the others of its kind (others, from other_names_in_catalog) and
+ * the function that creates one (creator) in the hint.
+ */
+static void report_missing(const char *what, const char *name, const char *kind, const char *others,
+						   const char *creator) pg_attribute_noreturn();
+
+static void
+report_missing(const char *what, const char *name, const char *kind, const char *others,
+			   const char *creator)
+{
+	if (others)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("%s \"%s\" does not exist", what, name),
+				 errhint("Existing %ss: %s. Create a %s with ringshard.%s().", kind, others, kind, creator)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" does not exist", what, name),
+			 errhint("Create a %s with ringshard.%s().", kind, creator)));
+}
+
 /* Names of the other rings that have nodes (see topology_cache.h). */
 char *
 topology_other_rings_with_nodes(const char *ring_name)
 {
 	bool		pushed = connect_for_catalog();
-	char	   *names = ring_names_in_catalog(ring_name, true);
+	char	   *names = other_names_in_catalog("m.ring_name",
+											   "(SELECT DISTINCT ring_name FROM ringshard.ring_members) m",
+											   ring_name);
 
 	finish_catalog(pushed);
 	return names;
@@ -289,19 +308,8 @@ topology_read_ring_spec(const char *ring_name)
 	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
 					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
 	if (SPI_processed != 1)
-	{
-		char	   *existing = ring_names_in_catalog(ring_name, false);
-
-		if (existing)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("ring \"%s\" does not exist", ring_name),
-					 errhint("Existing rings: %s. Create a ring with ringshard.create_ring().", existing)));
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("ring \"%s\" does not exist", ring_name),
-				 errhint("Create a ring with ringshard.create_ring().")));
-	}
+		report_missing("ring", ring_name, "ring",
+					   other_names_in_catalog("r.ring_name", "ringshard.rings r", ring_name), "create_ring");
 	{
 		bool		isnull;
 		HeapTuple	tuple = SPI_tuptable->vals[0];
@@ -429,6 +437,36 @@ topology_build_ring(const RingSpec *spec, int options)
 	ringshard_report_core_error(status, psprintf("cannot build ring \"%s\"", spec->name));
 }
 
+/*
+ * Read a ring's spec or a map's entry from the catalog with reader, again
+ * while an invalidation arrives during the read (at most 11 reads): an
+ * invalidation consumed while reading means the rows read may predate the
+ * change it announces, and a new read takes a snapshot that sees it.
+ * discard, unless NULL, frees a read that is not kept.  Rings and maps are
+ * cached alike.
+ */
+static void *
+read_current(void *(*reader) (const char *name), void (*discard) (void *result), const char *name)
+{
+	for (int attempt = 0;; attempt++)
+	{
+		uint64		generation = topology_cache_generation;
+		void	   *result = reader(name);
+
+		if (generation == topology_cache_generation || attempt == 10)
+			return result;
+		if (discard)
+			discard(result);
+	}
+}
+
+/* topology_read_ring_spec as read_current takes a reader. */
+static void *
+read_ring_spec(const char *ring_name)
+{
+	return topology_read_ring_spec(ring_name);
+}
+
 /* The cached ring of this name; ERROR if no such ring. */
 CachedRing *
 topology_cache_ring(const char *ring_name)
@@ -445,19 +483,7 @@ topology_cache_ring(const char *ring_name)
 			return entry;
 
 	resolve_sentinel();
-
-	/*
-	 * An invalidation consumed while reading means the rows read may predate
-	 * the change it announces: read again, with a snapshot that sees it.
-	 */
-	for (int attempt = 0;; attempt++)
-	{
-		uint64		generation = topology_cache_generation;
-
-		spec = topology_read_ring_spec(ring_name);
-		if (generation == topology_cache_generation || attempt == 10)
-			break;
-	}
+	spec = read_current(read_ring_spec, NULL, ring_name);
 	ring = topology_build_ring(spec, 0);
 	replication_factor = spec->replication_factor;
 
@@ -524,14 +550,16 @@ topology_cache_ring(const char *ring_name)
 	return entry;
 }
 
-/* The cached map of this name; ERROR if no such map. */
-CachedMap *
-topology_cache_map(const char *map_name)
+/*
+ * Read a map's assignments from the catalog and build its entry, in a context
+ * of its own under the caller's (see new_entry_context): a CachedMap, as
+ * read_current takes a reader.
+ */
+static void *
+read_map_entry(const char *map_name)
 {
 	CachedMap  *entry;
 	bool		pushed;
-	uint64		generation;
-	int			attempts = 0;
 	rs_partition_range *ranges;
 	uint64		nranges;
 	uint64		nnodes;
@@ -540,39 +568,13 @@ topology_cache_map(const char *map_name)
 	MemoryContext old;
 	rs_status	status;
 
-	for (entry = cached_maps; entry; entry = entry->next)
-		if (strcmp(entry->name, map_name) == 0)
-			return entry;
-
-retry:
-	resolve_sentinel();
-	generation = topology_cache_generation;
-	attempts++;
 	pushed = connect_for_catalog();
 	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
 					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
 	if (SPI_processed != 1)
-	{
-		char	   *existing;
-
-		run_catalog_query("SELECT pg_catalog.string_agg(s.name, ', ' ORDER BY s.name) "
-						  "|| CASE WHEN pg_catalog.max(s.total) > 10 "
-						  "THEN ' and ' || (pg_catalog.max(s.total) - 10) || ' more' ELSE '' END "
-						  "FROM (SELECT p.map_name COLLATE pg_catalog.\"C\" AS name, "
-						  "pg_catalog.count(*) OVER () AS total "
-						  "FROM ringshard.partition_maps p "
-						  "WHERE p.map_name OPERATOR(pg_catalog.<>) $1 ORDER BY 1 LIMIT 10) s", map_name);
-		existing = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		if (existing)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("partition map \"%s\" does not exist", map_name),
-					 errhint("Existing maps: %s. Create a map with ringshard.create_partition_map().", existing)));
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("partition map \"%s\" does not exist", map_name),
-				 errhint("Create a map with ringshard.create_partition_map().")));
-	}
+		report_missing("partition map", map_name, "map",
+					   other_names_in_catalog("p.map_name", "ringshard.partition_maps p", map_name),
+					   "create_partition_map");
 
 	/* Node indexes: dense ranks in bytewise name order. */
 	run_catalog_query("SELECT (pg_catalog.dense_rank() OVER (ORDER BY a.node_name COLLATE pg_catalog.\"C\") - 1)::int4, "
@@ -616,16 +618,32 @@ retry:
 	if (status != RS_OK)
 		ringshard_report_core_error(status, psprintf("cannot build partition map \"%s\"", map_name));
 	finish_catalog(pushed);		/* frees ranges with the SPI context */
+	return entry;
+}
 
-	/* As for rings: an invalidation during the read means read again. */
-	if (generation != topology_cache_generation && attempts <= 10)
-	{
-		rs_partmap_free(&entry->map);
-		MemoryContextDelete(entry_cxt);
-		goto retry;
-	}
+/* Free a map entry read_map_entry built and read_current does not keep. */
+static void
+discard_map_entry(void *result)
+{
+	CachedMap  *entry = result;
 
-	keep_entry_context(entry_cxt);
+	rs_partmap_free(&entry->map);
+	MemoryContextDelete(entry->mcxt);
+}
+
+/* The cached map of this name; ERROR if no such map. */
+CachedMap *
+topology_cache_map(const char *map_name)
+{
+	CachedMap  *entry;
+
+	for (entry = cached_maps; entry; entry = entry->next)
+		if (strcmp(entry->name, map_name) == 0)
+			return entry;
+
+	resolve_sentinel();
+	entry = read_current(read_map_entry, discard_map_entry, map_name);
+	keep_entry_context(entry->mcxt);
 	entry->next = cached_maps;
 	cached_maps = entry;
 	return entry;
