@@ -46,6 +46,7 @@ GLUE_OBJS = \
 	src/fdw/planner.o \
 	src/fdw/statement_planner.o \
 	src/fdw/router.o \
+	src/fdw/fanout_aggregate.o \
 	src/fdw/scan.o \
 	src/fdw/upper.o \
 	src/fdw/upper_scan.o \

@@ -84,7 +84,7 @@ INSERT INTO queries (query) VALUES
 	('SELECT o.customer_id, s.city, count(*) FROM %2$s o JOIN %1$s s ON s.id = o.site_id GROUP BY o.customer_id, s.city'),
 	-- (a reference table joined on the key itself is no different)
 	('SELECT o.customer_id, o.id, s.city FROM %2$s o JOIN %1$s s ON s.id = o.customer_id'),
-	-- ... but a total by site mixes customers: the orders are read from every node, joined here
+	-- ... and a total by site mixes customers: each node counts the orders of its customers, the counts added up here
 	('SELECT s.city, count(*) FROM %2$s o JOIN %1$s s ON s.id = o.site_id GROUP BY s.city');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 EXPLAIN (VERBOSE, COSTS OFF) SELECT o.id, s.city FROM orders o JOIN sites s ON s.id = o.site_id WHERE o.customer_id = 5;

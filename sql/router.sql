@@ -106,8 +106,9 @@ INSERT INTO queries (query) VALUES
 	-- key = NULL: no rows
 	('SELECT count(*) FROM %2$s WHERE customer_id = NULL::bigint'),
 	-- not routed, and still the same: two keys, one table (its own scan sends
-	-- it whole, now() as a value), a local table, a volatile function, an outer
-	-- join ON that does not fix its left side
+	-- it whole, now() as a value), a local table, a volatile function; an outer
+	-- join ON that does not fix its left side ties it by the key (routed: every
+	-- node counts for its keys, the counts added up here)
 	('SELECT count(*) FROM %2$s WHERE customer_id IN (23, 24)'),
 	('SELECT count(*) FROM %2$s WHERE customer_id = 25 AND placed < now()'),
 	('SELECT count(*) FROM %2$s WHERE customer_id = 26 AND id > (SELECT count(*) FROM pg_catalog.pg_am WHERE amname = ''nothing'')'),
@@ -130,13 +131,14 @@ INSERT INTO queries (query) VALUES
 	('SELECT c.id, count(o.id) FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 20 GROUP BY c.id HAVING count(o.id) > 3'),
 	('SELECT o.customer_id, o.id FROM %2$s o WHERE NOT EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = o.customer_id AND f.order_id = o.id)'),
 	('SELECT c.id, o.id FROM %1$s c RIGHT JOIN %2$s o ON o.customer_id = c.id AND c.region = ''north'''),
-	-- ... but not where rows of several keys meet: grouped by another column, one
-	-- total, an order and a limit, a join on another column, a FULL JOIN (not routed)
+	-- ... and where rows of several keys meet in groups, grouped by another
+	-- column or one total, the nodes' groups are combined here (routed); not
+	-- with a join on another column or a FULL JOIN (not routed)
 	('SELECT c.region, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region'),
 	('SELECT count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
 	('SELECT o.id, f.reason FROM %2$s o JOIN %3$s f ON f.order_id = o.id'),
 	('SELECT c.id, o.id FROM %1$s c FULL JOIN %2$s o ON o.customer_id = c.id'),
-	-- grouped by the nullable side's key: its NULL group would come from each node (not routed)
+	-- grouped by the nullable side's key: its NULL group comes from each node, combined here (routed)
 	('SELECT o.customer_id, count(*) FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 40 GROUP BY o.customer_id');
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 
@@ -169,12 +171,59 @@ INSERT INTO ordered_queries (query) VALUES
 	('SELECT o.customer_id, o.id FROM %2$s o WHERE EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = o.customer_id AND f.order_id = o.id) ORDER BY o.id DESC'),
 	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 0'),
 	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT ALL OFFSET 890'),
-	-- sorted by what the statement does not return: the nodes could not sort for it (not routed)
+	-- sorted by what the statement does not return: the nodes' groups, sorted here (routed)
 	('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY sum(o.amount) DESC, c.id LIMIT 3'),
 	-- DISTINCT, and FETCH FIRST ... WITH TIES (not routed)
 	('SELECT DISTINCT c.region FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY 1'),
 	('SELECT c.id, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id FETCH FIRST 2 ROWS WITH TIES');
 SELECT n, routed(query), ordered_differences(query) FROM ordered_queries ORDER BY n;
+
+-- Grouped by another column than the key, or one total: each node
+-- aggregates the rows of the keys it serves, grouped as the statement
+-- groups, and an aggregate here combines the nodes' groups (counts and sums
+-- add up, min and max compare); HAVING, ORDER BY and LIMIT apply here.
+-- Each query a statement of its own, compared in order with the twins.
+CREATE TABLE combined_queries (n serial, query text);
+INSERT INTO combined_queries (query) VALUES
+	('SELECT c.region, count(*), sum(o.amount), min(o.placed), max(o.amount), count(o.placed) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY c.region NULLS FIRST'),
+	('SELECT count(*), sum(o.amount), min(c.name), max(c.name), max(c.since) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
+	('SELECT c.region, count(*) AS n FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region HAVING count(*) > 5 AND max(o.amount) > 10 ORDER BY n DESC, 1 LIMIT 2'),
+	('SELECT extract(month FROM o.placed) AS m, sum(o.amount) FILTER (WHERE o.amount > 20), count(*) FILTER (WHERE c.region IS NULL) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY 1 ORDER BY 1'),
+	-- expressions of groups and aggregates; a group the statement does not return
+	('SELECT upper(c.region), count(*) * 2 + 1, sum(o.amount) / count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region, c.since > ''2024-01-01'' ORDER BY 1, 2, 3'),
+	-- sum of bigint (numeric) and of integer (bigint) as the twins return them
+	('SELECT sum(o.id), sum(o.customer_id::int), sum(o.id::int2), sum(o.customer_id::int) / 7 FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
+	-- an anti join and a semi join of every key, one total
+	('SELECT count(*) FROM %1$s c WHERE NOT EXISTS (SELECT 1 FROM %2$s o WHERE o.customer_id = c.id)'),
+	('SELECT c.region, count(*) FROM %1$s c WHERE EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = c.id) GROUP BY c.region ORDER BY 1'),
+	-- grouped by the nullable side: its NULL group comes from every node, and adds up here
+	('SELECT o.customer_id, count(*) FROM %1$s c LEFT JOIN %2$s o ON o.customer_id = c.id AND o.amount > 40 GROUP BY o.customer_id ORDER BY 1 NULLS FIRST'),
+	-- sorted by an aggregate it does not return
+	('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY sum(o.amount) DESC, c.id LIMIT 3'),
+	-- no rows: no groups; one total of none (0 and NULLs)
+	('SELECT c.region, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 1000000 GROUP BY c.region'),
+	('SELECT count(*), count(o.id), sum(o.amount), max(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 1000000'),
+	-- averages of numeric and integers: the nodes' sums and counts, divided here
+	('SELECT c.region, avg(o.amount), avg(o.id), avg(o.customer_id::int) FILTER (WHERE o.amount > 20) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
+	-- not combined here, the usual plan: avg of a float, DISTINCT inside, an aggregate of another kind
+	('SELECT c.region, avg(o.amount::float8) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
+	('SELECT count(DISTINCT c.region) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
+	('SELECT c.region, string_agg(o.id::text, '','' ORDER BY o.id) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1');
+SELECT n, routed(query), ordered_differences(query) FROM combined_queries ORDER BY n;
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT c.region, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id
+ GROUP BY c.region HAVING count(*) > 5 ORDER BY 3 DESC LIMIT 2;
+-- a generic plan: parameters in WHERE, HAVING and LIMIT
+SET plan_cache_mode = force_generic_plan;
+PREPARE region_totals(numeric, bigint, bigint) AS
+SELECT c.region, count(*), sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id
+ WHERE o.amount > $1 GROUP BY c.region HAVING count(*) > $2 ORDER BY 1 NULLS FIRST LIMIT $3;
+EXECUTE region_totals(10, 1, 3);
+SELECT c.region, count(*), sum(o.amount) FROM customers_local c JOIN orders_local o ON o.customer_id = c.id
+ WHERE o.amount > 10 GROUP BY c.region HAVING count(*) > 1 ORDER BY 1 NULLS FIRST LIMIT 3;
+EXPLAIN (COSTS OFF) EXECUTE region_totals(10, 1, 3);
+DEALLOCATE region_totals;
+RESET plan_cache_mode;
 EXPLAIN (VERBOSE, COSTS OFF)
 SELECT c.id, sum(o.amount) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id LIMIT 3 OFFSET 2;
 -- LIMIT and OFFSET as parameters (a generic plan): the nodes get LIMIT $1 + $2
@@ -360,6 +409,7 @@ SELECT regexp_replace(line, '[0-9.]+ ms', '(time) ms') AS explained FROM explain
 	'SELECT c.id, count(*) FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.id') line;
 SELECT differences('SELECT c.id, count(*), sum(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id');
 SELECT differences(format('SELECT id FROM %%1$s WHERE id = %s UNION ALL SELECT id FROM %%2$s WHERE customer_id = %s', :lone_key, :other_key));
+SELECT n, ordered_differences(query) FROM combined_queries WHERE n <= 3 ORDER BY n;
 SELECT ringshard.mark_node_up('w1');
 
 -- A topology change the rows have not followed yet: keys whose rows move
@@ -367,6 +417,7 @@ SELECT ringshard.mark_node_up('w1');
 SELECT ringshard.set_node_weight('w1', 3, 'pair');
 SELECT count(*) AS moving_tables FROM ringshard.table_overview WHERE layout <> 'in place';
 SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
+SELECT n, routed(query), ordered_differences(query) FROM combined_queries ORDER BY n;
 SELECT ringshard.set_node_weight('w1', 1, 'pair');
 
 -- Writes that read other tables, every table fixed to one key (UPDATE ...

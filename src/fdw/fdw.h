@@ -56,6 +56,14 @@ extern Expr *rsfdw_value_as_key(Expr *value, Oid value_type, Oid key_type, bool 
 /* router.c: a SELECT fixed to one key on every table, sent whole to one node */
 extern bool rsfdw_router_candidate(Query *parse, int cursor_options);
 extern PlannedStmt *rsfdw_plan_router(Query *original, PlannedStmt *planned);
+extern bool rsfdw_plan_partial_router(Query *partial, PlannedStmt *planned);
+extern int	rsfdw_highest_plan_node_id(PlannedStmt *planned);
+extern int	rsfdw_count_distributed_tables(Query *query);
+extern List *rsfdw_pass_through_tlist(List *below_tlist);
+
+/* fanout_aggregate.c */
+extern PlannedStmt *rsfdw_plan_fanout_aggregate(Query *original, PlannedStmt *planned, const char *query_string,
+												int cursor_options, ParamListInfo bound_params);
 extern bool rsfdw_router_write_candidate(Query *parse);
 extern PlannedStmt *rsfdw_plan_router_write(Query *parse);
 extern void rsfdw_router_init(void);

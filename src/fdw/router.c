@@ -708,18 +708,34 @@ groups_by_tied_key(Query *query, RouterAnalysis *analysis)
 }
 
 /*
- * Whether the statement is a fan-out router statement: its analysis (with
- * the driving table's key tied) in *analysis, every table tied or a
- * reference table, all tied tables on one ring.
+ * The partial statement of a fan-out aggregate (fanout_aggregate.c) keeps
+ * no key apart: its groups and aggregates are combined above the router.
+ * It has nothing on top that the combining would have to come first for.
  */
 static bool
-analyze_fanout(Query *query, RouterAnalysis *analysis)
+is_partial_aggregate(Query *query)
+{
+	return query->commandType == CMD_SELECT && !query->hasWindowFuncs && !query->hasTargetSRFs &&
+		query->distinctClause == NIL && query->setOperations == NULL && query->groupingSets == NIL &&
+		query->havingQual == NULL && query->sortClause == NIL && query->limitCount == NULL &&
+		query->limitOffset == NULL;
+}
+
+/*
+ * Whether the statement is a fan-out router statement: its analysis (with
+ * the driving table's key tied) in *analysis, every table tied or a
+ * reference table, all tied tables on one ring.  combined_here: the
+ * statement is the partial one of a fan-out aggregate, whose rows of
+ * different keys are combined above the router.
+ */
+static bool
+analyze_fanout(Query *query, RouterAnalysis *analysis, bool combined_here)
 {
 	char	   *ring = NULL;
 	ListCell   *lc;
 	Index		driver = driving_table((Node *) query->jointree);
 
-	if (driver == 0 || !keeps_keys_apart(query))
+	if (driver == 0 || !(combined_here ? is_partial_aggregate(query) : keeps_keys_apart(query)))
 		return false;
 	memset(analysis, 0, sizeof(*analysis));
 	analysis->tie_rti = driver;
@@ -741,7 +757,7 @@ analyze_fanout(Query *query, RouterAnalysis *analysis)
 			return false;		/* a map, or another ring: the same key is elsewhere */
 		ring = table_ring;
 	}
-	if (query->groupClause != NIL && !groups_by_tied_key(query, analysis))
+	if (!combined_here && query->groupClause != NIL && !groups_by_tied_key(query, analysis))
 		return false;
 	return true;
 }
@@ -872,9 +888,13 @@ top_of_fanout(Query *query, Plan **below, FanoutTop *top)
 	return true;
 }
 
-/* A target list that passes on every column of the plan below. */
-static List *
-pass_through_tlist(List *below_tlist)
+/*
+ * A target list that passes on every column of the plan below as it is
+ * (junk stays junk, sort references stay): for the nodes stacked above a
+ * router (here and fanout_aggregate.c).
+ */
+List *
+rsfdw_pass_through_tlist(List *below_tlist)
 {
 	List	   *tlist = NIL;
 	ListCell   *lc;
@@ -884,8 +904,10 @@ pass_through_tlist(List *below_tlist)
 		TargetEntry *tle = lfirst(lc);
 		Var		   *var = makeVar(OUTER_VAR, tle->resno, exprType((Node *) tle->expr),
 								  exprTypmod((Node *) tle->expr), exprCollation((Node *) tle->expr), 0);
+		TargetEntry *passed = makeTargetEntry((Expr *) var, tle->resno, tle->resname, tle->resjunk);
 
-		tlist = lappend(tlist, makeTargetEntry((Expr *) var, tle->resno, tle->resname, false));
+		passed->ressortgroupref = tle->ressortgroupref;
+		tlist = lappend(tlist, passed);
 	}
 	return tlist;
 }
@@ -900,7 +922,7 @@ add_fanout_top(Plan *router, FanoutTop *top, int *next_plan_node_id)
 	{
 		Sort	   *sort = makeNode(Sort);
 
-		sort->plan.targetlist = pass_through_tlist(plan->targetlist);
+		sort->plan.targetlist = rsfdw_pass_through_tlist(plan->targetlist);
 		sort->plan.lefttree = plan;
 		sort->plan.startup_cost = plan->total_cost;
 		sort->plan.total_cost = plan->total_cost;
@@ -918,7 +940,7 @@ add_fanout_top(Plan *router, FanoutTop *top, int *next_plan_node_id)
 	{
 		Limit	   *limit = makeNode(Limit);
 
-		limit->plan.targetlist = pass_through_tlist(plan->targetlist);
+		limit->plan.targetlist = rsfdw_pass_through_tlist(plan->targetlist);
 		limit->plan.lefttree = plan;
 		limit->plan.startup_cost = plan->startup_cost;
 		limit->plan.total_cost = plan->total_cost;
@@ -933,13 +955,55 @@ add_fanout_top(Plan *router, FanoutTop *top, int *next_plan_node_id)
 	return plan;
 }
 
+static PlannedStmt *plan_router(Query *original, PlannedStmt *planned, bool combined_here);
+
 /*
  * Wrap the planned statement in a router node when every distributed table
  * of the statement (planned as `original`, a copy taken before planning) is
- * fixed to one key; else return it as it is.
+ * fixed to one key, or tied to one driving table's key (a fan-out); else
+ * return it as it is.
  */
 PlannedStmt *
 rsfdw_plan_router(Query *original, PlannedStmt *planned)
+{
+	return plan_router(original, planned, false);
+}
+
+/*
+ * The same for the partial statement of a fan-out aggregate
+ * (fanout_aggregate.c), whose rows the caller combines above the router:
+ * whether its plan's top is now the router.
+ */
+bool
+rsfdw_plan_partial_router(Query *partial, PlannedStmt *planned)
+{
+	Plan	   *before = planned->planTree;
+
+	return plan_router(partial, planned, true)->planTree != before;
+}
+
+/* How many distributed tables a statement reads, at every level. */
+int
+rsfdw_count_distributed_tables(Query *query)
+{
+	return count_distributed_tables((Node *) query, NULL);
+}
+
+/* rsfdw_highest_plan_node_id: the highest plan_node_id of a statement's plans (its new nodes go above). */
+int
+rsfdw_highest_plan_node_id(PlannedStmt *planned)
+{
+	int			highest = -1;
+	ListCell   *lc;
+
+	highest_plan_node_id(planned->planTree, &highest);
+	foreach(lc, planned->subplans)
+		highest_plan_node_id(lfirst(lc), &highest);
+	return highest;
+}
+
+static PlannedStmt *
+plan_router(Query *original, PlannedStmt *planned, bool combined_here)
 {
 	RouterAnalysis analysis = {NIL, false};
 	CustomScan *router;
@@ -960,7 +1024,7 @@ rsfdw_plan_router(Query *original, PlannedStmt *planned)
 	if (IsA(below, ForeignScan) && planned->subplans == NIL)
 		return planned;
 	analyze_level(original, NULL, NIL, &analysis);
-	if (analysis.failed && !analyze_fanout(original, &analysis))
+	if (analysis.failed && !analyze_fanout(original, &analysis, combined_here))
 		return planned;
 	if (analysis.tables == NIL)
 		return planned;

@@ -1,8 +1,10 @@
 /*
  * statement_planner.c
  *		A planner hook for what the foreign-data wrapper's callbacks see too
- *		late: INSERT ... ON CONFLICT on a distributed table, and router
- *		statements (a SELECT fixed to one key sent whole: router.c).
+ *		late: INSERT ... ON CONFLICT on a distributed table, router
+ *		statements (a SELECT fixed to one key sent whole: router.c) and
+ *		aggregates over colocated tables split between the nodes and the
+ *		coordinator (fanout_aggregate.c).
  *
  * PostgreSQL looks for the arbiter index of ON CONFLICT on the
  * coordinator's foreign table, which has none (the nodes have the unique
@@ -175,6 +177,7 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 	PlannedStmt *result;
 	Oid			relid;
 	Query	   *router_original = NULL;
+	Query	   *aggregate_original = NULL;
 
 	refuse_upsert_in_with(parse);
 	/* an UPDATE or DELETE that reads other tables, all fixed to one key, goes whole to the key's replicas */
@@ -186,7 +189,12 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 	}
 	/* planning scribbles on the statement: a router statement is deparsed from a copy */
 	if (rsfdw_router_candidate(parse, cursor_options))
+	{
 		router_original = copyObject(parse);
+		/* the router scribbles on its copy: an aggregate keeps another for fanout_aggregate.c */
+		if (parse->hasAggs)
+			aggregate_original = copyObject(parse);
+	}
 	upsert_query = NULL;
 	upsert_private = NIL;
 	if (parse->onConflict != NULL && is_distributed_target(parse, &relid))
@@ -209,7 +217,15 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 	}
 	PG_END_TRY();
 	if (router_original)
+	{
+		Plan	   *usual = result->planTree;
+
 		result = rsfdw_plan_router(router_original, result);
+		/* grouped by other than the key, or one total: the nodes' groups combined here */
+		if (aggregate_original && result->planTree == usual)
+			result = rsfdw_plan_fanout_aggregate(aggregate_original, result, query_string, cursor_options,
+												 bound_params);
+	}
 	return result;
 }
 
