@@ -171,7 +171,12 @@ INSERT INTO ordered_queries (query) VALUES
 	('SELECT o.customer_id, o.id FROM %2$s o WHERE EXISTS (SELECT 1 FROM %3$s f WHERE f.customer_id = o.customer_id AND f.order_id = o.id) ORDER BY o.id DESC'),
 	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT 0'),
 	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.id LIMIT ALL OFFSET 890'),
-	-- sorted by what the statement does not return: the nodes' groups, sorted here (routed)
+	-- sorted by what the statement does not return: the nodes return the sort
+	-- keys too, and the top drops them (routed)
+	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.amount DESC, o.id LIMIT 5'),
+	('SELECT o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY c.region NULLS FIRST, o.placed DESC, o.amount * 2, o.id LIMIT 7 OFFSET 3'),
+	('SELECT c.name FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 30 ORDER BY o.id'),
+	-- the same with an aggregate: the nodes' groups, sorted here (routed)
 	('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY sum(o.amount) DESC, c.id LIMIT 3'),
 	-- DISTINCT, and FETCH FIRST ... WITH TIES (not routed)
 	('SELECT DISTINCT c.region FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY 1'),

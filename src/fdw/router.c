@@ -800,9 +800,10 @@ add_fanout_filter(Query *query, RoutedTable *driver)
  * A fan-out's ORDER BY and LIMIT.  The usual plan ends in a Limit (if the
  * statement has one) above the rest: that rest becomes the plan below the
  * router (its fallback), and the Limit goes above, so OFFSET applies once
- * on either path.  Every sort key must be an output column (the nodes
- * return no other): its position among them in sort_columns.  False: the
- * statement keeps the usual plan.
+ * on either path.  A sort key the statement does not return (a junk
+ * column) is returned by the nodes too, and dropped at the top: its
+ * position among the router's columns in sort_columns like any other.
+ * False: the statement keeps the usual plan.
  */
 typedef struct FanoutTop
 {
@@ -812,7 +813,15 @@ typedef struct FanoutTop
 	Oid		   *sort_operators;
 	Oid		   *collations;
 	bool	   *nulls_first;
+	Bitmapset  *returned_junk;	/* resnos of junk sort keys the nodes return */
 } FanoutTop;
+
+/* Whether the router returns a column of the plan below: the statement's, or a sort key it does not return. */
+static bool
+router_returns(TargetEntry *tle, FanoutTop *top)
+{
+	return !tle->resjunk || bms_is_member(tle->resno, top->returned_junk);
+}
 
 static bool
 top_of_fanout(Query *query, Plan **below, FanoutTop *top)
@@ -827,6 +836,17 @@ top_of_fanout(Query *query, Plan **below, FanoutTop *top)
 			return false;
 		top->limit = (Limit *) *below;
 		*below = (*below)->lefttree;
+	}
+	/* the sort keys the statement does not return: the nodes' statement returns them */
+	foreach(lc, query->sortClause)
+	{
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc), query->targetList);
+
+		if (tle->resjunk)
+		{
+			tle->resjunk = false;
+			top->returned_junk = bms_add_member(top->returned_junk, tle->resno);
+		}
 	}
 	top->nsort = list_length(query->sortClause);
 	top->sort_columns = palloc0(sizeof(AttrNumber) * Max(top->nsort, 1));
@@ -843,7 +863,7 @@ top_of_fanout(Query *query, Plan **below, FanoutTop *top)
 		{
 			TargetEntry *tle = lfirst(tc);
 
-			if (tle->resjunk)
+			if (!router_returns(tle, top))
 				continue;
 			position++;
 			if (tle->ressortgroupref == sgc->tleSortGroupRef)
@@ -854,7 +874,7 @@ top_of_fanout(Query *query, Plan **below, FanoutTop *top)
 			}
 		}
 		if (top->sort_columns[i] == 0 || !OidIsValid(sgc->sortop))
-			return false;		/* sorted by what the statement does not return */
+			return false;		/* sorted by what the plan below does not compute */
 		top->sort_operators[i] = sgc->sortop;
 		top->nulls_first[i] = sgc->nulls_first;
 		i++;
@@ -1060,14 +1080,17 @@ plan_router(Query *original, PlannedStmt *planned, bool combined_here)
 	}
 	sql = rsfdw_router_sql_text(original, &param_ids, &computed);
 
-	/* the rows the statement returns: the plan's target list without its junk columns */
+	/*
+	 * the rows the statement returns: the plan's target list without its
+	 * junk columns, but for the sort keys the top sorts by (then dropped)
+	 */
 	foreach(lc, below->targetlist)
 	{
 		TargetEntry *tle = lfirst(lc);
 		Var		   *from_below;
 		Var		   *from_scan;
 
-		if (tle->resjunk)
+		if (!router_returns(tle, &fanout_top))
 			continue;
 		output_attnums = lappend_int(output_attnums, tle->resno);
 		from_below = makeVar(OUTER_VAR, tle->resno, exprType((Node *) tle->expr), exprTypmod((Node *) tle->expr),
@@ -1076,7 +1099,8 @@ plan_router(Query *original, PlannedStmt *planned, bool combined_here)
 														 tle->resname, false));
 		from_scan = makeVar(INDEX_VAR, list_length(scan_tlist), from_below->vartype, from_below->vartypmod,
 							from_below->varcollid, 0);
-		tlist = lappend(tlist, makeTargetEntry((Expr *) from_scan, list_length(tlist) + 1, tle->resname, false));
+		tlist = lappend(tlist, makeTargetEntry((Expr *) from_scan, list_length(tlist) + 1, tle->resname,
+											   tle->resjunk));
 	}
 
 	router = makeNode(CustomScan);
