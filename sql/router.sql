@@ -178,7 +178,8 @@ INSERT INTO ordered_queries (query) VALUES
 	('SELECT c.name FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 30 ORDER BY o.id'),
 	-- the same with an aggregate: the nodes' groups, sorted here (routed)
 	('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY sum(o.amount) DESC, c.id LIMIT 3'),
-	-- DISTINCT, and FETCH FIRST ... WITH TIES (not routed)
+	-- DISTINCT (each node's distinct rows, made distinct again here: routed), and
+	-- FETCH FIRST ... WITH TIES (not routed)
 	('SELECT DISTINCT c.region FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY 1'),
 	('SELECT c.id, count(*) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY 2 DESC, c.id FETCH FIRST 2 ROWS WITH TIES');
 SELECT n, routed(query), ordered_differences(query) FROM ordered_queries ORDER BY n;
@@ -186,7 +187,8 @@ SELECT n, routed(query), ordered_differences(query) FROM ordered_queries ORDER B
 -- Grouped by another column than the key, or one total: each node
 -- aggregates the rows of the keys it serves, grouped as the statement
 -- groups, and an aggregate here combines the nodes' groups (counts and sums
--- add up, min and max compare); HAVING, ORDER BY and LIMIT apply here.
+-- add up, min and max compare; a DISTINCT's rows are made distinct again);
+-- HAVING, ORDER BY and LIMIT apply here.
 -- Each query a statement of its own, compared in order with the twins.
 CREATE TABLE combined_queries (n serial, query text);
 INSERT INTO combined_queries (query) VALUES
@@ -210,7 +212,11 @@ INSERT INTO combined_queries (query) VALUES
 	('SELECT count(*), count(o.id), sum(o.amount), max(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 1000000'),
 	-- averages of numeric and integers: the nodes' sums and counts, divided here
 	('SELECT c.region, avg(o.amount), avg(o.id), avg(o.customer_id::int) FILTER (WHERE o.amount > 20) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
-	-- not combined here, the usual plan: avg of a float, DISTINCT inside, an aggregate of another kind
+	-- DISTINCT: each node's distinct rows, made distinct again here
+	('SELECT DISTINCT c.region FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY 1 NULLS FIRST'),
+	('SELECT DISTINCT c.region, extract(year FROM o.placed) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 10 ORDER BY 2 DESC, 1 LIMIT 3'),
+	-- not combined here, the usual plan: DISTINCT ON, avg of a float, DISTINCT inside, an aggregate of another kind
+	('SELECT DISTINCT ON (c.region) c.region, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY c.region, o.id'),
 	('SELECT c.region, avg(o.amount::float8) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
 	('SELECT count(DISTINCT c.region) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id'),
 	('SELECT c.region, string_agg(o.id::text, '','' ORDER BY o.id) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1');

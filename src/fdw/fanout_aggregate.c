@@ -35,6 +35,10 @@
  * on its own, joined here), as does every statement the partial one of
  * would not go whole to the nodes (router.c decides, as for any fan-out).
  *
+ * A DISTINCT without aggregates over such a join is combined the same way:
+ * each node returns its distinct rows, and the Agg here (grouping by every
+ * column, no aggregate) makes them distinct across nodes.
+ *
  * The partial statement is planned as usual too: that plan sits below the
  * router, as for every router statement, and runs when the nodes cannot
  * answer it (a table moving); it returns the same columns (complete
@@ -336,6 +340,17 @@ make_top_sort(Query *original, Plan *below)
 }
 
 /*
+ * The clauses the nodes' rows are combined by here: GROUP BY, or the
+ * columns of a DISTINCT without aggregates (the nodes' distinct rows are
+ * made distinct again).
+ */
+static List *
+combining_clauses(Query *original)
+{
+	return original->distinctClause != NIL ? original->distinctClause : original->groupClause;
+}
+
+/*
  * The partial statement's target list: the GROUP BY expressions, then each
  * aggregate as the nodes compute it (an average as a sum and a count), and
  * in fa the combining expression of each; false when an aggregate does not
@@ -347,7 +362,7 @@ partial_columns(Query *original, FanoutAggregate *fa, List **partial_tlist)
 	ListCell   *lc;
 	int			ngroups;
 
-	foreach(lc, original->groupClause)
+	foreach(lc, combining_clauses(original))
 	{
 		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
 		TargetEntry *tle = get_sortgroupclause_tle(sgc, original->targetList);
@@ -421,7 +436,7 @@ combining_agg(Query *original, FanoutAggregate *fa, Plan *router, double groups,
 	agg->grpColIdx = palloc0(sizeof(AttrNumber) * Max(agg->numCols, 1));
 	agg->grpOperators = palloc0(sizeof(Oid) * Max(agg->numCols, 1));
 	agg->grpCollations = palloc0(sizeof(Oid) * Max(agg->numCols, 1));
-	foreach(lc, original->groupClause)
+	foreach(lc, combining_clauses(original))
 	{
 		agg->grpColIdx[i] = i + 1;
 		agg->grpOperators[i] = lfirst_node(SortGroupClause, lc)->eqop;
@@ -452,14 +467,18 @@ rsfdw_plan_fanout_aggregate(Query *original, PlannedStmt *planned, const char *q
 	Plan	   *top;
 	int			next_id;
 
-	if (!original->hasAggs || original->hasWindowFuncs || original->hasTargetSRFs ||
-		original->distinctClause != NIL || original->groupingSets != NIL || original->setOperations != NULL ||
-		original->limitOption == LIMIT_OPTION_WITH_TIES || original->rowMarks != NIL)
+	if (original->hasWindowFuncs || original->hasTargetSRFs || original->groupingSets != NIL ||
+		original->setOperations != NULL || original->limitOption == LIMIT_OPTION_WITH_TIES ||
+		original->rowMarks != NIL || original->hasDistinctOn)
+		return planned;
+	/* aggregates, or a DISTINCT of plain columns and expressions */
+	if (original->hasAggs ? original->distinctClause != NIL :
+		original->distinctClause == NIL || original->groupClause != NIL || original->havingQual != NULL)
 		return planned;
 	/* one table's aggregates go to the nodes with its scan already (upper.c) */
 	if (rsfdw_count_distributed_tables(original) < 2)
 		return planned;
-	if (!collect_aggregates(original, &fa) || !partial_columns(original, &fa, &partial_tlist))
+	if ((original->hasAggs && !collect_aggregates(original, &fa)) || !partial_columns(original, &fa, &partial_tlist))
 		return planned;
 	if (original->limitCount != NULL || original->limitOffset != NULL)
 	{
@@ -470,7 +489,7 @@ rsfdw_plan_fanout_aggregate(Query *original, PlannedStmt *planned, const char *q
 		usual_top = usual_top->lefttree;
 	}
 
-	/* the partial statement: the groups and aggregates, nothing on top */
+	/* the partial statement: the groups and aggregates (or the distinct rows), nothing on top */
 	partial = copyObject(original);
 	partial->targetList = partial_tlist;
 	partial->havingQual = NULL;

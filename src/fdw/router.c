@@ -709,14 +709,15 @@ groups_by_tied_key(Query *query, RouterAnalysis *analysis)
 
 /*
  * The partial statement of a fan-out aggregate (fanout_aggregate.c) keeps
- * no key apart: its groups and aggregates are combined above the router.
+ * no key apart: its groups and aggregates (or its distinct rows) are
+ * combined above the router.
  * It has nothing on top that the combining would have to come first for.
  */
 static bool
 is_partial_aggregate(Query *query)
 {
 	return query->commandType == CMD_SELECT && !query->hasWindowFuncs && !query->hasTargetSRFs &&
-		query->distinctClause == NIL && query->setOperations == NULL && query->groupingSets == NIL &&
+		!query->hasDistinctOn && query->setOperations == NULL && query->groupingSets == NIL &&
 		query->havingQual == NULL && query->sortClause == NIL && query->limitCount == NULL &&
 		query->limitOffset == NULL;
 }

@@ -192,7 +192,7 @@ ringshard_planner(Query *parse, const char *query_string, int cursor_options, Pa
 	{
 		router_original = copyObject(parse);
 		/* the router scribbles on its copy: an aggregate keeps another for fanout_aggregate.c */
-		if (parse->hasAggs)
+		if (parse->hasAggs || parse->distinctClause != NIL)
 			aggregate_original = copyObject(parse);
 	}
 	upsert_query = NULL;
