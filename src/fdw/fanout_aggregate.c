@@ -100,6 +100,18 @@ builtin_aggregate(const char *name, Oid argtype)
 	return OidIsValid(fn) && get_func_prokind(fn) == PROKIND_AGGREGATE ? fn : InvalidOid;
 }
 
+/*
+ * Whether the nodes' results of an aggregate can be combined at all: a
+ * plain one of this level, without DISTINCT or ORDER BY inside (a value on
+ * two nodes would count twice).
+ */
+static bool
+is_plain_aggregate(Aggref *aggref)
+{
+	return aggref->aggdistinct == NIL && aggref->aggorder == NIL && aggref->aggdirectargs == NIL &&
+		aggref->aggkind == AGGKIND_NORMAL && aggref->agglevelsup == 0 && !aggref->aggvariadic;
+}
+
 /* How the nodes' results of an aggregate combine here; false when they do not. */
 static bool
 combine_rule(Aggref *aggref, CombineRule *rule)
@@ -107,8 +119,7 @@ combine_rule(Aggref *aggref, CombineRule *rule)
 	Oid			partial = aggref->aggtype;
 
 	memset(rule, 0, sizeof(*rule));
-	if (aggref->aggdistinct != NIL || aggref->aggorder != NIL || aggref->aggdirectargs != NIL ||
-		aggref->aggkind != AGGKIND_NORMAL || aggref->agglevelsup != 0 || aggref->aggvariadic)
+	if (!is_plain_aggregate(aggref))
 		return false;
 	if (is_builtin_aggregate(aggref->aggfnoid, "count"))
 	{
@@ -149,8 +160,8 @@ split_average(Aggref *aggref, Aggref **sum, CombineRule *sum_rule, Aggref **coun
 {
 	Oid			argtype;
 
-	if (!is_builtin_aggregate(aggref->aggfnoid, "avg") || list_length(aggref->aggargtypes) != 1 ||
-		aggref->aggtype != NUMERICOID)
+	if (!is_plain_aggregate(aggref) || !is_builtin_aggregate(aggref->aggfnoid, "avg") ||
+		list_length(aggref->aggargtypes) != 1 || aggref->aggtype != NUMERICOID)
 		return false;
 	argtype = linitial_oid(aggref->aggargtypes);
 	if (argtype != INT2OID && argtype != INT4OID && argtype != INT8OID && argtype != NUMERICOID)
@@ -428,8 +439,16 @@ combining_agg(Query *original, FanoutAggregate *fa, Plan *router, double groups,
 		agg->plan.qual = make_ands_implicit((Expr *) combined_mutator(copyObject(original->havingQual), fa));
 	if (fa->failed)
 		return NULL;
-	fix_opfuncids((Node *) agg->plan.targetlist);
-	fix_opfuncids((Node *) agg->plan.qual);
+
+	/*
+	 * The expressions are the parser's: planned now as the planner plans
+	 * its own (default arguments filled in, operators' functions looked up,
+	 * constants folded), or a call that relies on a default argument would
+	 * reach its function with too few.
+	 */
+	foreach(lc, agg->plan.targetlist)
+		((TargetEntry *) lfirst(lc))->expr = expression_planner(((TargetEntry *) lfirst(lc))->expr);
+	agg->plan.qual = (List *) expression_planner((Expr *) agg->plan.qual);
 	agg->aggstrategy = fa->group_exprs != NIL ? AGG_HASHED : AGG_PLAIN;
 	agg->aggsplit = AGGSPLIT_SIMPLE;
 	agg->numCols = list_length(fa->group_exprs);
