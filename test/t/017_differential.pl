@@ -20,7 +20,9 @@
 #   RINGSHARD_DIFF_DUMP=file     write every compared statement and both answers to a file
 #
 # Router statements (a SELECT fixed to one key over tables of several
-# families) are compared the same way, and most must go whole to one node.
+# families) are compared the same way, and most must go whole to one node;
+# so are joins of every key (grouped by the key, by another column, one
+# total, DISTINCT: the nodes' groups combined on the coordinator).
 #
 # A refusal by design (SQLSTATE 0A000 on the distributed table only: an
 # UPDATE of the key, an UPDATE, DELETE or upsert that cannot be sent whole)
@@ -1486,7 +1488,7 @@ sub gen_router
 	my ($fam, $S) = @_;
 	my $k = some_id($fam);
 	my $x = '{' . pick(@router_partners) . '}';
-	my $kind = rint(0, 17);
+	my $kind = rint(0, 19);
 	my $ordered = 0;
 	my $date = lit_sql('date', $S, 'date');
 	my $cols = sub { my ($alias) = @_; join(', ', map { "$alias.$_" } grep { chance(0.5) } qw(i8 n n2 f8 fx d ts tz iv t vc e ip ia)) || "$alias.t" };
@@ -1526,6 +1528,32 @@ sub gen_router
 	elsif ($kind == 7)
 	{
 		$sql = "SELECT id, a.iv, b.iv, CASE WHEN a.n > b.n THEN 'a' ELSE coalesce(b.t, 'none') END FROM {t} a JOIN $x b USING (id) WHERE id = $k";
+	}
+	elsif ($kind >= 18)
+	{
+		# every key, grouped by another column or one total, or DISTINCT: each node
+		# aggregates (or makes distinct) the rows of its keys, the groups combined here
+		my $join = pick('JOIN', 'LEFT JOIN');
+		my $w = chance(0.5) ? ' WHERE ' . pick("a.d > $date", 'a.n IS NOT NULL', 'a.i8 % 3 = 0', 'b.n2 > 0') : '';
+		my @groups = @{ pick([], ['a.e'], ['b.bo'], ['extract(year from a.d)'], ['a.i8 % 5'], ['b.e', 'a.bo'], ['a.vc']) };
+		if ($kind == 18)
+		{
+			my @aggs = grep { chance(0.5) } ('count(b.id)', 'sum(b.n)', 'sum(a.i8)', 'min(b.d)', 'max(a.n2)', 'avg(a.i8)',
+				'avg(b.n)', 'max(a.t)', 'min(b.iv)', 'sum(a.n) FILTER (WHERE b.f8 > 0.5)', 'count(*) * 2 + 1');
+			$sql = 'SELECT ' . join(', ', @groups, 'count(*)', @aggs) . " FROM {t} a $join $x b ON b.id = a.id$w"
+			  . (@groups ? ' GROUP BY ' . join(', ', @groups) : '') . (chance(0.3) ? ' HAVING count(*) > 1' : '');
+		}
+		else
+		{
+			@groups = ('a.e') unless @groups;
+			$sql = 'SELECT DISTINCT ' . join(', ', @groups) . " FROM {t} a $join $x b ON b.id = a.id$w";
+		}
+		# sorted by every group (a total order), a LIMIT on top
+		if (@groups && chance(0.5))
+		{
+			$sql .= ' ORDER BY ' . join(', ', map { "$_ NULLS FIRST" } 1 .. scalar(@groups)) . pick('', ' LIMIT ' . rint(1, 5));
+			$ordered = 1;
+		}
 	}
 	elsif ($kind >= 15)
 	{
