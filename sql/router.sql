@@ -185,6 +185,11 @@ INSERT INTO ordered_queries (query) VALUES
 	('SELECT c.id, o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY o.amount DESC, o.id LIMIT 5'),
 	('SELECT o.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id ORDER BY c.region NULLS FIRST, o.placed DESC, o.amount * 2, o.id LIMIT 7 OFFSET 3'),
 	('SELECT c.name FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 30 ORDER BY o.id'),
+	-- an output named like a column the statement sorts by: the nodes must sort
+	-- by the column (the names they see are renamed), one key or every key
+	('SELECT c.name AS id FROM %1$s c WHERE EXISTS (SELECT 1 FROM %2$s o WHERE o.customer_id = c.id) ORDER BY c.id LIMIT 3'),
+	('SELECT c.name AS id, c.id AS name FROM %1$s c WHERE EXISTS (SELECT 1 FROM %2$s o WHERE o.customer_id = c.id) ORDER BY c.id LIMIT 3'),
+	('SELECT o.amount AS id, o.id AS amount FROM %2$s o WHERE o.customer_id = 18 ORDER BY o.id, o.amount'),
 	-- the same with an aggregate: the nodes' groups, sorted here (routed)
 	('SELECT c.id FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.id ORDER BY sum(o.amount) DESC, c.id LIMIT 3'),
 	-- DISTINCT (each node's distinct rows, made distinct again here: routed), and
@@ -221,6 +226,9 @@ INSERT INTO combined_queries (query) VALUES
 	('SELECT count(*), count(o.id), sum(o.amount), max(o.amount) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id WHERE o.amount > 1000000'),
 	-- averages of numeric and integers: the nodes' sums and counts, divided here
 	('SELECT c.region, avg(o.amount), avg(o.id), avg(o.customer_id::int) FILTER (WHERE o.amount > 20) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
+	-- an aggregate that planning folds away (the others numbered again)
+	('SELECT c.region, coalesce(1, count(*)), sum(o.amount), max(o.id) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
+	('SELECT c.region FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region HAVING (1 = 0 AND count(*) > 1) OR sum(o.amount) > 200 ORDER BY 1'),
 	-- a built-in function whose default argument the planner fills in, over a group
 	('SELECT normalize(c.region), make_interval(0, 0, 0, count(*)::int) FROM %1$s c JOIN %2$s o ON o.customer_id = c.id GROUP BY c.region ORDER BY 1'),
 	-- DISTINCT: each node's distinct rows, made distinct again here

@@ -2011,6 +2011,60 @@ one_line(const char *sql)
 	return buf.data;
 }
 
+/* Whether a name is a column of one of the query level's range table entries. */
+static bool
+names_a_column(Query *query, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, query->rtable)
+	{
+		RangeTblEntry *rte = lfirst(lc);
+		ListCell   *cc;
+
+		if (rte->eref == NULL)
+			continue;
+		foreach(cc, rte->eref->colnames)
+			if (strcmp(strVal(lfirst(cc)), name) == 0)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * A SELECT's output names as the node gets them.  ORDER BY reads a bare name
+ * as an output column first, and with one relation at the top PostgreSQL's
+ * deparsing prints a sort key such as c.id bare: in SELECT c.name AS id ...
+ * ORDER BY c.id the node would sort by the name.  So an output named like a
+ * column of the top level, but not that column itself, is renamed (to
+ * column<n>, a name no relation of the level has): the coordinator reads a
+ * node's columns by position, never by name.  Set operations sort by their
+ * output names and keep them.
+ */
+static void
+rename_outputs_named_like_columns(Query *query)
+{
+	ListCell   *lc;
+
+	if (query->commandType != CMD_SELECT || query->setOperations != NULL)
+		return;
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+		int			n = tle->resno;
+
+		if (tle->resjunk || tle->resname == NULL || !names_a_column(query, tle->resname))
+			continue;
+		if (IsA(var, Var) && var->varlevelsup == 0 && var->varattno > 0 &&
+			strcmp(get_rte_attribute_name(rt_fetch(var->varno, query->rtable), var->varattno), tle->resname) == 0)
+			continue;			/* the column itself: the bare name means it either way */
+		do
+			tle->resname = psprintf("column%d", n++);
+		while (names_a_column(query, tle->resname));
+	}
+}
+
 /*
  * A router statement (fdw/router.c) as a node runs it: PostgreSQL's own
  * deparsing of the whole query, with every name qualified (search_path is
@@ -2029,6 +2083,8 @@ rsfdw_router_sql_text(Query *query, List **param_ids, List **computed)
 	int			transmission = remote_transmission_begin(true);
 	int			nest = NewGUCNestLevel();
 	char	   *sql;
+
+	rename_outputs_named_like_columns(copy);
 
 	(void) set_config_option("search_path", "pg_catalog", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
 							 false);

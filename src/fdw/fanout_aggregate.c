@@ -416,6 +416,53 @@ partial_columns(Query *original, FanoutAggregate *fa, List **partial_tlist)
 	return true;
 }
 
+/* The aggregate numbers (aggno) in use in an expression, a bit each. */
+static bool
+aggnos_in_use(Node *node, Bitmapset **used)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		*used = bms_add_member(*used, ((Aggref *) node)->aggno);
+		return false;
+	}
+	return expression_tree_walker(node, aggnos_in_use, (void *) used);
+}
+
+/* Number the aggregates by their rank among those in use (see renumber_aggregates). */
+static bool
+renumber_walker(Node *node, Bitmapset **used)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *aggref = (Aggref *) node;
+
+		aggref->aggno = aggref->aggtransno = bms_member_index(*used, aggref->aggno);
+		return false;
+	}
+	return expression_tree_walker(node, renumber_walker, (void *) used);
+}
+
+/*
+ * Planning the Agg's expressions may fold an aggregate away (coalesce(1,
+ * count(*))); the executor keeps one state per number up to the highest,
+ * and a number left unused would be a state never set up: number the
+ * aggregates left densely from 0 again.
+ */
+static void
+renumber_aggregates(Agg *agg)
+{
+	Bitmapset  *used = NULL;
+
+	(void) aggnos_in_use((Node *) agg->plan.targetlist, &used);
+	(void) aggnos_in_use((Node *) agg->plan.qual, &used);
+	(void) renumber_walker((Node *) agg->plan.targetlist, &used);
+	(void) renumber_walker((Node *) agg->plan.qual, &used);
+}
+
 /*
  * The Agg that combines the nodes' groups (the router's rows) and computes
  * the statement's target list and HAVING from them; NULL when the statement
@@ -449,6 +496,7 @@ combining_agg(Query *original, FanoutAggregate *fa, Plan *router, double groups,
 	foreach(lc, agg->plan.targetlist)
 		((TargetEntry *) lfirst(lc))->expr = expression_planner(((TargetEntry *) lfirst(lc))->expr);
 	agg->plan.qual = (List *) expression_planner((Expr *) agg->plan.qual);
+	renumber_aggregates(agg);
 	agg->aggstrategy = fa->group_exprs != NIL ? AGG_HASHED : AGG_PLAIN;
 	agg->aggsplit = AGGSPLIT_SIMPLE;
 	agg->numCols = list_length(fa->group_exprs);
