@@ -5,7 +5,8 @@
 # same random settings (DateStyle, IntervalStyle, extra_float_digits,
 # TimeZone, bytea_output, lc_monetary, plan_cache_mode, the batch sizes):
 # once on a distributed table, once on its local twin of identical
-# definition.  Both must fail with the same SQLSTATE class or both succeed
+# definition.  Both must fail with the same SQLSTATE class (or both with
+# errors of the rows' data, met in another order) or both succeed
 # with the same row count and the same answer, printed as text in that
 # session.  Periodically, and at the end, the whole contents are compared
 # under fixed settings and every worker is read directly: each row must be
@@ -1920,6 +1921,12 @@ sub compare_results
 {
 	my ($d, $l, $ordered) = @_;
 	return 'the coordinator session was lost (the server log says why)' if $d->{state} eq 'LOST' || $l->{state} eq 'LOST';
+	# Both failed on the rows' data, each side on the first bad row it met: a
+	# statement over many rows meets them in another order on the nodes than
+	# here (an UPDATE whose f8 / 3 underflows in one row while array_remove
+	# meets a multidimensional array in another).  Two errors of the data
+	# (classes 22 and 23, or 0A for what a value needs) are alike.
+	return undef if $d->{state} =~ /^(22|23|0A)/ && $l->{state} =~ /^(22|23|0A)/;
 	return "SQLSTATE $d->{state} on the distributed table, $l->{state} on the local one"
 	  if substr($d->{state}, 0, 2) ne substr($l->{state}, 0, 2);
 	return undef if $d->{state} ne '00000';
