@@ -53,27 +53,28 @@ INSERT INTO customers SELECT * FROM customers_local;
 INSERT INTO orders SELECT * FROM orders_local;
 INSERT INTO refunds SELECT * FROM refunds_local;
 
--- A query over the distributed tables (%1$s customers, %2$s orders, %3$s
--- refunds) against the same query over the twins: the rows that differ.
--- Each runs as a statement of its own (so the router plans it as a client's),
--- its rows compared as text, in any order.
-CREATE FUNCTION differences(query text) RETURNS bigint LANGUAGE plpgsql AS $$
+-- A query's rows as text, in the order they come, over the distributed
+-- tables (%1$s customers, %2$s orders, %3$s refunds) or over their twins;
+-- run as a statement of its own, so the router plans it as a client's.
+CREATE FUNCTION answers(query text, twins boolean) RETURNS text[] LANGUAGE plpgsql AS $$
 DECLARE
-	dist text[] := '{}';
-	twin text[] := '{}';
+	rows text[] := '{}';
 	r record;
-	n bigint;
 BEGIN
-	FOR r IN EXECUTE format(query, 'customers', 'orders', 'refunds') LOOP
-		dist := dist || r::text;
+	FOR r IN EXECUTE CASE WHEN twins THEN format(query, 'customers_local', 'orders_local', 'refunds_local')
+						  ELSE format(query, 'customers', 'orders', 'refunds') END LOOP
+		rows := rows || r::text;
 	END LOOP;
-	FOR r IN EXECUTE format(query, 'customers_local', 'orders_local', 'refunds_local') LOOP
-		twin := twin || r::text;
-	END LOOP;
-	SELECT count(*) INTO n
-	  FROM ((SELECT unnest(dist) EXCEPT ALL SELECT unnest(twin)) UNION ALL (SELECT unnest(twin) EXCEPT ALL SELECT unnest(dist))) d;
-	RETURN n;
+	RETURN rows;
 END $$;
+-- The query over the distributed tables against the same query over the
+-- twins: the rows that differ, in any order.
+CREATE FUNCTION differences(query text) RETURNS bigint LANGUAGE sql AS $$
+	WITH a AS (SELECT answers(query, false) AS dist, answers(query, true) AS twin)
+	SELECT count(*)
+	  FROM a, LATERAL ((SELECT unnest(a.dist) EXCEPT ALL SELECT unnest(a.twin))
+					   UNION ALL (SELECT unnest(a.twin) EXCEPT ALL SELECT unnest(a.dist))) d;
+$$;
 -- Whether the query over the distributed tables is planned as a router statement.
 CREATE FUNCTION routed(query text) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
@@ -157,16 +158,9 @@ SELECT n, routed(query), differences(query) FROM queries ORDER BY n;
 -- query run as a statement of its own, so the router plans it).
 CREATE FUNCTION ordered_differences(query text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
-	dist text[] := '{}';
-	twin text[] := '{}';
-	r record;
+	dist text[] := answers(query, false);
+	twin text[] := answers(query, true);
 BEGIN
-	FOR r IN EXECUTE format(query, 'customers', 'orders', 'refunds') LOOP
-		dist := dist || r::text;
-	END LOOP;
-	FOR r IN EXECUTE format(query, 'customers_local', 'orders_local', 'refunds_local') LOOP
-		twin := twin || r::text;
-	END LOOP;
 	RETURN CASE WHEN dist = twin THEN 'the same ' || cardinality(dist) || ' rows, in the same order'
 		   ELSE 'differ: ' || dist::text || ' against ' || twin::text END;
 END $$;

@@ -310,44 +310,37 @@ stack_plan(Plan *plan, Plan *below, double rows, int *next_plan_node_id)
 	plan->plan_node_id = (*next_plan_node_id)++;
 }
 
-/* The Sort of the statement's ORDER BY over the Agg's target list, or NULL when it cannot be. */
-static Sort *
-make_top_sort(Query *original, Plan *below)
+/*
+ * The statement's ORDER BY over the Agg's target list (positions are its
+ * resnos, junk included: the top drops them), and its LIMIT, for
+ * rsfdw_add_fanout_top; false when a sort key has no sort operator.
+ */
+static bool
+fill_top(Query *original, Plan *agg, Limit *usual_limit, FanoutTop *top)
 {
-	int			n = list_length(original->sortClause);
-	Sort	   *sort = makeNode(Sort);
+	int			n = Max(list_length(original->sortClause), 1);
 	ListCell   *lc;
-	int			i = 0;
 
-	sort->numCols = n;
-	sort->sortColIdx = palloc0(sizeof(AttrNumber) * n);
-	sort->sortOperators = palloc0(sizeof(Oid) * n);
-	sort->collations = palloc0(sizeof(Oid) * n);
-	sort->nullsFirst = palloc0(sizeof(bool) * n);
+	memset(top, 0, sizeof(*top));
+	top->limit = usual_limit;
+	top->sort_columns = palloc0(sizeof(AttrNumber) * n);
+	top->sort_operators = palloc0(sizeof(Oid) * n);
+	top->collations = palloc0(sizeof(Oid) * n);
+	top->nulls_first = palloc0(sizeof(bool) * n);
 	foreach(lc, original->sortClause)
 	{
 		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
-		ListCell   *tc;
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, agg->targetlist);
 
-		foreach(tc, below->targetlist)
-		{
-			TargetEntry *tle = lfirst(tc);
-
-			if (tle->ressortgroupref == sgc->tleSortGroupRef)
-			{
-				sort->sortColIdx[i] = tle->resno;
-				sort->collations[i] = exprCollation((Node *) tle->expr);
-				break;
-			}
-		}
-		if (sort->sortColIdx[i] == 0 || !OidIsValid(sgc->sortop))
-			return NULL;
-		sort->sortOperators[i] = sgc->sortop;
-		sort->nullsFirst[i] = sgc->nulls_first;
-		i++;
+		if (!OidIsValid(sgc->sortop))
+			return false;
+		top->sort_columns[top->nsort] = tle->resno;
+		top->collations[top->nsort] = exprCollation((Node *) tle->expr);
+		top->sort_operators[top->nsort] = sgc->sortop;
+		top->nulls_first[top->nsort] = sgc->nulls_first;
+		top->nsort++;
 	}
-	sort->plan.targetlist = rsfdw_pass_through_tlist(below->targetlist);
-	return sort;
+	return true;
 }
 
 /*
@@ -532,6 +525,7 @@ rsfdw_plan_fanout_aggregate(Query *original, PlannedStmt *planned, const char *q
 	Plan	   *usual_top = planned->planTree;
 	Limit	   *usual_limit = NULL;
 	Plan	   *top;
+	FanoutTop	fanout_top;
 	int			next_id;
 
 	if (original->hasWindowFuncs || original->hasTargetSRFs || original->groupingSets != NIL ||
@@ -575,26 +569,9 @@ rsfdw_plan_fanout_aggregate(Query *original, PlannedStmt *planned, const char *q
 	top = (Plan *) combining_agg(original, &fa, partial_planned->planTree, Max(usual_top->plan_rows, 1), &next_id);
 	if (top == NULL)
 		return planned;
-	if (original->sortClause != NIL)
-	{
-		Sort	   *sort = make_top_sort(original, top);
-
-		if (sort == NULL)
-			return planned;
-		stack_plan(&sort->plan, top, top->plan_rows, &next_id);
-		top = (Plan *) sort;
-	}
-	if (usual_limit != NULL)
-	{
-		Limit	   *limit = makeNode(Limit);
-
-		limit->plan.targetlist = rsfdw_pass_through_tlist(top->targetlist);
-		limit->limitOffset = usual_limit->limitOffset;
-		limit->limitCount = usual_limit->limitCount;
-		limit->limitOption = usual_limit->limitOption;
-		stack_plan(&limit->plan, top, usual_limit->plan.plan_rows, &next_id);
-		top = (Plan *) limit;
-	}
+	if (!fill_top(original, top, usual_limit, &fanout_top))
+		return planned;
+	top = rsfdw_add_fanout_top(top, &fanout_top, &next_id);
 	partial_planned->planTree = top;
 	return partial_planned;
 }

@@ -56,6 +56,19 @@ extern Expr *rsfdw_value_as_key(Expr *value, Oid value_type, Oid key_type, bool 
 /* router.c: a SELECT fixed to one key on every table, sent whole to one node */
 extern bool rsfdw_router_candidate(Query *parse, int cursor_options);
 extern PlannedStmt *rsfdw_plan_router(Query *original, PlannedStmt *planned);
+
+/* The ORDER BY and LIMIT a fan-out router, or the Agg above it, gets on top (router.c). */
+typedef struct FanoutTop
+{
+	Limit	   *limit;			/* the usual plan's Limit, or NULL */
+	int			nsort;
+	AttrNumber *sort_columns;	/* positions in the router's output (1-based) */
+	Oid		   *sort_operators;
+	Oid		   *collations;
+	bool	   *nulls_first;
+	Bitmapset  *returned_junk;	/* resnos of junk sort keys the nodes return */
+} FanoutTop;
+extern Plan *rsfdw_add_fanout_top(Plan *below, FanoutTop *top, int *next_plan_node_id);
 extern bool rsfdw_plan_partial_router(Query *partial, PlannedStmt *planned);
 extern int	rsfdw_highest_plan_node_id(PlannedStmt *planned);
 extern int	rsfdw_count_distributed_tables(Query *query);

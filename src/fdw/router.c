@@ -806,17 +806,6 @@ add_fanout_filter(Query *query, RoutedTable *driver)
  * position among the router's columns in sort_columns like any other.
  * False: the statement keeps the usual plan.
  */
-typedef struct FanoutTop
-{
-	Limit	   *limit;			/* the usual plan's Limit, or NULL */
-	int			nsort;
-	AttrNumber *sort_columns;	/* positions in the router's output (1-based) */
-	Oid		   *sort_operators;
-	Oid		   *collations;
-	bool	   *nulls_first;
-	Bitmapset  *returned_junk;	/* resnos of junk sort keys the nodes return */
-} FanoutTop;
-
 /* Whether the router returns a column of the plan below: the statement's, or a sort key it does not return. */
 static bool
 router_returns(TargetEntry *tle, FanoutTop *top)
@@ -933,9 +922,9 @@ rsfdw_pass_through_tlist(List *below_tlist)
 	return tlist;
 }
 
-/* The Sort and Limit above a fan-out router; returns the new top of the plan. */
-static Plan *
-add_fanout_top(Plan *router, FanoutTop *top, int *next_plan_node_id)
+/* The Sort and Limit above a fan-out router (or its Agg: fanout_aggregate.c); returns the new top of the plan. */
+Plan *
+rsfdw_add_fanout_top(Plan *router, FanoutTop *top, int *next_plan_node_id)
 {
 	Plan	   *plan = router;
 
@@ -1136,7 +1125,7 @@ plan_router(Query *original, PlannedStmt *planned, bool combined_here)
 			highest_plan_node_id(lfirst(lc), &highest);
 		router->scan.plan.plan_node_id = highest + 1;
 		highest += 2;
-		planned->planTree = add_fanout_top((Plan *) router, &fanout_top, &highest);
+		planned->planTree = rsfdw_add_fanout_top((Plan *) router, &fanout_top, &highest);
 	}
 	return planned;
 }
