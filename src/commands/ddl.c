@@ -47,6 +47,7 @@
 #include "remote/connection.h"
 #include "remote/queue.h"
 #include "remote/transaction.h"
+#include "routing/annotated_tables.h"
 
 extern int64 rsfdw_progress_total;
 
@@ -111,9 +112,7 @@ is_distributed_table(Oid relid)
 {
 	ForeignTable *ft;
 	ForeignServer *server;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		annotated;
+	TableAnnotationInfo info;
 
 	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
 		return false;
@@ -121,14 +120,7 @@ is_distributed_table(Oid relid)
 	server = GetForeignServer(ft->serverid);
 	if (strcmp(server->servername, CLUSTER_SERVER) != 0)
 		return false;
-	SPI_connect();
-	if (SPI_execute_with_args("SELECT FROM ringshard.distributed_tables "
-							  "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read ringshard.distributed_tables");
-	annotated = SPI_processed == 1;
-	SPI_finish();
-	return annotated;
+	return table_annotation_info(relid, &info);
 }
 
 /*

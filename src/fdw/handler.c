@@ -12,7 +12,6 @@
 #include "catalog/pg_foreign_table.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
-#include "executor/spi.h"
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -20,6 +19,7 @@
 #include "utils/lsyscache.h"
 
 #include "fdw/fdw.h"
+#include "routing/annotated_tables.h"
 #include "remote/connection.h"
 
 PG_FUNCTION_INFO_V1(ringshard_fdw_handler);
@@ -180,39 +180,19 @@ ringshard_fdw_validator(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * Read the catalog about one distributed table ($1 of sql, its oid), at most
- * one row, through SPI: the caller reads SPI_tuptable, then SPI_finish()es.
- */
-static void
-read_table_catalog(const char *sql, Oid relid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-
-	SPI_connect();
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read ringshard.distributed_tables");
-}
-
 /* The annotation of a distributed table for planning (see fdw.h). */
 void
 rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *keyspace_attnum)
 {
-	bool		isnull;
+	TableAnnotationInfo info;
 
-	read_table_catalog("SELECT key_attnum, coalesce(keyspace_attnum, 0::pg_catalog.int2) "
-					   "FROM ringshard.distributed_tables "
-					   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-					   relid);
-	if (SPI_processed != 1)
+	if (!table_annotation_info(relid, &info))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("foreign table \"%s\" is not a distributed table", get_rel_name(relid)),
 				 errhint("Distributed tables are made by ringshard.create_distributed_table().")));
-	*key_attnum = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	*keyspace_attnum = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	SPI_finish();
+	*key_attnum = info.key_attnum;
+	*keyspace_attnum = info.keyspace_attnum;
 	*key_type = get_atttype(relid, *key_attnum);
 }
 
@@ -224,42 +204,18 @@ rsfdw_table_info(Oid relid, AttrNumber *key_attnum, Oid *key_type, AttrNumber *k
 bool
 rsfdw_table_on_every_node(Oid relid)
 {
-	bool		isnull;
-	bool		everywhere = false;
+	TableAnnotationInfo info;
 
-	read_table_catalog("SELECT r.replication_factor OPERATOR(pg_catalog.>=) "
-					   "(SELECT pg_catalog.count(*) FROM ringshard.ring_members m "
-					   "  WHERE m.ring_name OPERATOR(pg_catalog.=) r.ring_name) "
-					   "FROM ringshard.distributed_tables d JOIN ringshard.rings r ON r.ring_name OPERATOR(pg_catalog.=) d.ring_name "
-					   "WHERE d.table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-					   relid);
-	if (SPI_processed == 1)
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		everywhere = !isnull && DatumGetBool(d);
-	}
-	SPI_finish();
-	return everywhere;
+	return table_annotation_info(relid, &info) && info.on_every_node;
 }
 
 /* The ring a distributed table is placed by, or NULL (a partition map, or not distributed). */
 char *
 rsfdw_table_ring(Oid relid)
 {
-	char	   *ring = NULL;
-	MemoryContext caller = CurrentMemoryContext;
+	TableAnnotationInfo info;
 
-	read_table_catalog("SELECT ring_name FROM ringshard.distributed_tables "
-					   "WHERE table_name::pg_catalog.oid OPERATOR(pg_catalog.=) $1",
-					   relid);
-	if (SPI_processed == 1)
-	{
-		char	   *value = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
-		if (value)
-			ring = MemoryContextStrdup(caller, value);
-	}
-	SPI_finish();
-	return ring;
+	if (!table_annotation_info(relid, &info) || info.ring_name == NULL)
+		return NULL;
+	return pstrdup(info.ring_name);
 }

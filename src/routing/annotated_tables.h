@@ -104,6 +104,22 @@ extern uint32 table_placement_partition_holders(const TablePlacement *placement,
 extern bool table_placement_place(TablePlacement *placement, HeapTuple tuple, TupleDesc desc,
 								  bool owner_only, Datum **nodes, int *count);
 
+/*
+ * What planning needs of a table's annotation, cached until the topology
+ * changes (ringshard.distributed_tables, rings and ring_members invalidate
+ * it).  ring_name (NULL for a partition map) lives in the cache: copy it.
+ */
+typedef struct TableAnnotationInfo
+{
+	AttrNumber	key_attnum;
+	AttrNumber	keyspace_attnum;	/* 0: a constant keyspace */
+	bool		on_every_node;	/* a ring whose replication factor is at least its node count */
+	const char *ring_name;
+} TableAnnotationInfo;
+
+/* False if the table is not annotated. */
+extern bool table_annotation_info(Oid relid, TableAnnotationInfo *info);
+
 /* A heap tuple over a composite datum's header, for heap_getattr. */
 extern void row_as_tuple(HeapTupleHeader row, HeapTupleData *tuple);
 
