@@ -381,6 +381,30 @@ sub settled_within
 	return 0;
 }
 
+# What was left when the cluster did not settle: enough to tell a stuck part
+# from a slow watchdog (the parts left prepared and their age, the decision
+# records, the queue, the watchdog's last log lines).
+sub diag_unsettled
+{
+	my ($label) = @_;
+	diag "$label: not settled in 60 s; c2 up: " . c2_is_up();
+	for my $i (1 .. 3)
+	{
+		diag "  prepared on c$i: "
+		  . $workers[ $i - 1 ]->safe_psql('postgres',
+			q{SELECT coalesce(string_agg(gid || ' (' || round(extract(epoch FROM now() - prepared)) || ' s)', ', '), 'none') FROM pg_prepared_xacts});
+	}
+	diag '  coordinator: '
+	  . $coordinator->safe_psql('postgres', q{
+		SELECT (SELECT count(*) FROM ringshard.transaction_records) || ' transaction records, '
+		       || (SELECT count(*) FROM ringshard.write_queue) || ' queued writes, nodes: '
+		       || (SELECT string_agg(node_name || '=' || is_up, ' ' ORDER BY node_name) FROM ringshard.nodes)});
+	my @log = grep { /ringshard|watchdog|recover/i } split /\n/, slurp_file($coordinator->logfile);
+	@log = @log[ -15 .. -1 ] if @log > 15;
+	diag '  coordinator log: ' . join("\n    ", @log) if @log;
+	return;
+}
+
 # After a worker was stopped under TPC-B, the watchdog brings it back on its
 # own.  When c2 was stopped just after a PREPARE TRANSACTION was flushed
 # there, the part stays prepared on c2 (its transaction never committed),
@@ -393,9 +417,7 @@ sub settle_after_restart
 	my ($label) = @_;
 	my $settled = settled_within(60);
 	ok($settled, "$label: the watchdog marks c2 up, its queue delivered, nothing prepared, within 60 s")
-	  or note "$label: not settled in 60 s ("
-	  . join(', ', map { $_->safe_psql('postgres', q{SELECT count(*) || ' prepared' FROM pg_prepared_xacts}) } @workers)
-	  . ' on c1, c2, c3; c2 up: ' . c2_is_up() . ')';
+	  or diag_unsettled($label);
 	return $settled;
 }
 
