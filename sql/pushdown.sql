@@ -498,6 +498,25 @@ ROLLBACK;
 SELECT count(*) AS differences
   FROM ((TABLE wide_keys EXCEPT ALL TABLE wide_keys_local) UNION ALL (TABLE wide_keys_local EXCEPT ALL TABLE wide_keys)) d;
 
+-- A new session follows annotation changes from its first statement on:
+-- its utility hook asks whether a table is distributed before it has built
+-- any ring, and must see the table stop being distributed.  After
+-- undistribute_table, DROP FOREIGN TABLE stays on the coordinator and the
+-- nodes keep their rows.
+CREATE TABLE kept_rows (id int, v text);
+SELECT ringshard.distribute_table('kept_rows', 'id', 'pair');
+SELECT ringshard.create_distributed_table('kept_rows');
+INSERT INTO kept_rows SELECT i, 'x' FROM generate_series(1, 10) i;
+\c pushdown_coord
+SET client_min_messages = warning;
+LOAD 'ringshard';	-- as shared_preload_libraries would
+ALTER FOREIGN TABLE kept_rows ADD COLUMN a int;
+SELECT ringshard.undistribute_table('kept_rows');
+DROP FOREIGN TABLE kept_rows;
+SELECT node, ok, value, error
+  FROM ringshard.node_execute(ARRAY['w1', 'w2', 'w3'], 'SELECT count(*) > 0 FROM public.kept_rows', '{}', false)
+ ORDER BY node;
+
 -- The nodes' databases go with the coordinator's.
 \c contrib_regression
 DROP DATABASE pushdown_coord WITH (FORCE);

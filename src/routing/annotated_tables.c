@@ -330,12 +330,36 @@ keep_departed_nodes(TablePlacement *state)
 
 static void load_annotation(Annotation *entry, Oid relid);
 
+/* Free what a cache entry holds (its strings and moves). */
+static void
+clear_annotation(Annotation *entry)
+{
+	char	   *strings[5] = {entry->key_column, entry->ring_name, entry->map_name, entry->keyspace,
+	entry->keyspace_column};
+
+	for (int i = 0; i < 5; i++)
+		if (strings[i])
+			pfree(strings[i]);
+	if (entry->moving_cxt)
+		MemoryContextDelete(entry->moving_cxt);
+	memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
+}
+
+/*
+ * A table's cache entry, loaded again if the topology changed since.  The
+ * load reads the catalog as committed now (not as of the caller's snapshot,
+ * which may predate a change whose invalidation was consumed already: the
+ * entry would then keep the old annotation as current), and is marked with
+ * the generation seen before it: an invalidation consumed during the load
+ * (the load's own locks take it in) means it may predate that change, and
+ * it is read again.  The catalog's invalidations are watched from the first
+ * load on (topology_cache_watch).
+ */
 static Annotation *
 cached_annotation(Oid relid, bool with_moves)
 {
 	Annotation *entry;
 	bool		found;
-	bool		stale;
 
 	if (annotations == NULL)
 	{
@@ -347,39 +371,46 @@ cached_annotation(Oid relid, bool with_moves)
 		annotations = hash_create("ringshard annotations", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	entry = hash_search(annotations, &relid, HASH_ENTER, &found);
-	stale = !found || entry->generation != topology_cache_generation;
-	if (stale && found)
+	if (!found)
+		memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
+	if (!found || entry->generation != topology_cache_generation)
 	{
-		char	   *strings[5] = {entry->key_column, entry->ring_name, entry->map_name, entry->keyspace,
-		entry->keyspace_column};
+		topology_cache_watch();
+		for (int attempt = 0;; attempt++)
+		{
+			uint64		generation = topology_cache_generation;
+			/* (load_placement has pushed the latest snapshot already; a parallel worker takes none) */
+			bool		pushed = !IsInParallelMode() && !topology_cache_use_active_snapshot;
 
-		for (int i = 0; i < 5; i++)
-			if (strings[i])
-				pfree(strings[i]);
-		if (entry->moving_cxt)
-			MemoryContextDelete(entry->moving_cxt);
+			clear_annotation(entry);	/* a failed load leaves generation 0: loaded again */
+			if (pushed)
+				PushActiveSnapshot(GetLatestSnapshot());
+			load_annotation(entry, relid);
+			if (pushed)
+				PopActiveSnapshot();
+			if (generation == topology_cache_generation || attempt == 10)
+			{
+				entry->generation = generation;
+				break;
+			}
+		}
 	}
-	if (stale)
-		load_annotation(entry, relid);
 	/* a worker's loads skip the moves; a later load that needs them reads them once */
 	if (entry->found && with_moves && !entry->moves_loaded)
 	{
 		load_moving_ranges(entry, relid);
 		entry->moves_loaded = true;
 	}
-	if (stale)
-		entry->generation = topology_cache_generation;
 	return entry->found ? entry : NULL;
 }
 
-/* Read a table's annotation into a cleared cache entry (found false: none). */
+/* Read a table's annotation into a cleared cache entry (found false: none), as of the active snapshot. */
 static void
 load_annotation(Annotation *entry, Oid relid)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 
-	memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
 	SPI_connect();
 	if (SPI_execute_with_args("SELECT d.key_column::text, d.ring_name, d.map_name, d.keyspace, d.keyspace_column::text, "
 							  "d.key_attnum, COALESCE(d.keyspace_attnum, 0::pg_catalog.int2), "

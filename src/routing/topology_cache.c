@@ -148,6 +148,24 @@ resolve_sentinel(void)
 	ringshard_check_version();
 }
 
+/*
+ * Watch the catalog's invalidations from now on.  Until the sentinel is
+ * known an invalidation of it passes unnoticed; a cache that is filled
+ * before any ring or map is built here (a table's annotation, read by
+ * planning and by the utility hook) must not miss the changes that follow.
+ */
+void
+topology_cache_watch(void)
+{
+	Oid			schema;
+
+	if (OidIsValid(sentinel_relid))
+		return;
+	schema = get_namespace_oid("ringshard", true);
+	if (OidIsValid(schema))
+		sentinel_relid = get_relname_relid("rings", schema);
+}
+
 /* The SQLSTATE a core status is reported with (see topology_cache.h). */
 int
 ringshard_core_error_code(rs_status status)

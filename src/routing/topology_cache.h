@@ -79,6 +79,9 @@ extern uint64 topology_cache_generation;
  */
 extern bool topology_cache_use_active_snapshot;
 
+/* Watch the catalog's invalidations from now on (before a cache is filled from it). */
+extern void topology_cache_watch(void);
+
 extern void topology_cache_init(void);
 
 /* The cached ring of this name; ERROR if no such ring. */
