@@ -227,6 +227,8 @@ forget_statements(RemoteConnection *c)
 	c->statements = NIL;
 }
 
+static void sockets_changed(void);
+
 /* Close a link and forget what was on it; it ends in state `link`. */
 static void
 close_link(RemoteConnection *c, RemoteLinkState link)
@@ -235,6 +237,7 @@ close_link(RemoteConnection *c, RemoteLinkState link)
 	if (c->conn)
 		PQfinish(c->conn);
 	c->conn = NULL;
+	sockets_changed();
 	c->link = link;
 	if (c->counted_open)
 		remote_stats_connection_closed(c->counted_open);
@@ -714,6 +717,7 @@ connect_start(ConnParams *p)
 	char	   *saved[lengthof(hidden)];
 	PGconn	   *conn;
 
+	sockets_changed();
 	if (p->ambient_allowed)
 		return PQconnectStartParams(p->keywords, p->values, false);
 	for (int i = 0; i < lengthof(hidden); i++)
@@ -829,21 +833,126 @@ find_user_mapping(Oid userid, Oid serverid)
 	return umid;
 }
 
+/*
+ * Wait sets kept between waits.  Every round trip to a node waits on its
+ * socket, and a wait set made for one wait costs an epoll descriptor made,
+ * filled and closed (a tenth of the coordinator's time in a single-row
+ * INSERT).  So the sets of the last few waits are kept, each for the same
+ * connections in the same order, and used again with their events changed
+ * (ModifyWaitEvent).  A kept set names sockets by number, and the kernel
+ * forgets a closed socket's entry: so a set is kept only for connections
+ * that are established (libpq changes sockets only while it connects or
+ * after it has lost one), and every link opened or closed here
+ * (socket_generation) retires them all.
+ */
+#define KEPT_WAIT_SETS 4
+#define KEPT_WAIT_SOCKETS 8
+
+typedef struct KeptWaitSet
+{
+	WaitEventSet *set;
+	uint64		generation;		/* socket_generation when it was made */
+	uint64		last_use;
+	int			n;
+	PGconn	   *conns[KEPT_WAIT_SOCKETS];
+	pgsocket	sockets[KEPT_WAIT_SOCKETS];
+	uint32		events[KEPT_WAIT_SOCKETS];
+} KeptWaitSet;
+
+static KeptWaitSet kept_wait_sets[KEPT_WAIT_SETS];
+static uint64 socket_generation = 1;
+static uint64 wait_uses = 0;
+
+/* A link was opened or closed: no kept wait set may be trusted. */
+static void
+sockets_changed(void)
+{
+	socket_generation++;
+}
+
+/* A kept wait set for exactly these connections (events set as asked), or NULL. */
+static WaitEventSet *
+kept_wait_set(PGconn **conns, uint32 *events, int n)
+{
+	KeptWaitSet *oldest = &kept_wait_sets[0];
+	KeptWaitSet *k;
+
+	if (n < 1 || n > KEPT_WAIT_SOCKETS)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (events[i] == 0 || conns[i] == NULL || PQstatus(conns[i]) != CONNECTION_OK ||
+			PQsocket(conns[i]) == PGINVALID_SOCKET)
+			return NULL;
+	for (int j = 0; j < KEPT_WAIT_SETS; j++)
+	{
+		bool		same;
+
+		k = &kept_wait_sets[j];
+		if (k->set != NULL && k->generation != socket_generation)
+		{
+			FreeWaitEventSet(k->set);
+			k->set = NULL;
+		}
+		if (k->set == NULL || k->last_use < oldest->last_use)
+			oldest = k;
+		if (k->set == NULL || k->n != n)
+			continue;
+		same = true;
+		for (int i = 0; i < n && same; i++)
+			same = k->conns[i] == conns[i] && k->sockets[i] == PQsocket(conns[i]);
+		if (!same)
+			continue;
+		/* positions 0 and 1 are the latch and postmaster death; socket i is at 2 + i */
+		for (int i = 0; i < n; i++)
+			if (k->events[i] != events[i])
+			{
+				ModifyWaitEvent(k->set, 2 + i, events[i], NULL);
+				k->events[i] = events[i];
+			}
+		k->last_use = ++wait_uses;
+		return k->set;
+	}
+	/* a new one, in place of the least recently used */
+	k = oldest;
+	if (k->set != NULL)
+		FreeWaitEventSet(k->set);
+	k->set = CreateWaitEventSet(TopMemoryContext, n + 2);
+	AddWaitEventToSet(k->set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(k->set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		k->conns[i] = conns[i];
+		k->sockets[i] = PQsocket(conns[i]);
+		k->events[i] = events[i];
+		AddWaitEventToSet(k->set, events[i], k->sockets[i], NULL, NULL);
+	}
+	k->n = n;
+	k->generation = socket_generation;
+	k->last_use = ++wait_uses;
+	return k->set;
+}
+
 /* Wait until one of the sockets is ready, the latch is set or the time is up. */
 static void
 wait_sockets(PGconn **conns, uint32 *events, int n, long timeout_ms)
 {
-	WaitEventSet *set = CreateWaitEventSet(CurrentMemoryContext, n + 2);
+	WaitEventSet *set = kept_wait_set(conns, events, n);
+	bool		kept = set != NULL;
 	WaitEvent	occurred[8];
 	int			nready;
 
-	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-	for (int i = 0; i < n; i++)
-		if (events[i] != 0 && conns[i] != NULL && PQsocket(conns[i]) != PGINVALID_SOCKET)
-			AddWaitEventToSet(set, events[i], PQsocket(conns[i]), NULL, NULL);
+	if (!kept)
+	{
+		set = CreateWaitEventSet(CurrentMemoryContext, n + 2);
+		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		for (int i = 0; i < n; i++)
+			if (events[i] != 0 && conns[i] != NULL && PQsocket(conns[i]) != PGINVALID_SOCKET)
+				AddWaitEventToSet(set, events[i], PQsocket(conns[i]), NULL, NULL);
+	}
 	nready = WaitEventSetWait(set, timeout_ms, occurred, lengthof(occurred), PG_WAIT_EXTENSION);
-	FreeWaitEventSet(set);
+	if (!kept)
+		FreeWaitEventSet(set);
 	for (int i = 0; i < nready; i++)
 		if (occurred[i].events & WL_LATCH_SET)
 			ResetLatch(MyLatch);
@@ -1235,6 +1344,7 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 					note_host_timeout(a, c->conn);
 					PQfinish(c->conn);
 					c->conn = NULL;
+					sockets_changed();
 					params[i] = rest;
 					c->conn = connect_start(&params[i]);
 					if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)
