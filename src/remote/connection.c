@@ -870,6 +870,34 @@ sockets_changed(void)
 	socket_generation++;
 }
 
+/*
+ * A wait set for the latch, postmaster death and these sockets (those with
+ * events), in cxt; nothing is left behind if making it fails.
+ */
+static WaitEventSet *
+new_wait_set(PGconn **conns, uint32 *events, int n, MemoryContext cxt)
+{
+	WaitEventSet *volatile set = NULL;
+
+	PG_TRY();
+	{
+		set = CreateWaitEventSet(cxt, n + 2);
+		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		for (int i = 0; i < n; i++)
+			if (events[i] != 0 && conns[i] != NULL && PQsocket(conns[i]) != PGINVALID_SOCKET)
+				AddWaitEventToSet(set, events[i], PQsocket(conns[i]), NULL, NULL);
+	}
+	PG_CATCH();
+	{
+		if (set != NULL)
+			FreeWaitEventSet(set);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return set;
+}
+
 /* A kept wait set for exactly these connections (events set as asked), or NULL. */
 static WaitEventSet *
 kept_wait_set(PGconn **conns, uint32 *events, int n)
@@ -893,7 +921,8 @@ kept_wait_set(PGconn **conns, uint32 *events, int n)
 			FreeWaitEventSet(k->set);
 			k->set = NULL;
 		}
-		if (k->set == NULL || k->last_use < oldest->last_use)
+		/* the slot for a new set: an empty one, else the least recently used */
+		if (oldest->set != NULL && (k->set == NULL || k->last_use < oldest->last_use))
 			oldest = k;
 		if (k->set == NULL || k->n != n)
 			continue;
@@ -902,29 +931,34 @@ kept_wait_set(PGconn **conns, uint32 *events, int n)
 			same = k->conns[i] == conns[i] && k->sockets[i] == PQsocket(conns[i]);
 		if (!same)
 			continue;
-		/* positions 0 and 1 are the latch and postmaster death; socket i is at 2 + i */
+		/*
+		 * Positions 0 and 1 are the latch and postmaster death; socket i is
+		 * at 2 + i.  Unusable while it changes: a failed change (an ERROR
+		 * from epoll) leaves it to be freed, not used.
+		 */
+		k->generation = 0;
 		for (int i = 0; i < n; i++)
 			if (k->events[i] != events[i])
 			{
 				ModifyWaitEvent(k->set, 2 + i, events[i], NULL);
 				k->events[i] = events[i];
 			}
+		k->generation = socket_generation;
 		k->last_use = ++wait_uses;
 		return k->set;
 	}
-	/* a new one, in place of the least recently used */
+	/* a new one, in place of the least recently used; the slot holds it only once it is whole */
 	k = oldest;
 	if (k->set != NULL)
 		FreeWaitEventSet(k->set);
-	k->set = CreateWaitEventSet(TopMemoryContext, n + 2);
-	AddWaitEventToSet(k->set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-	AddWaitEventToSet(k->set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	k->set = NULL;
+	k->n = 0;
+	k->set = new_wait_set(conns, events, n, TopMemoryContext);
 	for (int i = 0; i < n; i++)
 	{
 		k->conns[i] = conns[i];
 		k->sockets[i] = PQsocket(conns[i]);
 		k->events[i] = events[i];
-		AddWaitEventToSet(k->set, events[i], k->sockets[i], NULL, NULL);
 	}
 	k->n = n;
 	k->generation = socket_generation;
@@ -943,16 +977,19 @@ wait_sockets(PGconn **conns, uint32 *events, int n, long timeout_ms)
 
 	if (!kept)
 	{
-		set = CreateWaitEventSet(CurrentMemoryContext, n + 2);
-		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
-		AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-		for (int i = 0; i < n; i++)
-			if (events[i] != 0 && conns[i] != NULL && PQsocket(conns[i]) != PGINVALID_SOCKET)
-				AddWaitEventToSet(set, events[i], PQsocket(conns[i]), NULL, NULL);
+		set = new_wait_set(conns, events, n, CurrentMemoryContext);
+		PG_TRY();
+		{
+			nready = WaitEventSetWait(set, timeout_ms, occurred, lengthof(occurred), PG_WAIT_EXTENSION);
+		}
+		PG_FINALLY();
+		{
+			FreeWaitEventSet(set);
+		}
+		PG_END_TRY();
 	}
-	nready = WaitEventSetWait(set, timeout_ms, occurred, lengthof(occurred), PG_WAIT_EXTENSION);
-	if (!kept)
-		FreeWaitEventSet(set);
+	else
+		nready = WaitEventSetWait(set, timeout_ms, occurred, lengthof(occurred), PG_WAIT_EXTENSION);
 	for (int i = 0; i < nready; i++)
 		if (occurred[i].events & WL_LATCH_SET)
 			ResetLatch(MyLatch);
