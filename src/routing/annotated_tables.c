@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -373,18 +374,27 @@ cached_annotation(Oid relid, bool with_moves)
 	entry = hash_search(annotations, &relid, HASH_ENTER, &found);
 	if (!found)
 		memset(((char *) entry) + sizeof(Oid), 0, sizeof(Annotation) - sizeof(Oid));
+
+	/*
+	 * Changes other sessions committed since this transaction last took a
+	 * lock: the utility hook asks before the statement locks anything, and
+	 * inside a transaction block nothing else would take them in.
+	 */
+	AcceptInvalidationMessages();
 	if (!found || entry->generation != topology_cache_generation)
 	{
 		topology_cache_watch();
 		for (int attempt = 0;; attempt++)
 		{
 			uint64		generation = topology_cache_generation;
-			/* (load_placement has pushed the latest snapshot already; a parallel worker takes none) */
+			/* (load_placement has pushed the latest snapshot already; parallel mode may take none) */
 			bool		pushed = !IsInParallelMode() && !topology_cache_use_active_snapshot;
 
 			clear_annotation(entry);	/* a failed load leaves generation 0: loaded again */
 			if (pushed)
 				PushActiveSnapshot(GetLatestSnapshot());
+			else if (IsInParallelMode())
+				topology_cache_read_old_snapshot();
 			load_annotation(entry, relid);
 			if (pushed)
 				PopActiveSnapshot();

@@ -112,6 +112,21 @@ topology_relcache_callback(Datum arg, Oid relid)
 		invalidate_all();
 }
 
+/*
+ * Whether this transaction filled a cache entry from its own snapshot rather
+ * than the latest: in parallel mode no newer snapshot may be taken, and an
+ * entry read so after an invalidation may predate the change it announced.
+ * Such entries serve the rest of the transaction, as its snapshot would,
+ * and are all read again after it.
+ */
+static bool read_old_snapshot = false;
+
+void
+topology_cache_read_old_snapshot(void)
+{
+	read_old_snapshot = true;
+}
+
 /* Transaction callback: retired entries can go once no query holds them. */
 static void
 topology_xact_callback(XactEvent event, void *arg)
@@ -119,7 +134,12 @@ topology_xact_callback(XactEvent event, void *arg)
 	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
 		event == XACT_EVENT_PREPARE)
+	{
+		if (read_old_snapshot)
+			invalidate_all();
+		read_old_snapshot = false;
 		release_retired();
+	}
 }
 
 /* Register the callbacks; called from _PG_init. */
@@ -220,6 +240,8 @@ connect_for_catalog(void)
 		PushActiveSnapshot(GetLatestSnapshot());
 		pushed = true;
 	}
+	else if (IsInParallelMode())
+		read_old_snapshot = true;
 	SPI_connect();
 	return pushed;
 }

@@ -82,6 +82,9 @@ extern bool topology_cache_use_active_snapshot;
 /* Watch the catalog's invalidations from now on (before a cache is filled from it). */
 extern void topology_cache_watch(void);
 
+/* A cache entry was read with this transaction's snapshot (parallel mode): read all again after it. */
+extern void topology_cache_read_old_snapshot(void);
+
 extern void topology_cache_init(void);
 
 /* The cached ring of this name; ERROR if no such ring. */
