@@ -227,7 +227,17 @@ forget_statements(RemoteConnection *c)
 	c->statements = NIL;
 }
 
-static void sockets_changed(void);
+/*
+ * Moves on whenever a link is opened or closed: wait sets kept for sockets
+ * (wait_sockets) are trusted only within one value.
+ */
+static uint64 socket_generation = 1;
+
+static void
+sockets_changed(void)
+{
+	socket_generation++;
+}
 
 /* Close a link and forget what was on it; it ends in state `link`. */
 static void
@@ -860,15 +870,7 @@ typedef struct KeptWaitSet
 } KeptWaitSet;
 
 static KeptWaitSet kept_wait_sets[KEPT_WAIT_SETS];
-static uint64 socket_generation = 1;
 static uint64 wait_uses = 0;
-
-/* A link was opened or closed: no kept wait set may be trusted. */
-static void
-sockets_changed(void)
-{
-	socket_generation++;
-}
 
 /*
  * A wait set for the latch, postmaster death and these sockets (those with
@@ -1381,7 +1383,6 @@ remote_connect_all(RemoteConnection **conns, int n, bool missing_ok)
 					note_host_timeout(a, c->conn);
 					PQfinish(c->conn);
 					c->conn = NULL;
-					sockets_changed();
 					params[i] = rest;
 					c->conn = connect_start(&params[i]);
 					if (c->conn == NULL || PQstatus(c->conn) == CONNECTION_BAD)

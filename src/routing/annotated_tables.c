@@ -387,17 +387,9 @@ cached_annotation(Oid relid, bool with_moves)
 		for (int attempt = 0;; attempt++)
 		{
 			uint64		generation = topology_cache_generation;
-			/* (load_placement has pushed the latest snapshot already; parallel mode may take none) */
-			bool		pushed = !IsInParallelMode() && !topology_cache_use_active_snapshot;
 
 			clear_annotation(entry);	/* a failed load leaves generation 0: loaded again */
-			if (pushed)
-				PushActiveSnapshot(GetLatestSnapshot());
-			else if (IsInParallelMode())
-				topology_cache_read_old_snapshot();
 			load_annotation(entry, relid);
-			if (pushed)
-				PopActiveSnapshot();
 			if (generation == topology_cache_generation || attempt == 10)
 			{
 				entry->generation = generation;
@@ -414,14 +406,15 @@ cached_annotation(Oid relid, bool with_moves)
 	return entry->found ? entry : NULL;
 }
 
-/* Read a table's annotation into a cleared cache entry (found false: none), as of the active snapshot. */
+/* Read a table's annotation, as committed now, into a cleared cache entry (found false: none). */
 static void
 load_annotation(Annotation *entry, Oid relid)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		pushed = topology_catalog_connect();
 
-	SPI_connect();
+
 	if (SPI_execute_with_args("SELECT d.key_column::text, d.ring_name, d.map_name, d.keyspace, d.keyspace_column::text, "
 							  "d.key_attnum, COALESCE(d.keyspace_attnum, 0::pg_catalog.int2), "
 							  "COALESCE((SELECT r.replication_factor OPERATOR(pg_catalog.>=) "
@@ -448,7 +441,7 @@ load_annotation(Annotation *entry, Oid relid)
 		entry->keyspace_attnum = DatumGetInt16(SPI_getbinval(tuple, desc, 7, &isnull));
 		entry->on_every_node = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
 	}
-	SPI_finish();
+	topology_catalog_finish(pushed);
 }
 
 /*

@@ -121,12 +121,6 @@ topology_relcache_callback(Datum arg, Oid relid)
  */
 static bool read_old_snapshot = false;
 
-void
-topology_cache_read_old_snapshot(void)
-{
-	read_old_snapshot = true;
-}
-
 /* Transaction callback: retired entries can go once no query holds them. */
 static void
 topology_xact_callback(XactEvent event, void *arg)
@@ -152,13 +146,20 @@ topology_cache_init(void)
 	RegisterXactCallback(topology_xact_callback, NULL);
 }
 
+/* The relation whose invalidation means "topology changed": ringshard.rings, or InvalidOid. */
+static Oid
+lookup_sentinel(void)
+{
+	Oid			schema = get_namespace_oid("ringshard", true);
+
+	return OidIsValid(schema) ? get_relname_relid("rings", schema) : InvalidOid;
+}
+
 /* Remember which relation's invalidation means "topology changed". */
 static void
 resolve_sentinel(void)
 {
-	Oid			schema = get_namespace_oid("ringshard", true);
-
-	sentinel_relid = OidIsValid(schema) ? get_relname_relid("rings", schema) : InvalidOid;
+	sentinel_relid = lookup_sentinel();
 	if (!OidIsValid(sentinel_relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -177,13 +178,8 @@ resolve_sentinel(void)
 void
 topology_cache_watch(void)
 {
-	Oid			schema;
-
-	if (OidIsValid(sentinel_relid))
-		return;
-	schema = get_namespace_oid("ringshard", true);
-	if (OidIsValid(schema))
-		sentinel_relid = get_relname_relid("rings", schema);
+	if (!OidIsValid(sentinel_relid))
+		sentinel_relid = lookup_sentinel();
 }
 
 /* The SQLSTATE a core status is reported with (see topology_cache.h). */
@@ -230,8 +226,8 @@ ringshard_report_core_error(rs_status status, const char *what)
  */
 bool		topology_cache_use_active_snapshot = false;
 
-static bool
-connect_for_catalog(void)
+bool
+topology_catalog_connect(void)
 {
 	bool		pushed = false;
 
@@ -246,9 +242,9 @@ connect_for_catalog(void)
 	return pushed;
 }
 
-/* Undo connect_for_catalog. */
-static void
-finish_catalog(bool pushed)
+/* Undo topology_catalog_connect. */
+void
+topology_catalog_finish(bool pushed)
 {
 	SPI_finish();
 	if (pushed)
@@ -326,12 +322,12 @@ report_missing(const char *what, const char *name, const char *kind, const char 
 char *
 topology_other_rings_with_nodes(const char *ring_name)
 {
-	bool		pushed = connect_for_catalog();
+	bool		pushed = topology_catalog_connect();
 	char	   *names = other_names_in_catalog("m.ring_name",
 											   "(SELECT DISTINCT ring_name FROM ringshard.ring_members) m",
 											   ring_name);
 
-	finish_catalog(pushed);
+	topology_catalog_finish(pushed);
 	return names;
 }
 
@@ -344,7 +340,7 @@ topology_read_ring_spec(const char *ring_name)
 	bool		pushed;
 
 	spec->name = pstrdup(ring_name);
-	pushed = connect_for_catalog();
+	pushed = topology_catalog_connect();
 	run_catalog_query("SELECT algorithm, vnodes, replication_factor FROM ringshard.rings "
 					  "WHERE ring_name OPERATOR(pg_catalog.=) $1", ring_name);
 	if (SPI_processed != 1)
@@ -401,7 +397,7 @@ topology_read_ring_spec(const char *ring_name)
 			MemoryContextSwitchTo(old);
 		}
 	}
-	finish_catalog(pushed);
+	topology_catalog_finish(pushed);
 	return spec;
 }
 
@@ -608,7 +604,7 @@ read_map_entry(const char *map_name)
 	MemoryContext old;
 	rs_status	status;
 
-	pushed = connect_for_catalog();
+	pushed = topology_catalog_connect();
 	run_catalog_query("SELECT 1 FROM ringshard.partition_maps "
 					  "WHERE map_name OPERATOR(pg_catalog.=) $1", map_name);
 	if (SPI_processed != 1)
@@ -657,7 +653,7 @@ read_map_entry(const char *map_name)
 	status = rs_partmap_build(ranges, nranges, &entry->map, NULL);
 	if (status != RS_OK)
 		ringshard_report_core_error(status, psprintf("cannot build partition map \"%s\"", map_name));
-	finish_catalog(pushed);		/* frees ranges with the SPI context */
+	topology_catalog_finish(pushed);		/* frees ranges with the SPI context */
 	return entry;
 }
 

@@ -82,8 +82,14 @@ extern bool topology_cache_use_active_snapshot;
 /* Watch the catalog's invalidations from now on (before a cache is filled from it). */
 extern void topology_cache_watch(void);
 
-/* A cache entry was read with this transaction's snapshot (parallel mode): read all again after it. */
-extern void topology_cache_read_old_snapshot(void);
+/*
+ * SPI connected for a read of the catalog as committed now (see
+ * topology_cache_use_active_snapshot; in parallel mode, as of the
+ * transaction's snapshot, and every cache is read again after it); true if
+ * a snapshot was pushed, for topology_catalog_finish.
+ */
+extern bool topology_catalog_connect(void);
+extern void topology_catalog_finish(bool pushed);
 
 extern void topology_cache_init(void);
 
