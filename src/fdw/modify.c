@@ -87,6 +87,8 @@ typedef struct RsModifyState
 	bool		binary;			/* every column binary-safe: COPY ... (FORMAT binary) */
 	bool		money;			/* a column's text involves money (lc_monetary is pinned for it) */
 	char	   *columns;		/* the column list */
+	char	   *parameter_row;	/* ($1::type, ...): one row of a prepared INSERT, the casts of the literals */
+	int			ncolumns;		/* ... and how many */
 	char	   *table;			/* the qualified name */
 	MemoryContext row_cxt;
 	int64		rows;
@@ -123,6 +125,7 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 	Relation	rel = rinfo->ri_RelationDesc;
 	RangeTblEntry *rte;
 	StringInfoData columns;
+	StringInfoData parameters;
 
 	state->rel = rel;
 	state->desc = RelationGetDescr(rel);
@@ -140,6 +143,7 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 	if (!state->binary)
 		state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	initStringInfo(&columns);
+	initStringInfo(&parameters);
 	for (int i = 0; i < state->desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
@@ -148,8 +152,13 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 			continue;
 		state->money |= remote_type_involves_money(attr->atttypid);
 		appendStringInfo(&columns, "%s%s", columns.len ? ", " : "", quote_identifier(NameStr(attr->attname)));
+		appendStringInfo(&parameters, "%s$%d::%s", state->ncolumns ? ", " : "(", state->ncolumns + 1,
+						 rsfdw_type_name(attr->atttypid, attr->atttypmod));
+		state->ncolumns++;
 	}
+	appendStringInfoChar(&parameters, ')');
 	state->columns = columns.data;
+	state->parameter_row = parameters.data;
 	state->table = rsfdw_relation_name(RelationGetRelid(rel));
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard write row", ALLOCSET_DEFAULT_SIZES);
 	state->last_progress = GetCurrentTimestamp();
@@ -238,9 +247,19 @@ flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 		/* (a scan of the same node may still be reading: then the rows go now, as they would) */
 		if (!b->pending_copy && with_commit && b->conn->link == LINK_IDLE)
 		{
-			remote_defer_write(b->conn, rsfdw_insert_values_checked_sql(state->table, state->columns, b->values.data,
-																		b->nrows),
-							   b->nrows, write_what(state));
+			/*
+			 * One row, the usual autocommit INSERT: a statement prepared on
+			 * the link, its values the arguments (the same literals).
+			 */
+			if (b->nrows == 1 && state->ncolumns > 0)
+				remote_defer_prepared_write(b->conn,
+											rsfdw_insert_values_checked_sql(state->table, state->columns,
+																			state->parameter_row, 1),
+											state->ncolumns, b->values.data, 1, write_what(state));
+			else
+				remote_defer_write(b->conn, rsfdw_insert_values_checked_sql(state->table, state->columns,
+																			b->values.data, b->nrows),
+								   b->nrows, write_what(state));
 			continue;
 		}
 		if (!b->pending_copy)

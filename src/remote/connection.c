@@ -1626,70 +1626,74 @@ remote_can_send_prepared(RemoteConnection *c, bool in_transaction)
 	return c->xact == RXACT_OPEN && c->xact_depth == GetCurrentTransactionNestLevel();
 }
 
+/*
+ * The statement prepared on this link with this text, prepared now (one
+ * round trip, on an idle link) if it is not yet; NULL if the link broke.
+ * ERROR if the node refuses it.  The set is bounded: the oldest goes when
+ * there are many.
+ */
+static PreparedStatement *
+prepared_statement(RemoteConnection *c, const char *sql, int nparams)
+{
+	PreparedStatement *ps;
+	ListCell   *lc;
+	MemoryContext old;
+	RemoteResult out;
+
+	foreach(lc, c->statements)
+		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
+			return lfirst(lc);
+	if (list_length(c->statements) >= 64)
+	{
+		PreparedStatement *oldest = linitial(c->statements);
+
+		remote_result_free(remote_exec(c, psprintf("DEALLOCATE %s", oldest->name), false));
+		c->statements = list_delete_first(c->statements);
+		pfree(oldest->sql);
+		pfree(oldest);
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ps = palloc(sizeof(PreparedStatement));
+	ps->sql = pstrdup(sql);
+	snprintf(ps->name, sizeof(ps->name), "ringshard_s%u", ++statement_number);
+	MemoryContextSwitchTo(old);
+	if (!PQsendPrepare(c->conn, ps->name, sql, nparams, NULL))
+	{
+		remote_mark_broken(c, PQerrorMessage(c->conn));
+		pfree(ps->sql);
+		pfree(ps);
+		return NULL;
+	}
+	query_sent(c, strlen(sql), c);
+	remote_receive(&c, 1, &out, 0, 0);
+	if (!out.ok)
+	{
+		pfree(ps->sql);
+		pfree(ps);
+		if (out.result && !out.lost)
+			remote_report_error(ERROR, c, out.result, sql);
+		return NULL;
+	}
+	remote_result_free(out.result);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	c->statements = lappend(c->statements, ps);
+	MemoryContextSwitchTo(old);
+	return ps;
+}
+
 void
 remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
 					 const void *owner)
 {
-	PreparedStatement *ps = NULL;
-	ListCell   *lc;
+	PreparedStatement *ps;
 
 	remote_flush_deferred(c);
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
 	require_idle_link(c);
-	foreach(lc, c->statements)
-		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
-		{
-			ps = lfirst(lc);
-			break;
-		}
+	ps = prepared_statement(c, sql, nparams);
 	if (ps == NULL)
-	{
-		PGresult   *res;
-		MemoryContext old;
-
-		/* keep a bounded set: the oldest goes when there are many */
-		if (list_length(c->statements) >= 64)
-		{
-			PreparedStatement *oldest = linitial(c->statements);
-
-			remote_result_free(remote_exec(c, psprintf("DEALLOCATE %s", oldest->name), false));
-			c->statements = list_delete_first(c->statements);
-			pfree(oldest->sql);
-			pfree(oldest);
-		}
-		old = MemoryContextSwitchTo(TopMemoryContext);
-		ps = palloc(sizeof(PreparedStatement));
-		ps->sql = pstrdup(sql);
-		snprintf(ps->name, sizeof(ps->name), "ringshard_s%u", ++statement_number);
-		MemoryContextSwitchTo(old);
-		if (!PQsendPrepare(c->conn, ps->name, sql, nparams, NULL))
-		{
-			remote_mark_broken(c, PQerrorMessage(c->conn));
-			pfree(ps->sql);
-			pfree(ps);
-			return;
-		}
-		query_sent(c, strlen(sql), c);
-		{
-			RemoteResult out;
-
-			remote_receive(&c, 1, &out, 0, 0);
-			res = out.result;
-			if (!out.ok)
-			{
-				pfree(ps->sql);
-				pfree(ps);
-				if (res && !out.lost)
-					remote_report_error(ERROR, c, res, sql);
-				return;
-			}
-			remote_result_free(res);
-		}
-		old = MemoryContextSwitchTo(TopMemoryContext);
-		c->statements = lappend(c->statements, ps);
-		MemoryContextSwitchTo(old);
-	}
+		return;
 	if (!PQsendQueryPrepared(c->conn, ps->name, nparams, params, NULL, NULL, 0))
 	{
 		remote_mark_broken(c, PQerrorMessage(c->conn));
@@ -2146,12 +2150,12 @@ remote_expect_command(RemoteConnection *c, PGresult *res, const char *tag, int64
 
 /* ----- Writes that travel with the commit (connection.h) ----- */
 
-void
-remote_defer_write(RemoteConnection *c, const char *sql, int64 rows, const char *what)
-{
-	MemoryContext old;
-	StringInfoData buf;
+static void hold_write(RemoteConnection *c, const char *sql, int64 rows, const char *what);
 
+/* Ready to hold a write back: nothing else held or in flight, and its transaction sound. */
+static void
+prepare_to_defer(RemoteConnection *c)
+{
 	remote_flush_deferred(c);	/* one held back at a time: an earlier one goes now */
 	require_idle_link(c);
 	if (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED)
@@ -2160,6 +2164,39 @@ remote_defer_write(RemoteConnection *c, const char *sql, int64 rows, const char 
 				 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node),
 				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
 	Assert(GetCurrentTransactionNestLevel() == 1);
+}
+
+void
+remote_defer_write(RemoteConnection *c, const char *sql, int64 rows, const char *what)
+{
+	prepare_to_defer(c);
+	hold_write(c, sql, rows, what);
+}
+
+void
+remote_defer_prepared_write(RemoteConnection *c, const char *sql, int nparams, const char *arguments,
+							int64 rows, const char *what)
+{
+	PreparedStatement *ps;
+
+	prepare_to_defer(c);
+	ps = prepared_statement(c, sql, nparams);
+	if (ps == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost the connection to node \"%s\" during %s", c->node, what),
+				 c->last_error ? errdetail_internal("%s", c->last_error) : 0));
+	/* the name is ours (ringshard_sN), the arguments a row of literals */
+	hold_write(c, psprintf("EXECUTE %s%s", ps->name, arguments), rows, what);
+}
+
+/* Hold the text of a write on an idle link with a sound transaction (prepare_to_defer). */
+static void
+hold_write(RemoteConnection *c, const char *sql, int64 rows, const char *what)
+{
+	MemoryContext old;
+	StringInfoData buf;
+
 	old = MemoryContextSwitchTo(TopTransactionContext);
 	initStringInfo(&buf);
 	c->deferred_opens = c->xact == RXACT_NONE;

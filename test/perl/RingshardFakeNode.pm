@@ -812,6 +812,8 @@ sub relay
 		if ($type eq 'Q')
 		{
 			(my $sql = $body) =~ s/\0$//;
+			# EXECUTE of a statement prepared before (Parse): matched with its text, in place
+			$sql =~ s/\bEXECUTE (\w+)\(/"EXECUTE $1 [" . ($statements{$1} \/\/ '') . "] ("/ge;
 			append_line($config->{log}, "seen\t" . substr($sql, 0, 300));
 			my $action = delayed(match_rule($config, $sql));
 			if (defined $action && $action ne 'bad_binary' && $action ne 'extra_results')

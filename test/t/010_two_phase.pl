@@ -506,7 +506,8 @@ sub replica_list
 }
 
 $coordinator->safe_psql('postgres', q{INSERT INTO uniques VALUES ('with-commit-1', 'x')});
-is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;WITH rs_stored AS \(INSERT INTO public\.uniques [^\n]*'with-commit-1'[^\n]*;PREPARE TRANSACTION 'rs_/),
+# one row: a statement prepared on the link (the checked INSERT), executed with the row's values
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('with-commit-1'::[^\n]*;PREPARE TRANSACTION 'rs_/),
 	replica_list('with-commit-1', 'default'),
 	'rows with the commit: each replica got the row and the PREPARE in one string');
 is(replicas_logged(qr/statement: PREPARE TRANSACTION/), '', 'rows with the commit: no replica got a PREPARE alone');
@@ -514,7 +515,7 @@ is(placement('uniques', 'with-commit-1'), expected_placement('all', 'default', '
 	'rows with the commit: the row is on its replicas');
 
 $coordinator->safe_psql('postgres', q{INSERT INTO solo_uniques VALUES ('with-commit-2', 'x')});
-is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;WITH rs_stored AS \(INSERT INTO public\.solo_uniques [^\n]*'with-commit-2'[^\n]*;COMMIT\n/),
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('with-commit-2'::[^\n]*;COMMIT\n/),
 	replica_list('with-commit-2', 'solo'),
 	'rows with the commit, one participant: its node got the row and COMMIT in one string');
 is(placement('solo_uniques', 'with-commit-2'), expected_placement('all', 'solo', 'with-commit-2'),
@@ -593,6 +594,14 @@ for my $case ([ 'uniques', 'default', 'two phases' ], [ 'solo_uniques', 'solo', 
 	is(placement($table, $kept, $dropped), "$kept:- $dropped:-",
 		"rows skipped by a node's trigger ($how): neither row is committed anywhere");
 	check_clean("rows skipped by a node's trigger ($how)");
+	# one row goes as a statement prepared on the link: checked the same way
+	($rc, $out, $err) = $coordinator->psql('postgres',
+		"\\set VERBOSITY verbose\nINSERT INTO $table VALUES ('$dropped', 'z');", on_error_stop => 0);
+	like($err, qr/ERROR:  27000: node "w\d": the node stored 0 of the 1 rows it was sent/,
+		"one row skipped by a node's trigger ($how): the statement fails with the node's error");
+	is(placement($table, $dropped), "$dropped:-",
+		"one row skipped by a node's trigger ($how): it is committed nowhere");
+	check_clean("one row skipped by a node's trigger ($how)");
 }
 
 # The error of a held-back write that another statement of its transaction
