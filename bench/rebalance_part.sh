@@ -13,7 +13,7 @@
 #             table definition, its primary key included); rows/s;
 #   add       add_node('w4'), sync_topology(), CALL rebalance('faces'): rows
 #             copied per second over the whole move and over its first and last
-#             tenth of the rows (rebalance_status sampled every 0.05 s from
+#             tenth of the rows (operation_progress sampled every 0.05 s from
 #             another session, the moment a tenth is reached interpolated
 #             between two samples; the first tenth counts from the CALL's
 #             start, the last ends with the CALL); meanwhile one session runs UPDATEs by key of
@@ -97,8 +97,10 @@ move() {
 	total=$(qa -d "$C" -c "SELECT coalesce(sum(rows), 0) FROM ringshard.rebalance_plan_summary('faces')")
 	# the sampler: (seconds since the epoch, rows copied) every 0.05 s from one
 	# session (psql's \watch; a new connection per sample would cost more than
-	# the interval), for at most 3 hours
-	timeout 10800 psql -X -q -At -F'|' -d "$C" >"$sfile" 2>/dev/null <<<"SELECT extract(epoch FROM clock_timestamp()), coalesce((SELECT sum(rows_done) FROM ringshard.rebalance_status), 0) \\watch 0.05" &
+	# the interval), for at most 3 hours: the rebalance's row of
+	# operation_progress (which counts a batch as it is copied), else the
+	# batches committed
+	timeout 10800 psql -X -q -At -F'|' -d "$C" >"$sfile" 2>/dev/null <<<"SELECT extract(epoch FROM clock_timestamp()), coalesce((SELECT max(rows_done) FROM ringshard.operation_progress WHERE command = 'rebalance'), (SELECT sum(rows_done) FROM ringshard.rebalance_status), 0) \\watch 0.05" &
 	spid=$!
 	# the writer: its UPDATEs one after another, as long as the move takes (bounded by the script's length)
 	( for ((i = 0; i < 1000; i++)); do psql -X -q -d "$C" -f "$wfile" 2>&1 || true; done ) >"$wout" &

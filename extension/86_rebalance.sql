@@ -1165,7 +1165,9 @@ BEGIN
 	END IF;
 	COMMIT;
 	PERFORM ringshard_internal.rebalance_confirm_cleared(table_name);
-	last_notice := pg_catalog.clock_timestamp();
+	-- on ringshard.operation_progress from the start: the first batch's rows count as they are copied
+	SELECT * INTO last_notice, last_line
+	  FROM ringshard_internal.rebalance_report_progress(table_name, NULL, pg_catalog.clock_timestamp(), NULL);
 	-- Batches of steps that share a source, targets and the nodes they
 	-- leave: copied in one transaction (one COPY per target for all of
 	-- them); after the last batch that leaves some nodes, the rows of all

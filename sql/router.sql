@@ -613,6 +613,25 @@ INSERT INTO memos VALUES (7, 'seven');
 INSERT INTO memos VALUES (1, 'one, once more');
 SELECT * FROM memos ORDER BY id;
 SELECT count(*) AS problems FROM ringshard.verify_table('memos');
+-- A column of a type of the user's: its OID on a node changes when the type
+-- is made again there under its name, so those rows go as literals.
+SELECT node, ok, error FROM ringshard.node_execute(ARRAY['w1', 'w2', 'w3'],
+	'CREATE TYPE public.mood AS ENUM (''calm'', ''tense'')', '{}', false);
+CREATE TYPE mood AS ENUM ('calm', 'tense');
+CREATE TABLE moods (id bigint PRIMARY KEY, m mood);
+SELECT ringshard.distribute_table('moods', 'id', 'pair');
+SELECT ringshard.create_distributed_table('moods');
+INSERT INTO moods VALUES (1, 'calm');
+INSERT INTO moods VALUES (2, 'tense');
+DROP FOREIGN TABLE moods;
+SELECT node, ok, error FROM ringshard.node_execute(ARRAY['w1', 'w2', 'w3'],
+	'DROP TYPE public.mood; CREATE TYPE public.mood AS ENUM (''calm'', ''tense'')', '{}', false);
+CREATE TABLE moods (id bigint PRIMARY KEY, m mood);
+SELECT ringshard.distribute_table('moods', 'id', 'pair');
+SELECT ringshard.create_distributed_table('moods');
+INSERT INTO moods VALUES (1, 'tense');
+INSERT INTO moods VALUES (2, 'calm');
+SELECT * FROM moods ORDER BY id;
 
 \c contrib_regression
 DROP DATABASE router_coord WITH (FORCE);

@@ -14,6 +14,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
@@ -89,6 +90,7 @@ typedef struct RsModifyState
 	char	   *columns;		/* the column list */
 	char	   *parameter_row;	/* ($1::type, ...): one row of a prepared INSERT, the casts of the literals */
 	int			ncolumns;		/* ... and how many */
+	bool		preparable;		/* every column's type is built in (see begin_insert) */
 	char	   *table;			/* the qualified name */
 	MemoryContext row_cxt;
 	int64		rows;
@@ -144,6 +146,7 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 		state->codecs = remote_codecs_for_desc(state->desc, false, NULL);
 	initStringInfo(&columns);
 	initStringInfo(&parameters);
+	state->preparable = true;
 	for (int i = 0; i < state->desc->natts; i++)
 	{
 		Form_pg_attribute attr = TupleDescAttr(state->desc, i);
@@ -155,8 +158,19 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 		appendStringInfo(&parameters, "%s$%d::%s", state->ncolumns ? ", " : "(", state->ncolumns + 1,
 						 rsfdw_type_name(attr->atttypid, attr->atttypmod));
 		state->ncolumns++;
+
+		/*
+		 * A node fixes a prepared statement's parameter types by OID, and
+		 * its text names them: a type of the user's, dropped and made again
+		 * under its name on the node, would leave the statement's text the
+		 * same and its parameter of a type that is gone.  Built-in types
+		 * keep their OIDs.
+		 */
+		if (attr->atttypid >= FirstNormalObjectId)
+			state->preparable = false;
 	}
 	appendStringInfoChar(&parameters, ')');
+	state->preparable &= state->ncolumns > 0;
 	state->columns = columns.data;
 	state->parameter_row = parameters.data;
 	state->table = rsfdw_relation_name(RelationGetRelid(rel));
@@ -251,7 +265,7 @@ flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 			 * One row, the usual autocommit INSERT: a statement prepared on
 			 * the link, its values the arguments (the same literals).
 			 */
-			if (b->nrows == 1 && state->ncolumns > 0)
+			if (b->nrows == 1 && state->preparable)
 				remote_defer_prepared_write(b->conn,
 											rsfdw_insert_values_checked_sql(state->table, state->columns,
 																			state->parameter_row, 1),

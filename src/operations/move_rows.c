@@ -51,6 +51,7 @@
 #include "utils/rel.h"
 
 #include "fdw/deparse.h"
+#include "operations/progress.h"
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/transaction.h"
@@ -58,6 +59,28 @@
 #include "routing/placement.h"
 
 static void refuse_outside_table_move(Oid relid);
+
+/* A step's copy under way, for the rebalance's progress. */
+typedef struct StepCopyProgress
+{
+	Oid			relid;
+	int			ntargets;
+	int64		earlier;		/* rows the step's earlier targets got */
+} StepCopyProgress;
+
+/*
+ * The rebalance counts a step's rows once, whatever its targets: shown as
+ * the share of all its targets' copies done so far.
+ */
+static void
+step_rows_relayed(int64 rows, void *arg)
+{
+	StepCopyProgress *progress = arg;
+
+	operation_progress_in_flight("rebalance", progress->relid,
+								 (progress->earlier + rows) / Max(progress->ntargets, 1));
+	remote_fault_point("rebalance_rows_relayed");	/* tests: a pause, to watch a batch under way */
+}
 
 PG_FUNCTION_INFO_V1(ringshard_copy_step_rows);
 
@@ -86,6 +109,7 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 	char	   *in_sql;
 	RemoteConnection *from;
 	int64		copied = -1;
+	StepCopyProgress progress = {relid, 0, 0};
 
 	/*
 	 * Each target commits its copy at once, whatever this transaction does
@@ -94,6 +118,7 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 	 */
 	refuse_outside_table_move(relid);
 	deconstruct_array(targets_array, TEXTOID, -1, false, TYPALIGN_INT, &target_datums, &target_nulls, &ntargets);
+	progress.ntargets = ntargets;
 	/* writers wait (readers do not) until the targets have committed the rows */
 	LockRelationOid(relid, ExclusiveLock);
 	rel = table_open(relid, NoLock);
@@ -125,7 +150,8 @@ ringshard_copy_step_rows(PG_FUNCTION_ARGS)
 		remote_connect_all(&to, 1, false);
 		to->wrote = true;
 		/* the source's and the target's counts are compared there */
-		rows = remote_copy_between(from, to, out_sql, in_sql);
+		rows = remote_copy_between_reporting(from, to, out_sql, in_sql, step_rows_relayed, &progress);
+		progress.earlier += rows;
 		remote_commit_part_now(to);
 		remote_fault_point("rebalance_after_target_commit");
 		if (copied >= 0 && rows != copied)

@@ -34,6 +34,7 @@ typedef struct OperationSlot
 	char		command[COMMAND_BYTES];
 	char		phase[PHASE_BYTES];
 	int64		done;
+	int64		in_flight;		/* rows of the batch under way, not committed yet */
 	int64		total;
 	TimestampTz started;
 	TimestampTz updated;
@@ -123,11 +124,27 @@ operation_progress_report(const char *command, Oid relid, const char *phase, int
 		strlcpy(s->command, command, COMMAND_BYTES);
 		strlcpy(s->phase, phase ? phase : "", PHASE_BYTES);
 		s->done = done;
+		s->in_flight = 0;
 		s->total = total;
 		s->updated = now;
 	}
 	LWLockRelease(shared->lock);
 	/* all slots taken: this operation is not shown, and goes on */
+}
+
+void
+operation_progress_in_flight(const char *command, Oid relid, int64 rows)
+{
+	if (shared == NULL || my_slot < 0)
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (shared->slots[my_slot].pid == MyProcPid && shared->slots[my_slot].relid == relid &&
+		strncmp(shared->slots[my_slot].command, command, COMMAND_BYTES) == 0)
+	{
+		shared->slots[my_slot].in_flight = rows;
+		shared->slots[my_slot].updated = GetCurrentTimestamp();
+	}
+	LWLockRelease(shared->lock);
 }
 
 PG_FUNCTION_INFO_V1(ringshard_progress_report);
@@ -185,7 +202,8 @@ ringshard_operation_progress(PG_FUNCTION_ARGS)
 		values[1] = CStringGetTextDatum(s->command);
 		values[2] = ObjectIdGetDatum(s->relid);
 		values[3] = CStringGetTextDatum(s->phase);
-		values[4] = Int64GetDatum(s->done);
+		/* a batch under way counts as it goes, as pg_stat_progress_copy counts a COPY's rows */
+		values[4] = Int64GetDatum(s->total >= 0 ? Min(s->done + s->in_flight, s->total) : s->done + s->in_flight);
 		if (s->total >= 0)
 			values[5] = Int64GetDatum(s->total);
 		else

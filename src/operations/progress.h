@@ -27,6 +27,13 @@ extern const ShmemArea operation_progress_shmem_area;
 /* This backend's operation on a table: what it is doing now, and how far (total -1: unknown). */
 extern void operation_progress_report(const char *command, Oid relid, const char *phase, int64 done, int64 total);
 
+/*
+ * Rows of the batch under way so far, on top of the done last reported
+ * (which resets them): shown while the batch runs, before it commits.
+ * Nothing if this backend reports no such operation.
+ */
+extern void operation_progress_in_flight(const char *command, Oid relid, int64 rows);
+
 /* The operation has ended: the slot is free again. */
 extern void operation_progress_done(void);
 

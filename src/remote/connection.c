@@ -1642,15 +1642,27 @@ prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 
 	foreach(lc, c->statements)
 		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
-			return lfirst(lc);
+		{
+			/* the last used goes to the end: the one dropped is the least recently used */
+			ps = lfirst(lc);
+			if (lnext(c->statements, lc) != NULL)
+			{
+				old = MemoryContextSwitchTo(TopMemoryContext);
+				c->statements = lappend(foreach_delete_current(c->statements, lc), ps);
+				MemoryContextSwitchTo(old);
+			}
+			return ps;
+		}
 	if (list_length(c->statements) >= 64)
 	{
 		PreparedStatement *oldest = linitial(c->statements);
+		char	   *deallocate = psprintf("DEALLOCATE %s", oldest->name);
 
-		remote_result_free(remote_exec(c, psprintf("DEALLOCATE %s", oldest->name), false));
+		/* off the list first: if the DEALLOCATE fails, no later call sends it again */
 		c->statements = list_delete_first(c->statements);
 		pfree(oldest->sql);
 		pfree(oldest);
+		remote_result_free(remote_exec(c, deallocate, false));
 	}
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	ps = palloc(sizeof(PreparedStatement));
@@ -1673,6 +1685,17 @@ prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 		if (out.result && !out.lost)
 			remote_report_error(ERROR, c, out.result, sql);
 		return NULL;
+	}
+	/* a Parse is answered by ParseComplete alone */
+	if (out.result == NULL || PQresultStatus(out.result) != PGRES_COMMAND_OK)
+	{
+		const char *status = out.result ? PQresStatus(PQresultStatus(out.result)) : "nothing";
+
+		remote_result_free(out.result);
+		pfree(ps->sql);
+		pfree(ps);
+		remote_reject_answer(c, "a statement prepared on it", psprintf("%s where PGRES_COMMAND_OK was expected",
+																	   status));
 	}
 	remote_result_free(out.result);
 	old = MemoryContextSwitchTo(TopMemoryContext);
@@ -2463,9 +2486,17 @@ copy_end_rows(RemoteConnection *c, const char *sql)
 int64
 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql, const char *in_sql)
 {
+	return remote_copy_between_reporting(from, to, out_sql, in_sql, NULL, NULL);
+}
+
+int64
+remote_copy_between_reporting(RemoteConnection *from, RemoteConnection *to, const char *out_sql, const char *in_sql,
+							  void (*relayed) (int64 rows, void *arg), void *arg)
+{
 	RemoteResult out;
 	int64		rows;
 	int64		sent;
+	int64		messages = 0;
 
 	/* the target first: ready for data before any comes */
 	to->wrote = true;			/* a write of this transaction: it commits in two phases */
@@ -2508,6 +2539,9 @@ remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *ou
 				PQfreemem(data);
 			}
 			PG_END_TRY();
+			/* a COPY sends a row per message (binary: the header and trailer in their own) */
+			if (relayed && (++messages % 256) == 0)
+				relayed(messages, arg);
 			continue;
 		}
 		if (n == 0)

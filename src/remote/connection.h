@@ -322,6 +322,9 @@ extern void remote_copy_end_all(RemoteConnection **conns, int n);
  */
 extern int64 remote_copy_between(RemoteConnection *from, RemoteConnection *to, const char *out_sql,
 								 const char *in_sql);
+/* The same, telling relayed(messages so far, arg) every 256 messages relayed (about as many rows). */
+extern int64 remote_copy_between_reporting(RemoteConnection *from, RemoteConnection *to, const char *out_sql,
+										   const char *in_sql, void (*relayed) (int64 rows, void *arg), void *arg);
 
 /*
  * Let the node's part of this transaction take rows of keys whose rows are

@@ -59,7 +59,8 @@ for (1 .. 300)    # 30 s at most
 ok(@seen >= 2, 'another session saw the rebalance at ' . scalar(@seen) . ' points') or diag join("\n", @seen);
 my ($pid, $command, $table, $done, $total, $percent, $phase_ok) = split / /, ($seen[0] // '');
 is("$pid $command $table $phase_ok", "$mover_pid rebalance items true", '... its pid, command, table and phase (step k of N)');
-ok(defined $total && $total == $to_copy && $done > 0 && $done < $total,
+# (from its start: 0 rows done before the first batch)
+ok(defined $total && $total == $to_copy && $done >= 0 && $done < $total,
 	"... rows done $done within the $total to copy");
 ok(defined $percent && abs($percent - 100.0 * $done / $total) < 0.06, "... $percent %");
 my ($later) = (split / /, ($seen[-1] // ''))[3];
@@ -92,7 +93,28 @@ $coordinator->poll_query_until('postgres', 'SELECT count(*) = 0 FROM ringshard.o
 pass('... and is gone when its backend exits');
 
 $coordinator->safe_psql('postgres', q{SELECT ringshard.remove_node('w2'); SELECT count(*) FROM ringshard.sync_topology()});
-$coordinator->safe_psql('postgres', q{CALL ringshard.rebalance('items')});
+# A batch counts as it is copied: with a pause after each report of rows
+# relayed (every 256), another session sees more rows done than the batches
+# committed say.
+my $live = $coordinator->background_psql('postgres');
+$live->query_until(qr/started/,
+	"SET ringshard.fault_injection = 'rebalance_rows_relayed=sleep:300';\n\\echo started\nCALL ringshard.rebalance('items', batch => 100000);\n\\echo moved\n");
+my $mid_batch = '';
+for (1 .. 300)    # 30 s at most
+{
+	my $row = $coordinator->safe_psql('postgres', q{
+		SELECT o.rows_done || ' ' || s.rows_done FROM ringshard.operation_progress o, ringshard.rebalance_status s
+		 WHERE o.command = 'rebalance' AND s.table_name = o.table_name});
+	if ($row =~ /^(\d+) (\d+)$/ && $1 > $2)
+	{
+		$mid_batch = $row;
+		last;
+	}
+	usleep(100_000);
+}
+ok($mid_batch ne '', "operation_progress counts a batch's rows while it is copied (rows done, then committed: $mid_batch)");
+$live->query_until(qr/moved/, '');
+$live->quit;
 is($coordinator->safe_psql('postgres', q{SELECT count(*) || ' ' || count(*) FILTER (WHERE shard_for(k) = 'w2') FROM items}),
 	'3000 0', 'a second rebalance moves every row off w2');
 is($coordinator->safe_psql('postgres', 'SELECT count(*) FROM ringshard.operation_progress'), '0', '... and leaves no row');
