@@ -1076,6 +1076,9 @@ BEGIN
 	line := last_line;
 	-- after every batch: ringshard.operation_progress, which other sessions read
 	SELECT * INTO status FROM ringshard.rebalance_status s WHERE s.table_name = rebalance_report_progress.table_name;
+	IF status.table_name IS NULL THEN
+		RETURN;			-- nothing to move, or nothing left
+	END IF;
 	SELECT count(*) INTO steps_copied FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = rebalance_report_progress.table_name AND p.state <> 'pending';
 	PERFORM ringshard_internal.progress_report('rebalance', table_name,

@@ -148,7 +148,10 @@ SELECT o.pid,
        o.phase,
        o.rows_done,
        o.rows_total,
-       CASE WHEN o.rows_total > 0 THEN round(100.0 * o.rows_done / o.rows_total, 1) END AS percent,
+       -- 100 only when every row is done (99.9 short of that, however many rows)
+       CASE WHEN o.rows_total > 0
+            THEN least(round(100.0 * o.rows_done / o.rows_total, 1), CASE WHEN o.rows_done < o.rows_total THEN 99.9 END)
+       END AS percent,
        CASE WHEN o.updated_at > o.started_at
             THEN round(o.rows_done / extract(epoch FROM o.updated_at - o.started_at))::bigint END AS rows_per_second,
        CASE WHEN o.rows_total >= o.rows_done AND o.rows_done > 0 AND o.updated_at > o.started_at

@@ -58,7 +58,7 @@ ringshard_define_settings(void)
 							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
 							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
 							   "after_local_commit, after_first_commit_prepared; rehome_before_copy, rehome_before_delete (a rehome_rows batch after its page, after its copies); "
-							   "rebalance_after_target_commit (a rebalance batch once a target committed its copy).", &ringshard_fault_injection, "",
+							   "rebalance_after_target_commit (a rebalance batch once a target committed its copy), rebalance_rows_relayed (a rebalance batch each time it reports rows relayed, every 256).", &ringshard_fault_injection, "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 #endif
 	DefineCustomIntVariable("ringshard.write_quorum",

@@ -202,8 +202,15 @@ ringshard_operation_progress(PG_FUNCTION_ARGS)
 		values[1] = CStringGetTextDatum(s->command);
 		values[2] = ObjectIdGetDatum(s->relid);
 		values[3] = CStringGetTextDatum(s->phase);
-		/* a batch under way counts as it goes, as pg_stat_progress_copy counts a COPY's rows */
-		values[4] = Int64GetDatum(s->total >= 0 ? Min(s->done + s->in_flight, s->total) : s->done + s->in_flight);
+		/*
+		 * A batch under way counts as it goes, as pg_stat_progress_copy
+		 * counts a COPY's rows; it is complete only once reported (after its
+		 * commit and what follows it, the deletes of a rebalance's last batch).
+		 */
+		if (s->in_flight > 0 && s->total > 0)
+			values[4] = Int64GetDatum(Min(s->done + s->in_flight, s->total - 1));
+		else
+			values[4] = Int64GetDatum(s->done + s->in_flight);
 		if (s->total >= 0)
 			values[5] = Int64GetDatum(s->total);
 		else

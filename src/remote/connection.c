@@ -2539,7 +2539,7 @@ remote_copy_between_reporting(RemoteConnection *from, RemoteConnection *to, cons
 				PQfreemem(data);
 			}
 			PG_END_TRY();
-			/* a COPY sends a row per message (binary: the header and trailer in their own) */
+			/* a COPY sends a row per message (binary: the header with the first, the trailer in its own) */
 			if (relayed && (++messages % 256) == 0)
 				relayed(messages, arg);
 			continue;

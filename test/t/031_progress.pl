@@ -98,7 +98,7 @@ $coordinator->safe_psql('postgres', q{SELECT ringshard.remove_node('w2'); SELECT
 # committed say.
 my $live = $coordinator->background_psql('postgres');
 $live->query_until(qr/started/,
-	"SET ringshard.fault_injection = 'rebalance_rows_relayed=sleep:300';\n\\echo started\nCALL ringshard.rebalance('items', batch => 100000);\n\\echo moved\n");
+	"SET ringshard.fault_injection = 'rebalance_rows_relayed=sleep:1500';\n\\echo started\nCALL ringshard.rebalance('items', batch => 100000);\n\\echo moved\n");
 my $mid_batch = '';
 for (1 .. 300)    # 30 s at most
 {
