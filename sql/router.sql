@@ -632,6 +632,21 @@ SELECT ringshard.create_distributed_table('moods');
 INSERT INTO moods VALUES (1, 'tense');
 INSERT INTO moods VALUES (2, 'calm');
 SELECT * FROM moods ORDER BY id;
+DROP FOREIGN TABLE moods;
+-- ... and a read by a key of that type is not prepared on the node either
+CREATE TABLE mood_keys (m mood PRIMARY KEY, n int);
+SELECT ringshard.distribute_table('mood_keys', 'm', 'pair');
+SELECT ringshard.create_distributed_table('mood_keys');
+INSERT INTO mood_keys VALUES ('calm', 1), ('tense', 2);
+SELECT * FROM mood_keys WHERE m = 'tense';
+DROP FOREIGN TABLE mood_keys;
+SELECT node, ok, error FROM ringshard.node_execute(ARRAY['w1', 'w2', 'w3'],
+	'DROP TYPE public.mood; CREATE TYPE public.mood AS ENUM (''calm'', ''tense'')', '{}', false);
+CREATE TABLE mood_keys (m mood PRIMARY KEY, n int);
+SELECT ringshard.distribute_table('mood_keys', 'm', 'pair');
+SELECT ringshard.create_distributed_table('mood_keys');
+INSERT INTO mood_keys VALUES ('calm', 1), ('tense', 2);
+SELECT * FROM mood_keys WHERE m = 'tense';
 
 \c contrib_regression
 DROP DATABASE router_coord WITH (FORCE);

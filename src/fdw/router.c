@@ -36,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -1457,7 +1458,7 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
  */
 static const char **
 param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const char *excluded,
-			const char *version)
+			const char *version, bool *builtin_types)
 {
 	ParamListInfo params = econtext->ecxt_param_list_info;
 	const char **texts = palloc0(sizeof(char *) * Max(list_length(param_ids), 1));
@@ -1483,6 +1484,8 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const
 
 			next_computed = lnext(computed_states, next_computed);
 			texts[i++] = isnull ? NULL : remote_value_text(exprType((Node *) expr->expr), value, true);
+			if (builtin_types && exprType((Node *) expr->expr) >= FirstNormalObjectId)
+				*builtin_types = false;
 		}
 		else
 		{
@@ -1493,6 +1496,8 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const
 				elog(ERROR, "no value for parameter $%d", id);
 			param = params->paramFetch ? params->paramFetch(params, id, false, &storage) : &params->params[id - 1];
 			texts[i++] = param->isnull ? NULL : remote_value_text(param->ptype, param->value, true);
+			if (builtin_types && param->ptype >= FirstNormalObjectId)
+				*builtin_types = false;
 		}
 	}
 	return texts;
@@ -1502,8 +1507,9 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const
 static void
 run_on_node(RouterScanState *state, EState *estate)
 {
+	bool		builtin_types = true;
 	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext,
-									  NULL, NULL);
+									  NULL, NULL, &builtin_types);
 	Oid			userid = state->userid;
 	int			nfields = list_length(state->output_attnums);
 
@@ -1518,8 +1524,13 @@ run_on_node(RouterScanState *state, EState *estate)
 		if (conn->link != LINK_IDLE && conn->link != LINK_BUSY)
 			continue;
 		in_transaction = IsTransactionBlock() || conn->xact != RXACT_NONE;
-		/* prepared on the node once per connection, where no remote transaction must be opened first */
-		if (remote_can_send_prepared(conn, in_transaction))
+		/*
+		 * Prepared on the node once per connection, where no remote
+		 * transaction must be opened first; only with parameters of built-in
+		 * types, which the node fixes by OID (a type of the user's made
+		 * again under its name there would keep the text and lose the type).
+		 */
+		if (builtin_types && remote_can_send_prepared(conn, in_transaction))
 			remote_send_prepared(conn, state->sql, list_length(state->param_ids), params, state);
 		else
 			remote_send_params(conn, state->sql, list_length(state->param_ids), params, in_transaction, state);
@@ -1712,7 +1723,7 @@ run_fanout(RouterScanState *state)
 	}
 	appendStringInfoChar(&left_out, '}');
 	params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext, left_out.data,
-						 psprintf(INT64_FORMAT, rsfdw_coordinator_topology_version()));
+						 psprintf(INT64_FORMAT, rsfdw_coordinator_topology_version()), NULL);
 	/*
 	 * A cursor on each node, in its remote transaction, fetched in batches
 	 * of ringshard.fetch_size as the rows are returned (the answer may be
@@ -2595,8 +2606,9 @@ check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResu
 static void
 run_write(RouterWriteState *state, EState *estate)
 {
+	bool		builtin_types = true;
 	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext,
-									  NULL, NULL);
+									  NULL, NULL, &builtin_types);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(state->nnodes, 1));
 	const void **owners = palloc(sizeof(void *) * Max(state->nnodes, 1));
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(state->nnodes, 1));
