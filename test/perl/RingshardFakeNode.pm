@@ -594,7 +594,7 @@ sub delayed
 # The action for a text, or undef.
 sub match_rule
 {
-	my ($config, $text) = @_;
+	my ($config, $text, $parse_only) = @_;
 	open(my $fh, '<', $config->{control}) or return undef;
 	my @lines = <$fh>;
 	close($fh);
@@ -604,6 +604,8 @@ sub match_rule
 		next if $line eq '' || $line =~ /^#/;
 		my ($regex, $action) = split(/\t/, $line, 2);
 		next unless defined $action;
+		# a Parse alone meets only rules for it; they meet nothing else
+		next if ($parse_only // 0) != ($regex =~ /^\^PARSE / ? 1 : 0);
 		my $matches = eval { $text =~ /$regex/s };
 		if ($matches)
 		{
@@ -864,6 +866,16 @@ sub relay
 				{
 					return if $answer_here->($action, $sql, ($has_parse ? parse_complete() : ()),
 						($has_bind ? bind_complete() : ()));
+				}
+				push @pending, { action => $action // '' } if $type eq 'S';
+			}
+			elsif ($has_parse)
+			{
+				# a statement prepared alone: only rules written for it ("^PARSE ") apply
+				my $action = delayed(match_rule($config, "PARSE $sql", 1));
+				if (defined $action && $action ne 'bad_binary' && $action ne 'extra_results')
+				{
+					return if $answer_here->($action, "PARSE $sql");
 				}
 				push @pending, { action => $action // '' } if $type eq 'S';
 			}

@@ -390,6 +390,17 @@ for my $action (grep { $_ ne 'extra_results' } @row_answers, 'wrong_count')
 		after => $all_or_nothing->("INSERT of one row, answered $action", 1),
 		cleanup => $undo_inserts);
 }
+# A single-row INSERT goes as EXECUTE of a statement prepared on the link:
+# its Parse, sent alone before, answered badly.
+for my $action (qw(hang garbage close one_column))
+{
+	hostile_case(
+		label => "the Parse of a single-row INSERT, answered $action",
+		rules => [ [ '^PARSE WITH rs_stored AS \(INSERT INTO \S*items ', $action ] ],
+		sql => $single,
+		after => $all_or_nothing->("the Parse of a single-row INSERT, answered $action", 1),
+		cleanup => $undo_inserts);
+}
 my $undo_changes = q{
 	UPDATE items SET v = 'v' || n WHERE v IS DISTINCT FROM 'v' || n;
 	INSERT INTO items SELECT * FROM items_mirror m WHERE NOT EXISTS (SELECT FROM items i WHERE i.k = m.k);
