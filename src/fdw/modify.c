@@ -14,7 +14,6 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
-#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
@@ -90,7 +89,7 @@ typedef struct RsModifyState
 	char	   *columns;		/* the column list */
 	char	   *parameter_row;	/* ($1::type, ...): one row of a prepared INSERT, the casts of the literals */
 	int			ncolumns;		/* ... and how many */
-	bool		preparable;		/* every column's type is built in (see begin_insert) */
+	bool		preparable;		/* every column's type may be prepared on a node */
 	char	   *table;			/* the qualified name */
 	MemoryContext row_cxt;
 	int64		rows;
@@ -158,16 +157,7 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 		appendStringInfo(&parameters, "%s$%d::%s", state->ncolumns ? ", " : "(", state->ncolumns + 1,
 						 rsfdw_type_name(attr->atttypid, attr->atttypmod));
 		state->ncolumns++;
-
-		/*
-		 * A node fixes a prepared statement's parameter types by OID, and
-		 * its text names them: a type of the user's, dropped and made again
-		 * under its name on the node, would leave the statement's text the
-		 * same and its parameter of a type that is gone.  Built-in types
-		 * keep their OIDs.
-		 */
-		if (attr->atttypid >= FirstNormalObjectId)
-			state->preparable = false;
+		state->preparable &= remote_type_preparable(attr->atttypid);
 	}
 	appendStringInfoChar(&parameters, ')');
 	state->preparable &= state->ncolumns > 0;

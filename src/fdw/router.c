@@ -36,7 +36,6 @@
 #include "postgres.h"
 
 #include "access/relation.h"
-#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -1454,11 +1453,12 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 
 /*
  * The node's parameters: text, printed under the pinned settings, of the
- * statement's own parameters and of the values computed here (id 0).
+ * statement's own parameters and of the values computed here (id 0); with
+ * preparable, false if one of their types may not be prepared on a node.
  */
 static const char **
 param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const char *excluded,
-			const char *version, bool *builtin_types)
+			const char *version, bool *preparable)
 {
 	ParamListInfo params = econtext->ecxt_param_list_info;
 	const char **texts = palloc0(sizeof(char *) * Max(list_length(param_ids), 1));
@@ -1484,8 +1484,8 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const
 
 			next_computed = lnext(computed_states, next_computed);
 			texts[i++] = isnull ? NULL : remote_value_text(exprType((Node *) expr->expr), value, true);
-			if (builtin_types && exprType((Node *) expr->expr) >= FirstNormalObjectId)
-				*builtin_types = false;
+			if (preparable && !remote_type_preparable(exprType((Node *) expr->expr)))
+				*preparable = false;
 		}
 		else
 		{
@@ -1496,8 +1496,8 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const
 				elog(ERROR, "no value for parameter $%d", id);
 			param = params->paramFetch ? params->paramFetch(params, id, false, &storage) : &params->params[id - 1];
 			texts[i++] = param->isnull ? NULL : remote_value_text(param->ptype, param->value, true);
-			if (builtin_types && param->ptype >= FirstNormalObjectId)
-				*builtin_types = false;
+			if (preparable && !remote_type_preparable(param->ptype))
+				*preparable = false;
 		}
 	}
 	return texts;
@@ -1507,9 +1507,9 @@ param_texts(List *param_ids, List *computed_states, ExprContext *econtext, const
 static void
 run_on_node(RouterScanState *state, EState *estate)
 {
-	bool		builtin_types = true;
+	bool		preparable = true;
 	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext,
-									  NULL, NULL, &builtin_types);
+									  NULL, NULL, &preparable);
 	Oid			userid = state->userid;
 	int			nfields = list_length(state->output_attnums);
 
@@ -1526,11 +1526,9 @@ run_on_node(RouterScanState *state, EState *estate)
 		in_transaction = IsTransactionBlock() || conn->xact != RXACT_NONE;
 		/*
 		 * Prepared on the node once per connection, where no remote
-		 * transaction must be opened first; only with parameters of built-in
-		 * types, which the node fixes by OID (a type of the user's made
-		 * again under its name there would keep the text and lose the type).
+		 * transaction must be opened first, and its parameters' types allow
 		 */
-		if (builtin_types && remote_can_send_prepared(conn, in_transaction))
+		if (preparable && remote_can_send_prepared(conn, in_transaction))
 			remote_send_prepared(conn, state->sql, list_length(state->param_ids), params, state);
 		else
 			remote_send_params(conn, state->sql, list_length(state->param_ids), params, in_transaction, state);
@@ -2606,9 +2604,8 @@ check_write_agrees(RouterWriteState *state, RemoteConnection **conns, RemoteResu
 static void
 run_write(RouterWriteState *state, EState *estate)
 {
-	bool		builtin_types = true;
 	const char **params = param_texts(state->param_ids, state->computed_states, state->css.ss.ps.ps_ExprContext,
-									  NULL, NULL, &builtin_types);
+									  NULL, NULL, NULL);
 	RemoteConnection **conns = palloc(sizeof(RemoteConnection *) * Max(state->nnodes, 1));
 	const void **owners = palloc(sizeof(void *) * Max(state->nnodes, 1));
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(state->nnodes, 1));

@@ -12,7 +12,6 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/explain.h"
@@ -377,9 +376,8 @@ route_keys(RsScanState *state, List *routes)
 				int			nkeys;
 				Datum	   *keys = stream_keys(stream, &nkeys);
 
-				/* (a key of a built-in type: the node fixes a parameter's type by OID, see modify.c) */
 				if (state->plan->nparams == 0 && OidIsValid(get_array_type(state->key_type)) &&
-					state->key_type < FirstNormalObjectId && remote_can_send_prepared(stream->conn, in_transaction))
+					remote_type_preparable(state->key_type) && remote_can_send_prepared(stream->conn, in_transaction))
 				{
 					const char *params[1] = {rsfdw_router_param_text(state->key_type, keys, nkeys)};
 

@@ -1629,8 +1629,8 @@ remote_can_send_prepared(RemoteConnection *c, bool in_transaction)
 /*
  * The statement prepared on this link with this text, prepared now (one
  * round trip, on an idle link) if it is not yet; NULL if the link broke.
- * ERROR if the node refuses it.  The set is bounded: the oldest goes when
- * there are many.
+ * ERROR if the node refuses it.  The set is bounded: the least recently
+ * used goes when there are many.
  */
 static PreparedStatement *
 prepared_statement(RemoteConnection *c, const char *sql, int nparams)

@@ -15,6 +15,8 @@
 
 #include "postgres.h"
 
+#include "access/transam.h"
+
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "libpq-fe.h"
@@ -175,6 +177,19 @@ extern void remote_send_params(RemoteConnection *c, const char *sql, int nparams
  * transaction already open as deep as ours); else the caller sends text.
  */
 extern bool remote_can_send_prepared(RemoteConnection *c, bool in_transaction);
+
+/*
+ * Whether a parameter of this type may be prepared on a node: only a
+ * built-in type.  A node fixes a prepared statement's parameter types by
+ * OID while the statement's text (the cache key) names them, so a type of
+ * the user's dropped and made again under its name there would keep the
+ * text and lose the type ("cache lookup failed for type").
+ */
+static inline bool
+remote_type_preparable(Oid type)
+{
+	return type < FirstNormalObjectId;
+}
 extern void remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
 								 const void *owner);
 
