@@ -648,6 +648,28 @@ SELECT ringshard.create_distributed_table('mood_keys');
 INSERT INTO mood_keys VALUES ('calm', 1), ('tense', 2);
 SELECT * FROM mood_keys WHERE m = 'tense';
 
+-- A single-row INSERT as EXECUTE carries its values printed under pinned
+-- settings, whatever the writer's session shows: read back under the
+-- defaults, and the same on both replicas of each row.
+CREATE TABLE readings (id bigint PRIMARY KEY, on_day date, took interval, value float8, at timestamptz);
+SELECT ringshard.distribute_table('readings', 'id', 'pair');
+SELECT ringshard.create_distributed_table('readings');
+SET DateStyle = 'SQL, DMY';
+SET IntervalStyle = 'sql_standard';
+SET extra_float_digits = -3;
+SET TimeZone = 'Asia/Jakarta';
+INSERT INTO readings VALUES (1, '2024-02-01', '1 day 02:03:04.5', 0.1::float8 + 0.2::float8, '2024-02-01 12:00:00+00');
+INSERT INTO readings VALUES (2, '2024-12-31', '-3 months', 1e-300, '2024-12-31 23:59:59.999999+00');
+RESET DateStyle;
+RESET IntervalStyle;
+RESET extra_float_digits;
+SET TimeZone = 'UTC';
+SELECT id, on_day = CASE id WHEN 1 THEN date '2024-02-01' ELSE date '2024-12-31' END AS day_exact, took, value,
+       value = CASE id WHEN 1 THEN 0.1::float8 + 0.2::float8 ELSE 1e-300::float8 END AS value_exact, at
+  FROM readings ORDER BY id;
+RESET TimeZone;
+SELECT count(*) AS problems FROM ringshard.verify_table('readings');
+
 \c contrib_regression
 DROP DATABASE router_coord WITH (FORCE);
 DROP DATABASE router_w1 WITH (FORCE);
