@@ -27,6 +27,25 @@ COMMENT ON SCHEMA ringshard_internal IS 'ringshard''s internal helpers, called b
 REVOKE ALL ON SCHEMA ringshard_internal FROM PUBLIC;
 GRANT USAGE ON SCHEMA ringshard_internal TO ringshard_admin;
 
+-- The languages of the administration functions and their helpers: PL/pgSQL
+-- and SQL, compiled, validated and run by PostgreSQL's own handlers, except
+-- that an error a user caused (a bad argument, a missing object, ...) leaves
+-- the function without the CONTEXT lines collected inside it: the user sees
+-- the error as from a built-in function, not a trace through ringshard's
+-- internals (src/admin/admin_errors.c).  Every function of ringshard and
+-- ringshard_internal that pins its search_path is written in one of them
+-- (95_search_path.sql checks).
+CREATE FUNCTION ringshard_internal.plpgsql_call_handler() RETURNS language_handler
+	AS 'MODULE_PATHNAME', 'ringshard_plpgsql_call_handler' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.plpgsql_call_handler() IS 'the call handler of LANGUAGE ringshard_plpgsql: PL/pgSQL whose user errors come without internal CONTEXT lines';
+CREATE FUNCTION ringshard_internal.sql_call_handler() RETURNS language_handler
+	AS 'MODULE_PATHNAME', 'ringshard_sql_call_handler' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION ringshard_internal.sql_call_handler() IS 'the call handler of LANGUAGE ringshard_sql: SQL whose user errors come without internal CONTEXT lines';
+CREATE LANGUAGE ringshard_plpgsql HANDLER ringshard_internal.plpgsql_call_handler VALIDATOR pg_catalog.plpgsql_validator;
+COMMENT ON LANGUAGE ringshard_plpgsql IS 'PL/pgSQL for ringshard''s administration functions: a user''s error comes without CONTEXT lines from inside them';
+CREATE LANGUAGE ringshard_sql HANDLER ringshard_internal.sql_call_handler VALIDATOR pg_catalog.fmgr_sql_validator;
+COMMENT ON LANGUAGE ringshard_sql IS 'SQL for ringshard''s administration functions: a user''s error comes without CONTEXT lines from inside them';
+
 -- What a worker runs for its coordinator (reads_here and token_in_ranges in
 -- the SQL of a fan-out, the misrouted-row trigger, apply_topology), apart
 -- too: every role that reads through the coordinator calls the first two on

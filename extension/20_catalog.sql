@@ -56,7 +56,7 @@ COMMENT ON TABLE ringshard.nodes IS
 -- whose server has exactly the address's options, else the node without an
 -- address that is named like it.  NULL if none (or the address is invalid).
 CREATE FUNCTION ringshard.node_for_address(address text) RETURNS text
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	wanted text[];
 	found text;
@@ -82,7 +82,7 @@ COMMENT ON FUNCTION ringshard.node_for_address(text) IS
 -- Explicit tokens of a member (docs/routing.md §8): 1 to 65536 distinct
 -- tokens, none NULL.  (A CHECK cannot hold a subquery, hence a function.)
 CREATE FUNCTION ringshard_internal.tokens_valid(tokens ringtoken[]) RETURNS boolean
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	LANGUAGE ringshard_sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT pg_catalog.cardinality(tokens) BETWEEN 1 AND 65536
 	   AND pg_catalog.array_ndims(tokens) = 1
 	   AND pg_catalog.array_position(tokens, NULL) IS NULL
@@ -179,7 +179,7 @@ $triggers$;
 -- pg_dump keeps the catalog.  The built-in 'default' rows are created by
 -- CREATE EXTENSION, so a restore must update them rather than collide.
 CREATE FUNCTION ringshard_internal.merge_builtin_ring() RETURNS trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF NEW.ring_name = 'default' AND
 	   EXISTS (SELECT FROM ringshard.rings WHERE ring_name = NEW.ring_name) THEN

@@ -8,9 +8,8 @@ COMMENT ON FUNCTION ringshard.validate_ring(text) IS
 	'builds the ring as the catalog now describes it; returns its number of points or raises the reason it cannot be built';
 
 -- Names of rings, maps and nodes: non-empty, at most 1024 bytes.  In C: every
--- administration function calls it before it can raise, which loads the
--- library and with it the hook that reports administration errors without
--- CONTEXT lines from these helpers (src/admin/admin_errors.c).
+-- administration function calls it first, and it checks once that the
+-- library and the SQL objects are the same version (src/admin/version.c).
 CREATE FUNCTION ringshard_internal.check_name(kind text, name text) RETURNS void
 	AS 'MODULE_PATHNAME', 'ringshard_check_name' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION ringshard_internal.check_name(text, text) IS 'raises unless a ring, map or node name is non-empty and at most 1024 bytes';
@@ -18,7 +17,7 @@ COMMENT ON FUNCTION ringshard_internal.check_name(text, text) IS 'raises unless 
 -- The first ten ring or map names in bytewise order, for a hint that names
 -- what a mistyped name could have meant ("and N more" past ten); NULL if none.
 CREATE FUNCTION ringshard_internal.first_names(kind text) RETURNS text
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT string_agg(s.name, ', ' ORDER BY s.name)
 	       || CASE WHEN max(s.total) > 10 THEN ' and ' || (max(s.total) - 10) || ' more' ELSE '' END
 	  FROM (SELECT n.name, count(*) OVER () AS total
@@ -32,7 +31,7 @@ COMMENT ON FUNCTION ringshard_internal.first_names(text) IS
 
 -- Lock a ring's row so that concurrent changes of one ring serialize.
 CREATE FUNCTION ringshard_internal.lock_ring(ring text) RETURNS ringshard.rings
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	locked ringshard.rings;
 BEGIN
@@ -57,7 +56,7 @@ COMMENT ON FUNCTION ringshard_internal.lock_ring(text) IS 'locks a ring''s catal
 -- rebalance_progress are created further on; PL/pgSQL finds them when it
 -- runs.)
 CREATE FUNCTION ringshard_internal.refuse_change_during_move(kind text, name text) RETURNS void
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	moving regclass;
 BEGIN
@@ -81,7 +80,7 @@ COMMENT ON FUNCTION ringshard_internal.refuse_change_during_move(text, text) IS
 -- A ring or map is dropped only while no annotated table is laid out on it;
 -- the error names those tables.
 CREATE FUNCTION ringshard_internal.refuse_drop_while_used(kind text, name text) RETURNS void
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	users text;
 BEGIN
@@ -102,7 +101,7 @@ COMMENT ON FUNCTION ringshard_internal.refuse_drop_while_used(text, text) IS
 CREATE FUNCTION ringshard.create_ring(ring text, vnodes integer DEFAULT 256,
 									  replication_factor integer DEFAULT 1,
 									  algorithm text DEFAULT 'murmur3') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('ring', ring);
 	IF algorithm IS NULL THEN
@@ -151,7 +150,7 @@ COMMENT ON FUNCTION ringshard.create_ring(text, integer, integer, text) IS
 -- rebalance_progress are created further on in the install script;
 -- PL/pgSQL finds them when it runs.)
 CREATE FUNCTION ringshard_internal.forget_unused_nodes() RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	gone record;
 BEGIN
@@ -190,7 +189,7 @@ COMMENT ON FUNCTION ringshard_internal.forget_unused_nodes() IS
 -- as 1.1 did everywhere; an address any other role gives gets none of them
 -- (docs/security.md).
 CREATE FUNCTION ringshard_internal.set_server(node text, address text) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name := (SELECT n.server_name FROM ringshard.nodes n WHERE n.node_name = node);
 	wanted text;
@@ -232,7 +231,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.set_server(text, text) IS 'creates or changes the foreign server of a node from an address';
 
 CREATE FUNCTION ringshard.drop_ring(ring text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	members bigint;
 	forgotten bigint;
@@ -253,7 +252,7 @@ $$;
 COMMENT ON FUNCTION ringshard.drop_ring(text) IS 'drops a ring and its memberships; refused while annotated tables use it';
 
 CREATE FUNCTION ringshard.set_replication_factor(ring text, replication_factor integer) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous integer;
 	members integer;
@@ -286,7 +285,7 @@ COMMENT ON FUNCTION ringshard.set_replication_factor(text, integer) IS
 
 -- Weights: finite and > 0 (NaN sorts above infinity in PostgreSQL).
 CREATE FUNCTION ringshard_internal.check_weight(weight float8) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF weight IS NULL OR NOT (weight > 0 AND weight < 'Infinity'::float8) THEN
 		RAISE EXCEPTION 'weight % is not a finite number greater than zero', coalesce(weight::text, 'NULL')
@@ -299,7 +298,7 @@ COMMENT ON FUNCTION ringshard_internal.check_weight(float8) IS 'raises unless a 
 
 -- Insert a node, or check that an existing one has the same address.
 CREATE FUNCTION ringshard_internal.ensure_node(node text, address text) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	known ringshard.nodes;
 BEGIN
@@ -327,7 +326,7 @@ COMMENT ON FUNCTION ringshard_internal.ensure_node(text, text) IS 'creates a nod
 
 -- A zone: NULL (none) or a name of 1 to 1024 bytes.
 CREATE FUNCTION ringshard_internal.check_zone(zone text) RETURNS void
-	LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF zone = '' OR octet_length(zone) > 1024 THEN
 		RAISE EXCEPTION '%', CASE WHEN zone = '' THEN 'a zone must not be empty'
@@ -342,7 +341,7 @@ COMMENT ON FUNCTION ringshard_internal.check_zone(text) IS 'raises unless a zone
 
 -- Zones and explicit tokens are for murmur3 rings (docs/routing.md §7, §8).
 CREATE FUNCTION ringshard_internal.check_murmur3(ring text, what text) RETURNS void
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF (SELECT r.algorithm FROM ringshard.rings r WHERE r.ring_name = ring) <> 'murmur3' THEN
 		RAISE EXCEPTION 'ring "%" is a ketama ring: it has no %', ring, what
@@ -356,7 +355,7 @@ COMMENT ON FUNCTION ringshard_internal.check_murmur3(text, text) IS 'raises unle
 
 -- "in zone z" or "without a zone", for messages.
 CREATE FUNCTION ringshard_internal.zone_phrase(zone text) RETURNS text
-	LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	LANGUAGE ringshard_sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT CASE WHEN zone IS NULL THEN 'without a zone' ELSE format('in zone "%s"', zone) END
 $$;
 COMMENT ON FUNCTION ringshard_internal.zone_phrase(text) IS 'a zone as a message says it: in zone "z", or without a zone';
@@ -364,7 +363,7 @@ COMMENT ON FUNCTION ringshard_internal.zone_phrase(text) IS 'a zone as a message
 CREATE FUNCTION ringshard.add_node(node text, address text DEFAULT NULL, ring text DEFAULT 'default',
 								   weight float8 DEFAULT 1, tokens integer DEFAULT NULL,
 								   zone text DEFAULT NULL) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	balance record;
 BEGIN
@@ -421,7 +420,7 @@ COMMENT ON FUNCTION ringshard.add_node(text, text, text, float8, integer, text) 
 	'adds a node (created if new) to a ring with a weight, optionally in a zone and with that many allocated tokens (no existing token moves); its address is host:port or a libpq connection string without a password';
 
 CREATE FUNCTION ringshard.remove_node(node text, ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	users text;
 	holding text;
@@ -492,7 +491,7 @@ COMMENT ON FUNCTION ringshard.remove_node(text, text) IS
 	'removes a node from a ring; a node left in no ring and no map is forgotten once no distributed table''s rows are on it (after the rebalance that moves them)';
 
 CREATE FUNCTION ringshard.set_node_weight(node text, weight float8, ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous float8;
 	balance record;
@@ -521,7 +520,7 @@ $$;
 COMMENT ON FUNCTION ringshard.set_node_weight(text, float8, text) IS 'changes a node''s weight on a ring (points = round(vnodes * weight))';
 
 CREATE FUNCTION ringshard.set_node_zone(node text, zone text, ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous text;
 	zones record;
@@ -553,7 +552,7 @@ COMMENT ON FUNCTION ringshard.set_node_zone(text, text, text) IS
 	'sets a node''s zone on a ring (a data centre, a rack; NULL clears it): replica sets take one node per zone first (docs/routing.md §7); a topology change, as a weight change is';
 
 CREATE FUNCTION ringshard.set_node_tokens(node text, tokens ringtoken[], ring text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	previous ringtoken[];
 	repeated ringtoken;
@@ -617,7 +616,7 @@ COMMENT ON FUNCTION ringshard.allocate_tokens(text, integer, text) IS
 
 -- Lock a node's row; raises if there is no such node.
 CREATE FUNCTION ringshard_internal.lock_node(node text) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('node', node);
 	PERFORM FROM ringshard.nodes n WHERE n.node_name = node FOR UPDATE;
@@ -631,7 +630,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.lock_node(text) IS 'locks a node''s catalog row; raises if the node does not exist';
 
 CREATE FUNCTION ringshard.set_node_address(node text, address text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	server name;
 BEGIN
@@ -654,7 +653,7 @@ COMMENT ON FUNCTION ringshard.set_node_address(text, text) IS
 	'changes the address of a node (its foreign server''s options; its user mappings stay), or with NULL drops it';
 
 CREATE FUNCTION ringshard.mark_node_down(node text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	was boolean;
 BEGIN
@@ -670,7 +669,7 @@ $$;
 COMMENT ON FUNCTION ringshard.mark_node_down(text) IS 'read routing skips the node; ownership does not change';
 
 CREATE FUNCTION ringshard.mark_node_up(node text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	was boolean;
 BEGIN

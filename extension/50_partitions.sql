@@ -3,7 +3,7 @@
 -- row per maximal range and unassigning splits at most one row.
 
 CREATE FUNCTION ringshard_internal.lock_partition_map(map text) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('partition map', map);
 	PERFORM FROM ringshard.partition_maps p WHERE p.map_name = map FOR UPDATE;
@@ -18,7 +18,7 @@ $$;
 COMMENT ON FUNCTION ringshard_internal.lock_partition_map(text) IS 'locks a map''s catalog row for a change; raises if the map does not exist';
 
 CREATE FUNCTION ringshard.create_partition_map(map text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	PERFORM ringshard_internal.check_name('partition map', map);
 	IF EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map) THEN
@@ -32,7 +32,7 @@ $$;
 COMMENT ON FUNCTION ringshard.create_partition_map(text) IS 'creates an empty partition map (all 256 partitions are gaps)';
 
 CREATE FUNCTION ringshard.drop_partition_map(map text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	assignments bigint;
 BEGIN
@@ -49,7 +49,7 @@ COMMENT ON FUNCTION ringshard.drop_partition_map(text) IS 'drops a partition map
 
 -- Partition bounds: 0..255, start <= end.
 CREATE FUNCTION ringshard.check_partition_range(partition_start integer, partition_end integer) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF partition_start IS NULL OR partition_end IS NULL
 	   OR partition_start NOT BETWEEN 0 AND 255 OR partition_end NOT BETWEEN 0 AND 255 THEN
@@ -68,7 +68,7 @@ COMMENT ON FUNCTION ringshard.check_partition_range(integer, integer) IS 'raises
 
 CREATE FUNCTION ringshard.assign_partitions(node text, partition_start integer, partition_end integer,
 											map text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	merged_start integer := partition_start;
 	merged_end integer := partition_end;
@@ -102,7 +102,7 @@ COMMENT ON FUNCTION ringshard.assign_partitions(text, integer, integer, text) IS
 
 CREATE FUNCTION ringshard.unassign_partitions(node text, partition_start integer, partition_end integer,
 											  map text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	held ringshard.partition_assignments;
 	removed boolean := false;
@@ -159,7 +159,7 @@ COMMENT ON FUNCTION ringshard.format_partition_config(text[], integer[], integer
 	'writes node entries as a YAML coordinator config (version "v1")';
 
 CREATE FUNCTION ringshard.load_partition_config(config text, map text DEFAULT 'default') RETURNS integer
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	entry record;
 	node text;
@@ -227,7 +227,7 @@ COMMENT ON FUNCTION ringshard.load_partition_config(text, text) IS
 	'replaces a map''s assignments with a YAML coordinator config, all or nothing; nodes are found or created by address; returns the number of entries; a config that leaves partitions to no node is loaded with a WARNING naming the gaps (see check_partition_map)';
 
 CREATE FUNCTION ringshard.partition_config(map text DEFAULT 'default') RETURNS text
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	result text;
 BEGIN

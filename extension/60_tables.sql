@@ -18,7 +18,7 @@ COMMENT ON FUNCTION pg_catalog.replicas_of(record) IS
 -- own search_path: every name formatted into SQL, above all SQL sent to a
 -- node, comes from here.
 CREATE FUNCTION ringshard.qualified_name(table_name regclass) RETURNS text
-	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text;
 BEGIN
@@ -37,7 +37,7 @@ COMMENT ON FUNCTION ringshard.qualified_name(regclass) IS
 
 -- The live attribute number of a column, or an error naming it.
 CREATE FUNCTION ringshard_internal.column_attnum(table_name regclass, column_name name) RETURNS smallint
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	found smallint;
 BEGIN
@@ -65,7 +65,7 @@ COMMENT ON FUNCTION ringshard_internal.check_key_column(regclass, name, regtype,
 	'raises unless the column''s type has canonical key bytes (role: "sharding key" or "keyspace column", for the message)';
 
 CREATE FUNCTION ringshard_internal.resolve_annotation_columns() RETURNS trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = NEW.table_name) NOT IN ('r', 'p', 'f') THEN
 		RAISE EXCEPTION '% is not a table', NEW.table_name
@@ -88,7 +88,7 @@ CREATE TRIGGER resolve_annotation_columns BEFORE INSERT OR UPDATE OF table_name,
 
 CREATE FUNCTION ringshard.distribute_table(table_name regclass, key_column name, ring text DEFAULT 'default')
 	RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL OR key_column IS NULL THEN
 		RAISE EXCEPTION 'table and key column must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -112,7 +112,7 @@ CREATE FUNCTION ringshard.distribute_table_by_partition(table_name regclass, key
 														map text DEFAULT 'default',
 														keyspace_column name DEFAULT NULL)
 	RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL OR key_column IS NULL OR map IS NULL THEN
 		RAISE EXCEPTION 'table, key column and map must not be null'
@@ -140,7 +140,7 @@ COMMENT ON FUNCTION ringshard.distribute_table_by_partition(regclass, name, text
 	'annotates a table: its rows are placed by partition_for(keyspace, key) in a partition map; the keyspace is a constant or a column';
 
 CREATE FUNCTION ringshard.undistribute_table(table_name regclass) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF table_name IS NULL THEN
 		RAISE EXCEPTION 'table must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -172,7 +172,7 @@ COMMENT ON VIEW ringshard.annotated_tables IS 'tables annotated with a sharding 
 -- temporary view named pg_attribute or a temporary domain named regclass
 -- cannot run that user's code with the owner's rights.
 CREATE FUNCTION ringshard_internal.forget_dropped_tables() RETURNS event_trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	dropped record;
 	forgotten boolean := false;
@@ -209,7 +209,7 @@ CREATE EVENT TRIGGER ringshard_forget_dropped_tables ON sql_drop
 	EXECUTE FUNCTION ringshard_internal.forget_dropped_tables();
 
 CREATE FUNCTION ringshard_internal.follow_renamed_columns() RETURNS event_trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.distributed_tables d
 	   SET key_column = (SELECT a.attname FROM pg_catalog.pg_attribute a WHERE a.attrelid = d.table_name AND a.attnum = d.key_attnum),

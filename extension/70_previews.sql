@@ -16,28 +16,28 @@ COMMENT ON FUNCTION ringshard.preview_change(text, text, text, float8, boolean, 
 CREATE FUNCTION ringshard.preview_add_node(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1,
 										   tokens integer DEFAULT NULL, zone text DEFAULT NULL)
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, false, zone, NULL, tokens) $$;
 COMMENT ON FUNCTION ringshard.preview_add_node(text, text, float8, integer, text) IS
 	'each contiguous token range (range_start, range_end] whose owner changes if the node joins (in a zone, with that many allocated tokens, as add_node would), with its exact share of the ring; nothing changes';
 
 CREATE FUNCTION ringshard.preview_remove_node(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, false) $$;
 COMMENT ON FUNCTION ringshard.preview_remove_node(text, text) IS
 	'each token range whose owner changes if the node leaves; nothing changes';
 
 CREATE FUNCTION ringshard.preview_set_weight(node text, weight float8, ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, false) $$;
 COMMENT ON FUNCTION ringshard.preview_set_weight(text, float8, text) IS
 	'each token range whose owner changes if the node''s weight changes; nothing changes';
 
 CREATE FUNCTION ringshard.preview_set_tokens(node text, tokens ringtoken[], ring text DEFAULT 'default')
 	RETURNS TABLE (from_node text, to_node text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_tokens', node, 1, false, NULL, tokens) $$;
 COMMENT ON FUNCTION ringshard.preview_set_tokens(text, ringtoken[], text) IS
 	'each token range whose owner changes if the node''s points become these explicit tokens (NULL: its labelled vnodes); nothing changes';
@@ -45,21 +45,21 @@ COMMENT ON FUNCTION ringshard.preview_set_tokens(text, ringtoken[], text) IS
 CREATE FUNCTION ringshard.preview_add_node_copies(node text, ring text DEFAULT 'default', weight float8 DEFAULT 1,
 												  tokens integer DEFAULT NULL, zone text DEFAULT NULL)
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'add', node, weight, true, zone, NULL, tokens) $$;
 COMMENT ON FUNCTION ringshard.preview_add_node_copies(text, text, float8, integer, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node joins (what data movement really is)';
 
 CREATE FUNCTION ringshard.preview_remove_node_copies(node text, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'remove', node, 1, true) $$;
 COMMENT ON FUNCTION ringshard.preview_remove_node_copies(text, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node leaves';
 
 CREATE FUNCTION ringshard.preview_set_weight_copies(node text, weight float8, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_weight', node, weight, true) $$;
 COMMENT ON FUNCTION ringshard.preview_set_weight_copies(text, float8, text) IS
 	'with replication: each range in which a node gains or loses a copy if the node''s weight changes';
@@ -67,14 +67,14 @@ COMMENT ON FUNCTION ringshard.preview_set_weight_copies(text, float8, text) IS
 -- A zone never changes a key's owner (§7): its preview is of copies only.
 CREATE FUNCTION ringshard.preview_set_zone_copies(node text, zone text, ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_zone', node, 1, true, zone) $$;
 COMMENT ON FUNCTION ringshard.preview_set_zone_copies(text, text, text) IS
 	'each range in which a node gains or loses a copy if the node''s zone becomes this one (NULL: none); a zone moves no owner; nothing changes';
 
 CREATE FUNCTION ringshard.preview_set_tokens_copies(node text, tokens ringtoken[], ring text DEFAULT 'default')
 	RETURNS TABLE (node text, change text, range_start ringtoken, range_end ringtoken, fraction float8)
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp
 	AS $$ SELECT * FROM ringshard.preview_change(ring, 'set_tokens', node, 1, true, NULL, tokens) $$;
 COMMENT ON FUNCTION ringshard.preview_set_tokens_copies(text, ringtoken[], text) IS
 	'with replication: each range in which a node gains or loses a copy if the node''s points become these explicit tokens (NULL: its labelled vnodes)';
@@ -100,7 +100,7 @@ CREATE FUNCTION ringshard.plan_table_moves(table_name regclass, change text, nod
 										   zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
 										   token_count integer DEFAULT NULL)
 	RETURNS TABLE (key text, from_node text, to_node text, from_replicas text[], to_replicas text[])
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN
@@ -141,7 +141,7 @@ CREATE FUNCTION ringshard.plan_table_summary(table_name regclass, change text, n
 											 zone text DEFAULT NULL, tokens ringtoken[] DEFAULT NULL,
 											 token_count integer DEFAULT NULL)
 	RETURNS TABLE (from_node text, to_node text, rows bigint)
-	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	-- The copies rebalance() would make, counted as its plan counts them: a
 	-- row goes to every node that gains it, from the first node of its old
 	-- replica set that keeps it (else its old owner).
@@ -178,7 +178,7 @@ COMMENT ON FUNCTION ringshard.compare_schemes(integer, integer, integer, integer
 -- whole one.  One terminal column per character either way, so psql keeps
 -- the columns aligned.
 CREATE FUNCTION ringshard.share_bar(value float8, full_scale float8, width integer DEFAULT 20) RETURNS text
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	eighths integer;
 BEGIN
@@ -203,7 +203,7 @@ COMMENT ON FUNCTION ringshard.share_bar(float8, float8, integer) IS
 CREATE FUNCTION ringshard.ring_balance_report(ring text DEFAULT 'default')
 	RETURNS TABLE (node text, zone text, points integer, share_pct numeric, ideal_pct numeric, deviation_pct numeric,
 				   copy_share_pct numeric, min_copies integer, max_copies integer, bar text)
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	WITH b AS (SELECT * FROM ringshard.ring_balance(ring)),
 	     z AS (SELECT z.*, (SELECT sum(b.ideal_share) FROM b WHERE b.node = ANY (z.nodes)) AS ideal_share
 	             FROM ringshard.ring_zones(ring) z WHERE z.zone IS NOT NULL),
@@ -232,7 +232,7 @@ COMMENT ON FUNCTION ringshard.ring_balance_report(text) IS
 CREATE FUNCTION ringshard.table_balance_report(table_name regclass)
 	RETURNS TABLE (node text, rows_owned bigint, rows_held bigint, share_pct numeric, ideal_pct numeric,
 				   deviation_pct numeric, bar text)
-	LANGUAGE plpgsql STABLE STRICT PARALLEL RESTRICTED SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE STRICT PARALLEL RESTRICTED SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 BEGIN
@@ -276,7 +276,7 @@ COMMENT ON FUNCTION ringshard.table_balance_report(regclass) IS
 CREATE FUNCTION ringshard.preview_partition_assignments(nodes text[], partition_starts integer[],
 														 partition_ends integer[], map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF nodes IS NULL OR partition_starts IS NULL OR partition_ends IS NULL OR map IS NULL THEN
 		RAISE EXCEPTION 'arguments must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -315,7 +315,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_assignments(text[], integer[], i
 
 CREATE FUNCTION ringshard.preview_partition_config(config text, map text DEFAULT 'default')
 	RETURNS TABLE (partition_start integer, partition_end integer, from_nodes text[], to_nodes text[])
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	names text[];
 	starts integer[];
@@ -335,7 +335,7 @@ COMMENT ON FUNCTION ringshard.preview_partition_config(text, text) IS
 
 CREATE FUNCTION ringshard.suggest_partition_boundaries(table_name regclass)
 	RETURNS TABLE (node text, partition_start integer, partition_end integer, rows bigint, current_rows bigint)
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables;
 	keyspace_expr text;

@@ -15,7 +15,7 @@ CREATE TRIGGER invalidate_topology_cache AFTER INSERT OR UPDATE OR DELETE OR TRU
 	ON ringshard.cluster_state FOR EACH STATEMENT EXECUTE FUNCTION ringshard_internal.invalidate_topology_cache();
 -- A restored row updates the one CREATE EXTENSION made.
 CREATE FUNCTION ringshard_internal.merge_cluster_state() RETURNS trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.cluster_state) THEN
 		UPDATE ringshard.cluster_state SET (local_node, topology_version) = (NEW.local_node, NEW.topology_version);
@@ -61,7 +61,7 @@ COMMENT ON FUNCTION ringshard.node_table_rows(regclass) IS
 
 -- The topology as JSON, for workers.  Addresses stay on the coordinator.
 CREATE FUNCTION ringshard_internal.topology_snapshot() RETURNS json
-	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT json_build_object(
 		'rings', (SELECT coalesce(json_agg(r), '[]') FROM ringshard.rings r),
 		'nodes', (SELECT coalesce(json_agg(json_build_object('node_name', n.node_name, 'is_up', n.is_up)), '[]') FROM ringshard.nodes n),
@@ -121,7 +121,7 @@ COMMENT ON FUNCTION ringshard_worker.apply_topology(json, text, bigint) IS
 	'on a worker: takes the coordinator''s topology and this worker''s node name, refusing a version older than the one held (an equal one is a retry)';
 
 CREATE FUNCTION ringshard.sync_topology() RETURNS TABLE (node text, version bigint)
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	snapshot json := ringshard_internal.topology_snapshot();
 	targets text[] := ringshard.addressed_nodes();
@@ -264,7 +264,7 @@ CREATE FUNCTION ringshard_internal.adopt_distributed_table(table_name text, crea
 												  key_column name, ring text, map text, keyspace text,
 												  keyspace_column name)
 	RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := to_regclass(table_name);
 	statement text;
@@ -365,7 +365,7 @@ COMMENT ON FUNCTION ringshard.create_distributed_table(regclass) IS
 -- transaction's atomic commit, reads one copy; a node that joins any ring
 -- joins this one too (add_node) and gets the copies with its rebalance.
 CREATE FUNCTION ringshard.create_reference_table(table_name regclass) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	key name;
 	moved bigint;
@@ -425,7 +425,7 @@ CREATE EVENT TRIGGER ringshard_ddl_guard ON ddl_command_start
 -- roles have user mappings for it: that would send their credentials
 -- wherever the owner chose.  Only a superuser may.
 CREATE FUNCTION ringshard_internal.guard_node_servers() RETURNS event_trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	changed record;
 	me oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user);
@@ -461,7 +461,7 @@ CREATE EVENT TRIGGER ringshard_guard_node_servers ON ddl_command_end
 -- cluster_get and cluster_fanout of 1.0: plain queries of the distributed table now.
 CREATE FUNCTION ringshard.cluster_get(row_type anyelement, key text, keyspace text DEFAULT NULL)
 	RETURNS SETOF anyelement
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
 	annotation ringshard.distributed_tables;
@@ -499,7 +499,7 @@ CREATE FUNCTION ringshard.cluster_fanout(row_type anyelement, where_clause text 
 										 score_column name DEFAULT NULL, k integer DEFAULT NULL,
 										 allow_partial boolean DEFAULT false)
 	RETURNS SETOF anyelement
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	relid regclass := pg_catalog.pg_typeof(row_type)::text::regclass;
 	previous text := coalesce(pg_catalog.current_setting('ringshard.allow_partial_reads', true), 'off');

@@ -77,7 +77,7 @@ COMMENT ON VIEW ringshard.write_queue_status IS
 -- before those nodes' rows move.  shown: the table as the caller's messages
 -- name it.
 CREATE FUNCTION ringshard_internal.refuse_queued_writes(table_name regclass, shown text) RETURNS void
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.table_name = refuse_queued_writes.table_name) THEN
 		RAISE EXCEPTION 'table % has queued writes', shown
@@ -119,7 +119,7 @@ COMMENT ON TABLE ringshard.node_status IS
 -- there until recovery commits them.  (node_value and the records' table are
 -- created further on; PL/pgSQL finds them when it runs.)
 CREATE FUNCTION ringshard_internal.committed_parts_prepared_on(node text) RETURNS text[]
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	prepared text[];
 BEGIN
@@ -145,7 +145,7 @@ COMMENT ON FUNCTION ringshard_internal.committed_parts_prepared_on(text) IS
 -- transaction of its own.)
 CREATE FUNCTION ringshard.watchdog_tick(mark_health boolean DEFAULT true, batch integer DEFAULT 1000)
 	RETURNS TABLE (node text, reachable boolean, delivered integer, still_queued bigint)
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	probe record;
 	was_up boolean;

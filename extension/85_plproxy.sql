@@ -7,7 +7,7 @@ ALTER TABLE ringshard.cluster_state ADD COLUMN change_counter bigint NOT NULL DE
 
 -- Count every change of maps and nodes: PL/Proxy reloads when it grows.
 CREATE FUNCTION ringshard_internal.count_topology_change() RETURNS trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	UPDATE ringshard.cluster_state SET change_counter = change_counter + 1;
 	RETURN NULL;
@@ -25,7 +25,7 @@ COMMENT ON FUNCTION ringshard.plproxy_partitions(text) IS
 	'256 connection strings, partition by partition: the first healthy holder of each (PL/Proxy''s get_cluster_partitions)';
 
 CREATE FUNCTION ringshard.plproxy_version(map text) RETURNS integer
-	LANGUAGE sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN EXISTS (SELECT FROM ringshard.partition_maps p WHERE p.map_name = map)
 	            THEN (SELECT (s.change_counter % 2147483647)::integer + 1 FROM ringshard.cluster_state s) END;
 $$;
@@ -33,7 +33,7 @@ COMMENT ON FUNCTION ringshard.plproxy_version(text) IS
 	'a version that grows with every change of maps or nodes (PL/Proxy''s get_cluster_version); NULL for an unknown map';
 
 CREATE FUNCTION ringshard.install_plproxy_bridge() RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	CREATE SCHEMA IF NOT EXISTS plproxy;
 	CREATE OR REPLACE FUNCTION plproxy.get_cluster_version(cluster_name text) RETURNS integer

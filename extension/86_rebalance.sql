@@ -92,7 +92,7 @@ COMMENT ON FUNCTION ringshard_internal.ring_move_plan(json, integer, integer, te
 
 -- The topology a table's rows would be laid out under now.
 CREATE FUNCTION ringshard_internal.placement_snapshot(table_name regclass) RETURNS json
-	LANGUAGE sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT CASE WHEN d.ring_name IS NOT NULL THEN
 		json_build_object('ring', d.ring_name, 'algorithm', r.algorithm, 'vnodes', r.vnodes,
 		                  'replication_factor', r.replication_factor,
@@ -115,7 +115,7 @@ COMMENT ON FUNCTION ringshard_internal.placement_snapshot(regclass) IS 'the ring
 -- starts from it (the plan, the moves it still owes, the checks of its
 -- steps): its row of ringshard.distributed_tables, NULL if it has none.
 CREATE FUNCTION ringshard_internal.table_annotation(table_name regclass) RETURNS ringshard.distributed_tables
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT * FROM ringshard.distributed_tables d WHERE d.table_name = table_annotation.table_name;
 $$;
 COMMENT ON FUNCTION ringshard_internal.table_annotation(regclass) IS 'a table''s row of ringshard.distributed_tables, NULL if it is not annotated';
@@ -123,7 +123,7 @@ COMMENT ON FUNCTION ringshard_internal.table_annotation(regclass) IS 'a table''s
 -- Holders of each partition under a map snapshot, and now.
 CREATE FUNCTION ringshard_internal.partition_holders_of(snapshot json, map text)
 	RETURNS TABLE (partition integer, old_nodes text[], new_nodes text[])
-	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT p,
 	       coalesce((SELECT array_agg(DISTINCT a->>'node' ORDER BY a->>'node')
 	                   FROM json_array_elements(snapshot->'assignments') a
@@ -141,7 +141,7 @@ COMMENT ON FUNCTION ringshard_internal.partition_holders_of(json, text) IS 'per 
 -- step before any node runs it (checked_step_predicate below).
 CREATE FUNCTION ringshard_internal.ring_step_predicate(key_column name, range_start ringtoken, range_end ringtoken)
 	RETURNS text
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	LANGUAGE ringshard_sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT CASE WHEN range_start OPERATOR(pg_catalog.<) range_end
 	            THEN pg_catalog.format('(pg_catalog.ring_token(t.%1$I) > %2$L::pg_catalog.ringtoken AND pg_catalog.ring_token(t.%1$I) <= %3$L::pg_catalog.ringtoken)',
 	                                   key_column, range_start, range_end)
@@ -157,7 +157,7 @@ COMMENT ON FUNCTION ringshard_internal.ring_step_predicate(name, ringtoken, ring
 -- a millisecond per step, and every step is checked at every batch.
 CREATE FUNCTION ringshard_internal.ring_step_range(key_column name, predicate text)
 	RETURNS text[]
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+	LANGUAGE ringshard_sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
 	SELECT ARRAY[pg_catalog.split_part(pg_catalog.substr(predicate,
 	                 pg_catalog.length(pg_catalog.format('(pg_catalog.ring_token(t.%I) > ''', key_column)) + 1), '''', 1),
 	             pg_catalog.split_part(predicate, '''', -2)];
@@ -171,7 +171,7 @@ COMMENT ON FUNCTION ringshard_internal.ring_step_range(name, text) IS
 CREATE FUNCTION ringshard_internal.partition_step_predicate(table_name regclass, first_partition integer,
 															 last_partition integer)
 	RETURNS text
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT pg_catalog.format('(pg_catalog.partition_for(%s, t.%I) BETWEEN %s AND %s)',
 	       CASE WHEN d.keyspace_column IS NULL THEN pg_catalog.quote_literal(d.keyspace)
 	            WHEN (SELECT pg_catalog.format_type(a.atttypid, NULL) FROM pg_catalog.pg_attribute a
@@ -193,7 +193,7 @@ COMMENT ON FUNCTION ringshard_internal.partition_step_predicate(regclass, intege
 -- once (a move of a few thousand steps checks each of them at every batch).
 CREATE FUNCTION ringshard_internal.checked_step_predicates(table_name regclass, predicates text[])
 	RETURNS text[]
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	numbers text[];
@@ -229,7 +229,7 @@ COMMENT ON FUNCTION ringshard_internal.checked_step_predicates(regclass, text[])
 -- One step's predicate, checked.
 CREATE FUNCTION ringshard_internal.checked_step_predicate(table_name regclass, predicate text)
 	RETURNS text
-	LANGUAGE sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT (ringshard_internal.checked_step_predicates(table_name, ARRAY[predicate]))[1];
 $$;
 COMMENT ON FUNCTION ringshard_internal.checked_step_predicate(regclass, text) IS
@@ -246,7 +246,7 @@ COMMENT ON FUNCTION ringshard_internal.checked_step_predicate(regclass, text) IS
 CREATE FUNCTION ringshard_internal.moving_ranges(table_name regclass)
 	RETURNS TABLE (range_start ringtoken, range_end ringtoken, first_partition integer, last_partition integer,
 				   old_nodes text[], new_nodes text[])
-	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	placed json;
@@ -291,7 +291,7 @@ COMMENT ON FUNCTION ringshard_internal.moving_ranges(regclass) IS
 CREATE FUNCTION ringshard.rebalance_plan(table_name regclass)
 	RETURNS TABLE (step integer, predicate text, fraction float8, old_nodes text[], new_nodes text[],
 				   source text, targets text[], deletes text[])
-	LANGUAGE plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL UNSAFE STRICT SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	placed json;
@@ -351,7 +351,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan(regclass) IS
 CREATE FUNCTION ringshard_internal.node_value(node text, sql text, params text[] DEFAULT '{}',
                                               in_transaction boolean DEFAULT true, shape regtype DEFAULT NULL)
 	RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	outcome record;
 	readable boolean := true;
@@ -385,7 +385,7 @@ COMMENT ON FUNCTION ringshard_internal.node_value(text, text, text[], boolean, r
 -- or map is kept until the rebalance that drains it (forget_unused_nodes);
 -- this catches a catalog where one was deleted anyway, before anything moves.
 CREATE FUNCTION ringshard_internal.check_rebalance_nodes(table_name regclass, nodes text[]) RETURNS void
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	missing text;
 	unaddressed text;
@@ -417,7 +417,7 @@ COMMENT ON FUNCTION ringshard_internal.check_rebalance_nodes(regclass, text[]) I
 -- one plan do not overlap.
 CREATE FUNCTION ringshard_internal.step_token_bounds(table_name regclass, steps integer[], predicates text[])
 	RETURNS TABLE (step integer, lo numeric, hi numeric)
-	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	key_column name;
 	checked text[] := ringshard_internal.checked_step_predicates(table_name, predicates);
@@ -460,7 +460,7 @@ COMMENT ON FUNCTION ringshard_internal.step_token_bounds(regclass, integer[], te
 CREATE FUNCTION ringshard_internal.count_plan_rows(table_name regclass, plan_steps integer[], plan_sources text[],
 										  plan_predicates text[])
 	RETURNS TABLE (step integer, rows bigint, bytes bigint)
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	chunk record;
 	answered record;
@@ -554,7 +554,7 @@ COMMENT ON FUNCTION ringshard_internal.count_plan_rows(regclass, integer[], text
 -- sources now (after checking that every node they name can be reached).
 -- A JSON array of {step, source, targets, deletes, rows, bytes}.
 CREATE FUNCTION ringshard_internal.rebalance_counted_plan(table_name regclass) RETURNS json
-	LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	planned json;
 BEGIN
@@ -592,7 +592,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_counted_plan(regclass) IS
 -- Steps, rows and bytes per (source, target) pair of a counted plan.
 CREATE FUNCTION ringshard_internal.summarize_rebalance(planned json)
 	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric, bytes bigint, size text)
-	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT s.source, s.target, count(*)::integer, sum(s.rows)::bigint,
 	       round(100 * sum(s.rows) / nullif(sum(sum(s.rows)) OVER (), 0), 1),
 	       sum(s.bytes)::bigint, pg_size_pretty(sum(s.bytes))
@@ -607,7 +607,7 @@ COMMENT ON FUNCTION ringshard_internal.summarize_rebalance(json) IS
 -- The plan in a few lines.
 CREATE FUNCTION ringshard.rebalance_plan_summary(table_name regclass)
 	RETURNS TABLE (from_node text, to_node text, steps integer, rows bigint, share_pct numeric, bytes bigint, size text)
-	LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT * FROM ringshard_internal.summarize_rebalance(ringshard_internal.rebalance_counted_plan(table_name));
 $$;
 COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
@@ -617,7 +617,7 @@ COMMENT ON FUNCTION ringshard.rebalance_plan_summary(regclass) IS
 -- table, for a NOTICE: psql prints a notice as its text, so the columns are
 -- aligned here as psql aligns a result (names left, numbers right).
 CREATE FUNCTION ringshard_internal.rebalance_summary_text(table_name regclass, title text) RETURNS text
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	planned json := ringshard_internal.rebalance_counted_plan(table_name);
 	heading text;
@@ -655,7 +655,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_summary_text(regclass, text) IS
 -- and move.
 CREATE FUNCTION ringshard_internal.rebalance_begin(table_name regclass, dry_run boolean, batch integer, pause_ms integer)
 	RETURNS boolean
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text;
 	status ringshard.rebalance_status;
@@ -741,7 +741,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_begin(regclass, boolean, intege
 
 -- The steps still to do, in order.
 CREATE FUNCTION ringshard_internal.rebalance_unfinished_steps(table_name regclass) RETURNS integer[]
-	LANGUAGE sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT coalesce(array_agg(p.step ORDER BY p.step), '{}') FROM ringshard.rebalance_progress p
 	 WHERE p.table_name = rebalance_unfinished_steps.table_name AND p.state <> 'done';
 $$;
@@ -779,7 +779,7 @@ COMMENT ON FUNCTION ringshard_internal.release_table_move(regclass) IS
 -- committed.)
 CREATE FUNCTION ringshard_internal.confirm_no_parts_in_doubt(table_name regclass, nodes text[], what text, done text)
 	RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	node text;
 	seen text[];
@@ -825,7 +825,7 @@ COMMENT ON FUNCTION ringshard_internal.confirm_no_parts_in_doubt(regclass, text[
 -- with the first transaction of the move; rebalance_confirm_cleared checks
 -- in the next that no target still holds it prepared.
 CREATE FUNCTION ringshard_internal.rebalance_clear_targets(table_name regclass) RETURNS bigint
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	item record;
 	cleared bigint := 0;
@@ -852,7 +852,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_clear_targets(regclass) IS
 -- hold the old rows there, visible, and the rows being copied would wait on
 -- it (a unique key) or be read beside them once copied.
 CREATE FUNCTION ringshard_internal.rebalance_confirm_cleared(table_name regclass) RETURNS void
-	LANGUAGE sql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT ringshard_internal.confirm_no_parts_in_doubt(table_name,
 		ARRAY(SELECT DISTINCT t.node FROM ringshard.rebalance_progress p, unnest(p.targets) t(node)
 		       WHERE p.table_name = rebalance_confirm_cleared.table_name AND p.state = 'pending' ORDER BY 1),
@@ -867,7 +867,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_confirm_cleared(regclass) IS
 -- row, a binary search); for a map, the partition in a list.  Every step's
 -- recorded predicate is checked first (checked_step_predicate).
 CREATE FUNCTION ringshard_internal.steps_condition(table_name regclass, steps integer[]) RETURNS text
-	LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	annotation ringshard.distributed_tables := ringshard_internal.table_annotation(table_name);
 	recorded integer[];
@@ -908,7 +908,7 @@ COMMENT ON FUNCTION ringshard_internal.steps_condition(regclass, integer[]) IS
 -- that their rows are deleted there together soon after the last of them
 -- is copied (rebalance_finish_steps).
 CREATE FUNCTION ringshard_internal.rebalance_batches(table_name regclass, batch integer) RETURNS SETOF integer[]
-	LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	item record;
 	current integer[] := '{}';
@@ -946,7 +946,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_batches(regclass, integer) IS
 -- (moving_ranges).  The copy holds the table against writers (not readers)
 -- until the targets commit.
 CREATE FUNCTION ringshard_internal.rebalance_copy_steps(table_name regclass, steps integer[]) RETURNS bigint
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	pending integer[];
 	source text;
@@ -1006,7 +1006,7 @@ COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 -- writes (the steps are copied: their keys route to their new replicas).
 -- A batch whose nodes still owe batches to copy returns at once.
 CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, steps integer[]) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	copied integer[];
 	left_nodes text[];
@@ -1065,7 +1065,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_finish_steps(regclass, integer[
 -- Returns when the last line was printed, and that line.
 CREATE FUNCTION ringshard_internal.rebalance_report_progress(table_name regclass, step integer, last_notice timestamptz,
 															 last_line text, OUT printed_at timestamptz, OUT line text)
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	status ringshard.rebalance_status;
 	-- the steps copied: their rows are where they belong (those they left are
@@ -1105,7 +1105,7 @@ COMMENT ON FUNCTION ringshard_internal.rebalance_report_progress(regclass, integ
 -- The last transaction of rebalance(): the table is laid out under the
 -- current topology now.  Nodes kept only for its rows are forgotten.
 CREATE FUNCTION ringshard_internal.rebalance_finish(table_name regclass) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	totals record;
 	known text[] := ARRAY(SELECT n.node_name FROM ringshard.nodes n);

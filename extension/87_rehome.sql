@@ -28,7 +28,7 @@
 -- The nodes that may hold a table's rows: those of its ring or map, and those
 -- its recorded placement names.
 CREATE FUNCTION ringshard_internal.rehome_nodes(table_name regclass) RETURNS text[]
-	LANGUAGE sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT coalesce(array_agg(x.node ORDER BY x.node COLLATE "C"), '{}')
 	  FROM (SELECT t.node FROM ringshard.table_nodes t WHERE t.table_name = rehome_nodes.table_name
 	        UNION
@@ -52,7 +52,7 @@ COMMENT ON FUNCTION ringshard_internal.rehome_condition(boolean) IS
 -- table defined there, then on each node the rows of step 1 and of step 2,
 -- counted there.  Returns [{node, misplaced, shared}] in node order.
 CREATE FUNCTION ringshard_internal.rehome_begin(table_name regclass, batch_size integer) RETURNS json
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	qualified text;
 	annotation ringshard.distributed_tables;
@@ -148,7 +148,7 @@ COMMENT ON FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, boo
 -- the current topology now, so that is the table's placement (as after a
 -- rebalance), and nodes kept only for its rows are forgotten.
 CREATE FUNCTION ringshard_internal.rehome_finish(table_name regclass) RETURNS void
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, ringshard_internal.placement_snapshot(table_name))
 	    ON CONFLICT ON CONSTRAINT placements_pkey DO UPDATE SET snapshot = EXCLUDED.snapshot, placed_at = now();
@@ -163,7 +163,7 @@ COMMENT ON FUNCTION ringshard_internal.rehome_finish(regclass) IS
 CREATE FUNCTION ringshard_internal.rehome_report_progress(table_name regclass, node text, done bigint, total bigint,
 														  last_notice timestamptz)
 	RETURNS timestamptz
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF clock_timestamp() < last_notice + coalesce(current_setting('ringshard.rebalance_notice_interval', true), '5s')::interval THEN
 		RETURN last_notice;

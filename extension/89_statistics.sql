@@ -26,7 +26,7 @@ COMMENT ON TABLE ringshard.node_marks IS
 	'when each node was last marked down and up (by the watchdog, a write that queued a row for it, mark_node_down/up or an UPDATE of nodes)';
 
 CREATE FUNCTION ringshard_internal.note_node_mark() RETURNS trigger
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 BEGIN
 	IF NEW.is_up IS DISTINCT FROM OLD.is_up THEN
 		INSERT INTO ringshard.node_marks AS m (node_name, last_marked_down, last_marked_up)
@@ -174,7 +174,7 @@ CREATE FUNCTION ringshard_internal.node_activity()
 	RETURNS TABLE (node text, coordinator_pid integer, node_pid integer, node_user name, state text,
 	               wait_event_type text, wait_event text, xact_start timestamptz, query_start timestamptz,
 	               query text, error text)
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
 	answer record;
 	prefix text := ringshard_internal.node_session_prefix();

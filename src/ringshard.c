@@ -12,7 +12,6 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
-#include "admin/admin_errors.h"
 #include "admin/version.h"
 #include "bgworker/watchdog.h"
 #include "commands/ddl.h"
@@ -79,16 +78,15 @@ ringshard_shmem_startup(void)
 }
 
 /*
- * Load-time set-up: cache invalidation hooks, clean administration errors,
- * cluster settings, the shared memory of the node statistics, hot keys
- * and operation progress, the watchdog.
+ * Load-time set-up: cache invalidation hooks, cluster settings, the shared
+ * memory of the node statistics, hot keys and operation progress, the
+ * watchdog.
  */
 void
 _PG_init(void)
 {
 	ringshard_define_settings();
 	topology_cache_init();
-	admin_errors_init();
 	remote_connection_init();
 	if (process_shared_preload_libraries_in_progress)
 	{

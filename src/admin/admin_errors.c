@@ -1,7 +1,7 @@
 /*
  * admin_errors.c
  *		An administration function's error reaches the user as one clean
- *		error, without CONTEXT lines from ringshard's own PL/pgSQL.
+ *		error, without CONTEXT lines from ringshard's own PL/pgSQL and SQL.
  *
  * The administration functions (ringshard.add_node, load_partition_config,
  * plan_table_moves, ...) are PL/pgSQL and SQL that call helpers (lock_ring,
@@ -13,34 +13,31 @@
  * lines describe ringshard's internals, not the user's mistake, and every
  * edit of a helper would change them.
  *
- * Every such function has a SET clause (its search_path), so PostgreSQL
- * calls it through fmgr_security_definer, which tells the function manager
- * hook (FHET_ABORT) when the function fails, once the error context stack is
- * back to the caller's.  There the error is raised again as it was, without
- * the context collected inside ringshard; the caller's own context (its
- * PL/pgSQL function, its DO block) is collected again, as for an error of a
- * built-in function.  Nested ringshard calls each do this, so what is left
- * is the context outside the outermost one.
+ * So those functions are written in two procedural languages of the
+ * extension's own, ringshard_plpgsql and ringshard_sql (00_setup.sql): the
+ * same languages as plpgsql and sql, compiled and validated by PostgreSQL's
+ * own handlers, whose call handlers below only add what happens when the
+ * function fails.  Then, with the error context stack back to the caller's,
+ * the error is raised again as it was, without the context collected inside
+ * the function; the caller's own context (its PL/pgSQL function, its DO
+ * block) is collected again, as for an error of a built-in function.  Nested
+ * calls each do this, so what is left is the context outside the outermost
+ * one.  Only functions written in these languages are touched: no hook sees
+ * any other function of the server.
  *
  * Only errors a user causes are cleaned (SQLSTATE classes 0A, 22, 23, 2B,
  * 42, 55 and P0: bad arguments, missing or duplicate objects, permissions,
  * refused key types); any other error keeps its full context for diagnosis.
- * The dropped context is logged at DEBUG1.  The hook is installed when the
- * library loads; the administration functions call a C function
- * (ringshard_internal.check_name) before they can raise, which loads it.
+ * The dropped context is logged at DEBUG1.
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "catalog/pg_proc.h"
+#include "executor/functions.h"
 #include "fmgr.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 
-#include "admin/admin_errors.h"
-
-static fmgr_hook_type previous_fmgr_hook = NULL;
+/* plpgsql's call handler, found in its library on first use. */
+static PGFunction plpgsql_call_handler = NULL;
 
 /* Holds the copy of the error being raised again; reset on each use. */
 static MemoryContext reraise_context = NULL;
@@ -64,45 +61,26 @@ is_user_error(int sqlerrcode)
 	}
 }
 
-/* Whether a function lives in the ringshard schema. */
-static bool
-is_ringshard_function(Oid fn_oid)
-{
-	HeapTuple	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn_oid));
-	Oid			namespace_oid;
-	char	   *namespace_name;
-
-	if (!HeapTupleIsValid(tuple))
-		return false;
-	namespace_oid = ((Form_pg_proc) GETSTRUCT(tuple))->pronamespace;
-	ReleaseSysCache(tuple);
-	namespace_name = get_namespace_name(namespace_oid);
-	return namespace_name != NULL &&
-		(strcmp(namespace_name, "ringshard") == 0 || strcmp(namespace_name, "ringshard_internal") == 0);
-}
-
 /*
- * Called while function fn_oid's error is being thrown past it: raise it
- * again without its context if it is a user's error from a ringshard
- * function, else return and let it go on as it was.
+ * Called in the PG_CATCH of a function of ours, with the error context stack
+ * back to the caller's: raise the error again without its context if a user
+ * caused it, else return and let the caller re-throw it as it is.
  */
 static void
-reraise_without_internal_context(Oid fn_oid)
+reraise_without_internal_context(void)
 {
 	MemoryContext caller = CurrentMemoryContext;	/* ErrorContext here */
 	ErrorData  *error;
 	char	   *dropped;
 
-	/* Most errors passing here are not ours: decide before copying anything. */
+	/* Decide before copying anything. */
 	if (!is_user_error(geterrcode()))
 		return;
+	if (reraise_context == NULL)
+		reraise_context = AllocSetContextCreate(TopMemoryContext, "ringshard error re-raise",
+												ALLOCSET_SMALL_SIZES);
 	MemoryContextReset(reraise_context);
 	MemoryContextSwitchTo(reraise_context);
-	if (!is_ringshard_function(fn_oid))
-	{
-		MemoryContextSwitchTo(caller);
-		return;
-	}
 	error = CopyErrorData();
 	if (error->elevel != ERROR || (error->context == NULL && error->internalquery == NULL))
 	{
@@ -122,22 +100,42 @@ reraise_without_internal_context(Oid fn_oid)
 	pg_unreachable();
 }
 
-/* The function manager hook: only failures of a function interest it. */
-static void
-admin_errors_fmgr_hook(FmgrHookEventType event, FmgrInfo *flinfo, Datum *private)
+/* Run a function body with its language's own handler; clean its errors. */
+static Datum
+call_cleaning_errors(PGFunction language_handler, FunctionCallInfo fcinfo)
 {
-	if (previous_fmgr_hook)
-		(*previous_fmgr_hook) (event, flinfo, private);
-	if (event == FHET_ABORT)
-		reraise_without_internal_context(flinfo->fn_oid);
+	Datum		result = (Datum) 0;
+
+	PG_TRY();
+	{
+		result = language_handler(fcinfo);
+	}
+	PG_CATCH();
+	{
+		reraise_without_internal_context();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return result;
 }
 
-/* Install the hook (from _PG_init). */
-void
-admin_errors_init(void)
+PG_FUNCTION_INFO_V1(ringshard_plpgsql_call_handler);
+
+/* The call handler of LANGUAGE ringshard_plpgsql: PL/pgSQL, errors cleaned. */
+Datum
+ringshard_plpgsql_call_handler(PG_FUNCTION_ARGS)
 {
-	reraise_context = AllocSetContextCreate(TopMemoryContext, "ringshard error re-raise",
-											ALLOCSET_SMALL_SIZES);
-	previous_fmgr_hook = fmgr_hook;
-	fmgr_hook = admin_errors_fmgr_hook;
+	if (plpgsql_call_handler == NULL)
+		plpgsql_call_handler = load_external_function("$libdir/plpgsql", "plpgsql_call_handler",
+													  true, NULL);
+	return call_cleaning_errors(plpgsql_call_handler, fcinfo);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_sql_call_handler);
+
+/* The call handler of LANGUAGE ringshard_sql: SQL, errors cleaned. */
+Datum
+ringshard_sql_call_handler(PG_FUNCTION_ARGS)
+{
+	return call_cleaning_errors(fmgr_sql, fcinfo);
 }

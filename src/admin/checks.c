@@ -77,8 +77,7 @@ PG_FUNCTION_INFO_V1(ringshard_check_name);
  * and at most 1024 bytes, or unless the library and the SQL objects are the
  * same version (version.c) (the catalog's CHECK constraints, checked first for
  * a better message).  In C rather than PL/pgSQL so that the administration
- * functions, which all call it before they can raise, load the library and
- * with it the hook that keeps their errors clean (admin_errors.c).
+ * functions, which all call it first, check the version before anything else.
  */
 Datum
 ringshard_check_name(PG_FUNCTION_ARGS)

@@ -10,6 +10,12 @@ DROP FUNCTION ringshard_internal.node_value(text, text, text[], boolean);
 -- rehome_batch() is C, and says which step it runs (its own argument).
 DROP FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text);
 
+-- The languages of the administration functions (00_setup.sql), before
+-- 50_definitions.sql writes those functions in them.
+--@copy CREATE FUNCTION ringshard_internal.plpgsql_call_handler
+--@copy CREATE FUNCTION ringshard_internal.sql_call_handler
+--@copy CREATE LANGUAGE
+
 -- What a worker runs for its coordinator moves out of \df ringshard.* into
 -- its own schema, the wrapper's handler and validator into the internal one:
 -- moved (not dropped and made again), so the triggers on the workers' tables
