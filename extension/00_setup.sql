@@ -41,9 +41,18 @@ COMMENT ON FUNCTION ringshard_internal.plpgsql_call_handler() IS 'the call handl
 CREATE FUNCTION ringshard_internal.sql_call_handler() RETURNS language_handler
 	AS 'MODULE_PATHNAME', 'ringshard_sql_call_handler' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION ringshard_internal.sql_call_handler() IS 'the call handler of LANGUAGE ringshard_sql: SQL whose user errors come without internal CONTEXT lines';
-CREATE LANGUAGE ringshard_plpgsql HANDLER ringshard_internal.plpgsql_call_handler VALIDATOR pg_catalog.plpgsql_validator;
+-- The validators are PL/pgSQL's and SQL's own, called through functions of
+-- the extension so that pg_dump (and so pg_upgrade) writes the languages
+-- whole: it names a language's handler and validator only if it dumps both.
+CREATE FUNCTION ringshard_internal.plpgsql_validator(function_oid oid) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_plpgsql_validator' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+COMMENT ON FUNCTION ringshard_internal.plpgsql_validator(oid) IS 'the validator of LANGUAGE ringshard_plpgsql: PL/pgSQL''s own';
+CREATE FUNCTION ringshard_internal.sql_validator(function_oid oid) RETURNS void
+	AS 'MODULE_PATHNAME', 'ringshard_sql_validator' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+COMMENT ON FUNCTION ringshard_internal.sql_validator(oid) IS 'the validator of LANGUAGE ringshard_sql: SQL''s own';
+CREATE LANGUAGE ringshard_plpgsql HANDLER ringshard_internal.plpgsql_call_handler VALIDATOR ringshard_internal.plpgsql_validator;
 COMMENT ON LANGUAGE ringshard_plpgsql IS 'PL/pgSQL for ringshard''s administration functions: a user''s error comes without CONTEXT lines from inside them';
-CREATE LANGUAGE ringshard_sql HANDLER ringshard_internal.sql_call_handler VALIDATOR pg_catalog.fmgr_sql_validator;
+CREATE LANGUAGE ringshard_sql HANDLER ringshard_internal.sql_call_handler VALIDATOR ringshard_internal.sql_validator;
 COMMENT ON LANGUAGE ringshard_sql IS 'SQL for ringshard''s administration functions: a user''s error comes without CONTEXT lines from inside them';
 
 -- What a worker runs for its coordinator (reads_here and token_in_ranges in

@@ -15,9 +15,13 @@
  *
  * So those functions are written in two procedural languages of the
  * extension's own, ringshard_plpgsql and ringshard_sql (00_setup.sql): the
- * same languages as plpgsql and sql, compiled and validated by PostgreSQL's
- * own handlers, whose call handlers below only add what happens when the
- * function fails.  Then, with the error context stack back to the caller's,
+ * same languages as plpgsql and sql, compiled, validated and run by
+ * PostgreSQL's own handlers, whose call handlers below only add what happens
+ * when the function fails.  The validators are the extension's too (they only
+ * pass the call on): pg_dump writes a language's HANDLER and VALIDATOR only
+ * when it dumps both functions, and pg_upgrade's dump names no built-in one,
+ * so a language whose validator were plpgsql's own would come back from
+ * pg_upgrade without its handler.  Then, with the error context stack back to the caller's,
  * the error is raised again as it was, without the context collected inside
  * the function; the caller's own context (its PL/pgSQL function, its DO
  * block) is collected again, as for an error of a built-in function.  Nested
@@ -34,10 +38,12 @@
 
 #include "executor/functions.h"
 #include "fmgr.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 
-/* plpgsql's call handler, found in its library on first use. */
+/* plpgsql's call handler and validator, found in its library on first use. */
 static PGFunction plpgsql_call_handler = NULL;
+static PGFunction plpgsql_validator = NULL;
 
 /* Holds the copy of the error being raised again; reset on each use. */
 static MemoryContext reraise_context = NULL;
@@ -138,4 +144,28 @@ Datum
 ringshard_sql_call_handler(PG_FUNCTION_ARGS)
 {
 	return call_cleaning_errors(fmgr_sql, fcinfo);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_plpgsql_validator);
+
+/*
+ * The validator of LANGUAGE ringshard_plpgsql: plpgsql's own, called as it is
+ * (it checks that it is the language's validator by fcinfo's function, this
+ * one).
+ */
+Datum
+ringshard_plpgsql_validator(PG_FUNCTION_ARGS)
+{
+	if (plpgsql_validator == NULL)
+		plpgsql_validator = load_external_function("$libdir/plpgsql", "plpgsql_validator", true, NULL);
+	return plpgsql_validator(fcinfo);
+}
+
+PG_FUNCTION_INFO_V1(ringshard_sql_validator);
+
+/* The validator of LANGUAGE ringshard_sql: SQL's own, called as it is. */
+Datum
+ringshard_sql_validator(PG_FUNCTION_ARGS)
+{
+	return fmgr_sql_validator(fcinfo);
 }

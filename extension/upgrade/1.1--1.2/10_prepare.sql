@@ -14,6 +14,8 @@ DROP FUNCTION ringshard_internal.rehome_batch(regclass, text, integer, text);
 -- 50_definitions.sql writes those functions in them.
 --@copy CREATE FUNCTION ringshard_internal.plpgsql_call_handler
 --@copy CREATE FUNCTION ringshard_internal.sql_call_handler
+--@copy CREATE FUNCTION ringshard_internal.plpgsql_validator
+--@copy CREATE FUNCTION ringshard_internal.sql_validator
 --@copy CREATE LANGUAGE
 
 -- What a worker runs for its coordinator moves out of \df ringshard.* into
