@@ -669,6 +669,34 @@ SELECT id, on_day = CASE id WHEN 1 THEN date '2024-02-01' ELSE date '2024-12-31'
   FROM readings ORDER BY id;
 RESET TimeZone;
 SELECT count(*) AS problems FROM ringshard.verify_table('readings');
+-- A key UPDATE or DELETE whose text a link sent once before goes as EXECUTE
+-- of a statement prepared there, the parameters' values its arguments,
+-- printed as a literal would be: exact whatever the session's settings.
+-- (Three keys at R = 2 on three nodes: some node gets the text twice.)
+INSERT INTO readings VALUES (3, '2020-01-01', '1 s', 1, '2020-01-01 00:00:00+00'),
+	(4, '2020-01-01', '1 s', 1, '2020-01-01 00:00:00+00'), (5, '2020-01-01', '1 s', 1, '2020-01-01 00:00:00+00');
+SET plan_cache_mode = force_generic_plan;
+PREPARE set_reading(date, interval, float8, timestamptz, bigint) AS
+	UPDATE readings SET on_day = $1, took = $2, value = $3, at = $4 WHERE id = $5;
+PREPARE drop_reading(bigint) AS DELETE FROM readings WHERE id = $1;
+SET DateStyle = 'SQL, DMY';
+SET IntervalStyle = 'sql_standard';
+SET extra_float_digits = -3;
+SET TimeZone = 'Asia/Jakarta';
+EXECUTE set_reading('2024-02-01', '1 day 02:03:04.5', 0.1::float8 + 0.2::float8, '2024-02-01 12:00:00+00', 3);
+EXECUTE set_reading('2024-02-01', '1 day 02:03:04.5', 0.1::float8 + 0.2::float8, '2024-02-01 12:00:00+00', 4);
+EXECUTE set_reading('2024-02-01', '1 day 02:03:04.5', 0.1::float8 + 0.2::float8, '2024-02-01 12:00:00+00', 5);
+EXECUTE drop_reading(1);
+EXECUTE drop_reading(2);
+RESET DateStyle;
+RESET IntervalStyle;
+RESET extra_float_digits;
+SET TimeZone = 'UTC';
+SELECT id, on_day = date '2024-02-01' AS day_exact, took, value, value = 0.1::float8 + 0.2::float8 AS value_exact, at
+  FROM readings ORDER BY id;
+RESET TimeZone;
+RESET plan_cache_mode;
+SELECT count(*) AS problems FROM ringshard.verify_table('readings');
 
 \c contrib_regression
 DROP DATABASE router_coord WITH (FORCE);

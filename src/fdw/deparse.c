@@ -31,6 +31,7 @@
 #include "utils/syscache.h"
 
 #include "fdw/deparse.h"
+#include "remote/connection.h"
 #include "remote/values.h"
 #include "routing/placement.h"
 
@@ -1136,14 +1137,20 @@ rsfdw_eval_params(List *param_states, List *param_exprs, ExprContext *econtext)
 	return params;
 }
 
-char *
-rsfdw_template_text(List *pieces, RsParamValues *params)
+/*
+ * The one loop over a template's pieces.  A hole is printed as its
+ * parameter's literal (params, no numbers), as $n (no params: EXPLAIN), or,
+ * for a statement prepared on a node (numbers), as $n::type, n given out in
+ * order of first use (numbers[], shared by the templates of one statement)
+ * and the literal appended to arguments the first time.  The caller pins
+ * the transmission settings.
+ */
+static void
+append_template(StringInfo buf, List *pieces, RsParamValues *params, int *numbers, int *nparams,
+				StringInfo arguments)
 {
-	StringInfoData buf;
 	ListCell   *lc;
-	int			level = params ? remote_transmission_begin(params->money) : 0;
 
-	initStringInfo(&buf);
 	foreach(lc, pieces)
 	{
 		Node	   *piece = lfirst(lc);
@@ -1151,18 +1158,43 @@ rsfdw_template_text(List *pieces, RsParamValues *params)
 
 		if (IsA(piece, String))
 		{
-			appendStringInfoString(&buf, strVal(piece));
+			appendStringInfoString(buf, strVal(piece));
 			continue;
 		}
 		index = intVal(piece) - 1;
 		if (params == NULL)
-			appendStringInfo(&buf, "$%d", index + 1);
-		else if (index < 0 || index >= params->n)
+		{
+			appendStringInfo(buf, "$%d", index + 1);
+			continue;
+		}
+		if (index < 0 || index >= params->n)
 			elog(ERROR, "ringshard: template parameter %d of %d", index + 1, params->n);
-		else
-			append_literal_pinned(&buf, params->values[index], params->nulls[index], params->types[index],
+		if (numbers == NULL)
+		{
+			append_literal_pinned(buf, params->values[index], params->nulls[index], params->types[index],
 								  params->typmods[index]);
+			continue;
+		}
+		if (numbers[index] == 0)
+		{
+			numbers[index] = ++(*nparams);
+			appendStringInfoString(arguments, *nparams > 1 ? ", " : "(");
+			append_literal_pinned(arguments, params->values[index], params->nulls[index], params->types[index],
+								  params->typmods[index]);
+		}
+		appendStringInfo(buf, "$%d::%s", numbers[index],
+						 rsfdw_type_name(params->types[index], params->typmods[index]));
 	}
+}
+
+char *
+rsfdw_template_text(List *pieces, RsParamValues *params)
+{
+	StringInfoData buf;
+	int			level = params ? remote_transmission_begin(params->money) : 0;
+
+	initStringInfo(&buf);
+	append_template(&buf, pieces, params, NULL, NULL, NULL);
 	if (params)
 		remote_transmission_end(level);
 	return buf.data;
@@ -1783,6 +1815,43 @@ rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *statement, const c
 						 " WHERE rs_slot IS NOT NULL GROUP BY rs_slot",
 						 statement, where, key_filter, counts, slots ? slots : "NULL::pg_catalog.int4");
 	return sql.data;
+}
+
+bool
+rsfdw_direct_modify_prepared(const RsDirectPlan *plan, RsParamValues *params, const char *key_column, Oid key_type,
+							 const Datum *keys, int nkeys, const char *counts, const char *slots, char **sql,
+							 int *nparams, char **arguments)
+{
+	StringInfoData args;
+	int		   *numbers;
+	int			level;
+	StringInfoData statement;
+	StringInfoData where;
+	char	   *key_filter;
+
+	if (nkeys == 0 || !remote_type_preparable(key_type))
+		return false;
+	for (int i = 0; i < params->n; i++)
+		if (!remote_type_preparable(params->types[i]))
+			return false;
+	numbers = palloc0(sizeof(int) * Max(params->n, 1));
+	*nparams = 0;
+	initStringInfo(&args);
+	level = remote_transmission_begin(params->money || remote_type_involves_money(key_type));
+	initStringInfo(&statement);
+	append_template(&statement, plan->statement_tmpl, params, numbers, nparams, &args);
+	initStringInfo(&where);
+	append_template(&where, plan->where_tmpl, params, numbers, nparams, &args);
+	remote_transmission_end(level);
+	/* the keys: one array, the last parameter */
+	key_filter = psprintf(" AND t.%s OPERATOR(pg_catalog.=) ANY ($%d::%s[])", key_column, ++(*nparams),
+						  rsfdw_type_name(key_type, -1));
+	appendStringInfoString(&args, *nparams > 1 ? ", " : "(");
+	rsfdw_append_literal_array(&args, keys, nkeys, key_type);
+	appendStringInfoChar(&args, ')');
+	*sql = rsfdw_direct_modify_sql(plan, statement.data, where.data, key_filter, counts, slots);
+	*arguments = args.data;
+	return true;
 }
 
 /* ----- DDL for the nodes ----- */

@@ -209,6 +209,18 @@ extern char *rsfdw_direct_modify_sql(const RsDirectPlan *plan, const char *state
 									 const char *key_filter, const char *counts, const char *slots);
 
 /*
+ * The same statement, for keys, as the text of a statement prepared on a
+ * node (*sql, *nparams) and the arguments of its EXECUTE (*arguments,
+ * "(literal, ...)", printed pinned as rsfdw_template_text prints them): each
+ * parameter the statement uses as $n::type, numbered in order of first use,
+ * the keys' array last.  false, and nothing set, when a type a node would
+ * fix by OID is not built in (remote_type_preparable).
+ */
+extern bool rsfdw_direct_modify_prepared(const RsDirectPlan *plan, RsParamValues *params, const char *key_column,
+										 Oid key_type, const Datum *keys, int nkeys, const char *counts,
+										 const char *slots, char **sql, int *nparams, char **arguments);
+
+/*
  * DDL for the nodes, from the parse tree of a statement whose node-side
  * part has no local copy to read back (indexes and unique constraints of a
  * foreign table exist on the nodes only): every property that changes

@@ -1432,6 +1432,10 @@ typedef struct RsDirectState
 	int			nkey_sets;
 	bool	   *moving_nodes;	/* by node: takes rows of keys not copied yet (their old replica) */
 	NodeAnalyses *analysis;		/* EXPLAIN ANALYZE: by placement node, else NULL */
+	/* router: the keys of the key filter, nfilter_keys of key_type */
+	Datum	   *filter_keys;
+	int			nfilter_keys;
+	Oid			key_type;
 } RsDirectState;
 
 void
@@ -1565,6 +1569,9 @@ direct_targets(ForeignScanState *node, RsDirectState *state, char **key_filter, 
 		/* writers of one key queue here, before any replica (write_locks.c) */
 		rsfdw_lock_keys_for_write(RelationGetRelid(state->rel), slots, nkeys);
 		*key_filter = rsfdw_key_filter_sql(state->key_column, key_type, filter_keys, nkeys);
+		state->filter_keys = filter_keys;
+		state->nfilter_keys = nkeys;
+		state->key_type = key_type;
 	}
 	return targets;
 }
@@ -1730,6 +1737,9 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	int			n = 0;
 	char	   *sql;
 	char	  **node_sql = NULL;
+	char	   *prepared_sql = NULL;
+	int			nparams = 0;
+	char	   *arguments = NULL;
 	char	   *excluded;
 	char	   *counted;
 	char	   *slots = NULL;
@@ -1809,13 +1819,27 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 												  filter + strlen(" AND "), NULL);
 		}
 	}
+	/*
+	 * A statement for keys, one text for every node, goes as EXECUTE of a
+	 * statement prepared on each link: an UPDATE or DELETE of a key costs the
+	 * node no parsing and planning after the first.  Not with RETURNING: a
+	 * column type changed on the nodes would change the prepared statement's
+	 * result ("cached plan must not change result type").
+	 */
+	if (state->kind != RS_SCAN_FANOUT && node_sql == NULL && !state->has_returning &&
+		!rsfdw_direct_modify_prepared(state->plan, params, state->key_column, state->key_type, state->filter_keys,
+									  state->nfilter_keys, counted, slots, &prepared_sql, &nparams, &arguments))
+		prepared_sql = NULL;
 	state->analysis = node_analysis_start_run(state->analysis, &node->ss.ps, nnodes);
 	for (int j = 0; j < n; j++)
 	{
 		if (state->moving_nodes[conn_node[j]])
 			remote_take_moving_rows(conns[j]);
 		remote_note_write(conns[j]);
-		remote_send(conns[j], node_sql ? node_sql[j] : sql, true, state);
+		if (prepared_sql)
+			remote_send_execute(conns[j], prepared_sql, nparams, arguments, sql, true, state);
+		else
+			remote_send(conns[j], node_sql ? node_sql[j] : sql, true, state);
 		remote_answer_counts_writes(conns[j]);
 	}
 	remote_receive(conns, n, out, 0, 0);

@@ -225,6 +225,38 @@ forget_statements(RemoteConnection *c)
 	}
 	list_free(c->statements);
 	c->statements = NIL;
+	memset(c->texts_seen, 0, sizeof(c->texts_seen));
+	c->texts_seen_next = 0;
+}
+
+/*
+ * Whether the link sent this text once already (remote_send_execute);
+ * remembered now if not.  Hashes only: a collision prepares a text on its
+ * first use, which costs a round trip, nothing else.
+ */
+static bool
+text_seen_before(RemoteConnection *c, const char *sql)
+{
+	uint32		hash = hash_bytes((const unsigned char *) sql, strlen(sql)) | 1;	/* 0: an empty slot */
+
+	for (int i = 0; i < REMOTE_TEXTS_SEEN; i++)
+		if (c->texts_seen[i] == hash)
+			return true;
+	c->texts_seen[c->texts_seen_next] = hash;
+	c->texts_seen_next = (c->texts_seen_next + 1) % REMOTE_TEXTS_SEEN;
+	return false;
+}
+
+/* Whether a statement with this text is prepared on the link. */
+static bool
+statement_prepared(RemoteConnection *c, const char *sql)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->statements)
+		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
+			return true;
+	return false;
 }
 
 /*
@@ -1636,6 +1668,7 @@ static PreparedStatement *
 prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 {
 	PreparedStatement *ps;
+	char		name[sizeof(ps->name)];
 	ListCell   *lc;
 	MemoryContext old;
 	RemoteResult out;
@@ -1653,7 +1686,7 @@ prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 			}
 			return ps;
 		}
-	if (list_length(c->statements) >= 64)
+	if (list_length(c->statements) >= REMOTE_PREPARED_MAX)
 	{
 		PreparedStatement *oldest = linitial(c->statements);
 		char	   *deallocate = psprintf("DEALLOCATE %s", oldest->name);
@@ -1664,24 +1697,21 @@ prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 		pfree(oldest);
 		remote_result_free(remote_exec(c, deallocate, false));
 	}
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	ps = palloc(sizeof(PreparedStatement));
-	ps->sql = pstrdup(sql);
-	snprintf(ps->name, sizeof(ps->name), "ringshard_s%u", ++statement_number);
-	MemoryContextSwitchTo(old);
-	if (!PQsendPrepare(c->conn, ps->name, sql, nparams, NULL))
+	/*
+	 * Kept (in TopMemoryContext) only once the node took it: an error or an
+	 * interrupt before leaves nothing here (the node may still have it, under
+	 * a name never used again, until the link closes).
+	 */
+	snprintf(name, sizeof(name), "ringshard_s%u", ++statement_number);
+	if (!PQsendPrepare(c->conn, name, sql, nparams, NULL))
 	{
 		remote_mark_broken(c, PQerrorMessage(c->conn));
-		pfree(ps->sql);
-		pfree(ps);
 		return NULL;
 	}
 	query_sent(c, strlen(sql), c);
 	remote_receive(&c, 1, &out, 0, 0);
 	if (!out.ok)
 	{
-		pfree(ps->sql);
-		pfree(ps);
 		if (out.result && !out.lost)
 			remote_report_error(ERROR, c, out.result, sql);
 		return NULL;
@@ -1692,13 +1722,14 @@ prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 		const char *status = out.result ? PQresStatus(PQresultStatus(out.result)) : "nothing";
 
 		remote_result_free(out.result);
-		pfree(ps->sql);
-		pfree(ps);
 		remote_reject_answer(c, "a statement prepared on it", psprintf("%s where PGRES_COMMAND_OK was expected",
 																	   status));
 	}
 	remote_result_free(out.result);
 	old = MemoryContextSwitchTo(TopMemoryContext);
+	ps = palloc(sizeof(PreparedStatement));
+	ps->sql = pstrdup(sql);
+	strlcpy(ps->name, name, sizeof(ps->name));
 	c->statements = lappend(c->statements, ps);
 	MemoryContextSwitchTo(old);
 	return ps;
@@ -1723,6 +1754,52 @@ remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const ch
 		return;
 	}
 	query_sent(c, query_bytes("", nparams, params) + strlen(ps->name), owner);
+}
+
+void
+remote_send_execute(RemoteConnection *c, const char *prepared_sql, int nparams, const char *arguments,
+					const char *sql, bool in_transaction, const void *owner)
+{
+	PreparedStatement *ps;
+	bool		prepared;
+
+	remote_flush_deferred(c);
+	if (c->link == LINK_BUSY && c->owner != owner)
+		park_pending(c);
+
+	/*
+	 * The Parse goes before the savepoints remote_send would add: only at
+	 * the top level with no remote transaction yet, or in one as deep as
+	 * ours, so that a Parse the node refuses or that is interrupted leaves
+	 * nothing the abort of our (sub)transaction does not clean up.  Else,
+	 * and on a link not idle or whose remote transaction failed or is
+	 * prepared, sql goes, and remote_send says what is wrong if anything is.
+	 */
+	if (c->link != LINK_IDLE || strlen(prepared_sql) > REMOTE_PREPARED_TEXT_MAX ||
+		!(in_transaction && c->xact == RXACT_NONE ? GetCurrentTransactionNestLevel() == 1
+		  : remote_can_send_prepared(c, in_transaction)))
+	{
+		remote_send(c, sql, in_transaction, owner);
+		return;
+	}
+	prepared = statement_prepared(c, prepared_sql);
+
+	/*
+	 * Prepared the second time the link sends the text, and only while the
+	 * link has room: a text prepared this way never makes another statement
+	 * go (a DEALLOCATE and a Parse again later, two round trips), so shapes
+	 * taking turns cost at most the text they cost before.
+	 */
+	if (!prepared && (!text_seen_before(c, prepared_sql) || list_length(c->statements) >= REMOTE_PREPARED_MAX))
+	{
+		remote_send(c, sql, in_transaction, owner);
+		return;
+	}
+	ps = prepared_statement(c, prepared_sql, nparams);
+	if (ps == NULL)
+		return;					/* the link broke: the answer says so */
+	/* the name is ours (ringshard_sN), the arguments literals */
+	remote_send(c, psprintf("EXECUTE %s%s", ps->name, arguments), in_transaction, owner);
 }
 
 /* Flush what libpq holds for a nonblocking connection: 0 done, 1 more to send, -1 failed. */

@@ -33,6 +33,12 @@
 
 #include "guc.h"
 
+/* How many texts sent once a link remembers (remote_send_execute). */
+#define REMOTE_TEXTS_SEEN 64
+/* How many statements a link keeps prepared on its node, and the longest text prepared by remote_send_execute. */
+#define REMOTE_PREPARED_MAX 64
+#define REMOTE_PREPARED_TEXT_MAX 8192
+
 /* The state of the link itself. */
 typedef enum RemoteLinkState
 {
@@ -78,6 +84,9 @@ typedef struct RemoteConnection
 	bool		partial_ok;		/* ... and whether it is not an error */
 	char		gid[200];		/* the prepared transaction's name, once prepared */
 	List	   *statements;		/* PreparedStatements on this link (SQL text and name) */
+	/* hashes of the texts remote_send_execute sent once, not prepared yet (a ring) */
+	uint32		texts_seen[REMOTE_TEXTS_SEEN];
+	int			texts_seen_next;
 	instr_time	sent_at;		/* when the query in flight was sent */
 	char	   *last_error;		/* the last failure, for node_health() */
 	int			last_sqlstate;	/* its SQLSTATE when the node reported it, else 0 */
@@ -192,6 +201,21 @@ remote_type_preparable(Oid type)
 }
 extern void remote_send_prepared(RemoteConnection *c, const char *sql, int nparams, const char *const *params,
 								 const void *owner);
+
+/*
+ * As remote_send of sql, but sent as "EXECUTE name arguments" of the
+ * statement prepared on the link with the text prepared_sql, arguments
+ * "(literal, ...)": the node neither parses nor plans the statement again.
+ * The text is prepared (one round trip) the second time the link sends it,
+ * if the link has room for another statement: sent once, it goes as sql, so
+ * that texts that differ every time (constants of a simple-protocol client
+ * are part of them) cost no round trip and leave no statement on the node.
+ * sql goes instead, as remote_send sends it, when the text is longer than
+ * REMOTE_PREPARED_TEXT_MAX, or the remote transaction failed, is prepared,
+ * or has fewer savepoints than ours.
+ */
+extern void remote_send_execute(RemoteConnection *c, const char *prepared_sql, int nparams, const char *arguments,
+								const char *sql, bool in_transaction, const void *owner);
 
 /*
  * Writes that travel with the commit.  The last batch of an INSERT that is

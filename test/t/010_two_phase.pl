@@ -521,6 +521,62 @@ is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+
 is(placement('solo_uniques', 'with-commit-2'), expected_placement('all', 'solo', 'with-commit-2'),
 	'rows with the commit, one participant: the row is on its node');
 
+# A key UPDATE or DELETE whose text a link sent once before goes as EXECUTE
+# of a statement prepared on it; a text sent for the first time goes as it
+# is, so that a simple-protocol client's constants (part of the text) never
+# leave a statement prepared per value.  One psql session: one link per node.
+$coordinator->safe_psql('postgres', q{
+	INSERT INTO uniques VALUES ('upd-1', 'x'), ('upd-2', 'x'), ('upd-3', 'x');
+	UPDATE uniques SET note = 'first' WHERE id = 'upd-1';
+	UPDATE uniques SET note = 'first' WHERE id = 'upd-1';
+	UPDATE uniques SET note = 'other' WHERE id = 'upd-2';
+	SET plan_cache_mode = force_generic_plan;
+	PREPARE set_note(text, text) AS UPDATE uniques SET note = $1 WHERE id = $2;
+	EXECUTE set_note('a', 'upd-2');
+	EXECUTE set_note('b', 'upd-2');
+	PREPARE drop_row(text) AS DELETE FROM uniques WHERE id = $1;
+	EXECUTE drop_row('upd-3');
+	EXECUTE drop_row('upd-3');});
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;WITH m AS \(UPDATE [^\n]*'first'[^\n]*'upd-1'/),
+	replica_list('upd-1', 'default'), 'key UPDATE: sent as text the first time');
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\(ARRAY\['upd-1'::/),
+	replica_list('upd-1', 'default'), 'key UPDATE: the same text again goes as EXECUTE of a prepared statement');
+is(replicas_logged(qr/EXECUTE ringshard_s\d+\(ARRAY\['upd-2'::/), '',
+	'key UPDATE: another constant, another text, sent as it is');
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('b'::pg_catalog\.text, [^\n]*ARRAY\['upd-2'::/),
+	replica_list('upd-2', 'default'), 'key UPDATE with parameters: their values are the arguments of the EXECUTE');
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\((?:'upd-3'::pg_catalog\.text, )?ARRAY\['upd-3'::/),
+	replica_list('upd-3', 'default'), 'key DELETE with a parameter: the second goes as EXECUTE');
+is($coordinator->safe_psql('postgres', q{SELECT string_agg(id || '=' || note, ',' ORDER BY id) FROM uniques WHERE id LIKE 'upd-%'}),
+	'upd-1=first,upd-2=b', 'key UPDATE and DELETE as EXECUTE: the rows are as written');
+is(placement('uniques', 'upd-2'), expected_placement('all', 'default', 'upd-2'), 'key UPDATE as EXECUTE: the row is on its replicas');
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.verify_table('uniques')}), '0',
+	'key UPDATE and DELETE as EXECUTE: the replicas agree');
+
+# A link that holds as many prepared statements as it keeps (64: here key
+# UPDATEs of 64 texts, each sent twice) prepares no other text seen before:
+# it goes as text again, rather than drop a statement (a DEALLOCATE, and a
+# Parse again later).
+$coordinator->safe_psql('postgres', q{
+	CREATE TABLE solo_wide (id text PRIMARY KEY, c1 int);
+	SELECT ringshard.distribute_table('solo_wide', 'id', 'solo');
+	SELECT count(*) FROM ringshard.create_distributed_table('solo_wide');
+	INSERT INTO solo_wide VALUES ('wide-1', 0), ('wide-2', 0);});
+my $wide_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('wide-1', 'solo'))[1]});
+my ($wide_index) = grep { $names[$_] eq $wide_node } 0 .. 2;
+my $wide_offset = -s $workers[$wide_index]->logfile;
+$coordinator->safe_psql('postgres', join("\n",
+	(map { (qq{UPDATE solo_wide SET c1 = $_ WHERE id = 'wide-1';}) x 2 } 1 .. 64),
+	(q{UPDATE solo_wide SET c1 = 777 WHERE id = 'wide-1';}) x 2));
+my $wide_log = slurp_file($workers[$wide_index]->logfile, $wide_offset);
+my %wide_names = map { $_ => 1 } $wide_log =~ /statement: START TRANSACTION [^\n]*;EXECUTE (ringshard_s\d+)\(ARRAY\['wide-1'::/g;
+cmp_ok(scalar keys %wide_names, '>=', 63, 'a full link: the link holds the statements of the texts sent twice ('
+	  . scalar(keys %wide_names) . ')');
+my $wide_text = () = $wide_log =~ /statement: START TRANSACTION [^\n]*;WITH m AS \(UPDATE public\.solo_wide t SET c1 = '777'/g;
+is($wide_text, 2, 'a full link: another text seen before goes as text again');
+unlike($wide_log, qr/DEALLOCATE/, 'a full link: no statement was dropped for it');
+is($coordinator->safe_psql('postgres', q{SELECT c1 FROM solo_wide WHERE id = 'wide-1'}), '777', 'a full link: the UPDATEs are done');
+
 # A duplicate key: the node's unique violation is the statement's error.
 for my $case ([ 'uniques', 'default', 'two phases' ], [ 'solo_uniques', 'solo', 'one phase' ])
 {

@@ -418,6 +418,22 @@ for my $action (@row_answers, 'wrong_count', 'null_count')
 		sql => q{DELETE FROM items WHERE n % 7 = 0},
 		cleanup => $undo_changes);
 }
+# A key UPDATE whose text the link sent once goes, the second time, as
+# EXECUTE of a statement prepared on it: its Parse, sent alone, answered
+# badly.  The first UPDATE (sent as text) is done; the second fails.
+for my $action (qw(hang garbage close one_column))
+{
+	my $update = "UPDATE items SET v = 'parsed' WHERE k = '$h2_key'";
+	hostile_case(
+		label => "the Parse of a key UPDATE, answered $action",
+		rules => [ [ '^PARSE WITH m AS \(UPDATE', $action ] ],
+		sql => "$update;\n$update",
+		after => sub {
+			is($workers[1]->safe_psql('postgres', "SELECT v FROM items WHERE k = '$h2_key'"), 'parsed',
+				"the Parse of a key UPDATE, answered $action: the first, sent as text, is done");
+		},
+		cleanup => $undo_changes);
+}
 
 #
 # The commit of a write: PREPARE TRANSACTION answered badly must roll the
