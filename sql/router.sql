@@ -697,6 +697,31 @@ SELECT id, on_day = date '2024-02-01' AS day_exact, took, value, value = 0.1::fl
 RESET TimeZone;
 RESET plan_cache_mode;
 SELECT count(*) AS problems FROM ringshard.verify_table('readings');
+-- ... and in subtransactions: a text is prepared only where the node's
+-- transaction is as deep as ours (a Parse goes before the savepoints), and
+-- a block rolled back takes its UPDATEs back on every replica, prepared or
+-- not.
+DO $$
+BEGIN
+	BEGIN
+		UPDATE readings SET value = 1 WHERE id = 3;
+		UPDATE readings SET value = 1 WHERE id = 3;
+		UPDATE readings SET value = 2 WHERE id = 3;
+		UPDATE readings SET value = 2 WHERE id = 3;
+		RAISE EXCEPTION 'undo the block';
+	EXCEPTION WHEN raise_exception THEN
+		NULL;
+	END;
+	BEGIN
+		UPDATE readings SET value = 4 WHERE id = 4;
+		UPDATE readings SET value = 4 WHERE id = 4;
+	END;
+	UPDATE readings SET value = 5 WHERE id = 5;
+	UPDATE readings SET value = 5 WHERE id = 5;
+END
+$$;
+SELECT id, value FROM readings ORDER BY id;
+SELECT count(*) AS problems FROM ringshard.verify_table('readings');
 
 \c contrib_regression
 DROP DATABASE router_coord WITH (FORCE);
