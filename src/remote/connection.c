@@ -247,16 +247,16 @@ text_seen_before(RemoteConnection *c, const char *sql)
 	return false;
 }
 
-/* Whether a statement with this text is prepared on the link. */
-static bool
-statement_prepared(RemoteConnection *c, const char *sql)
+/* The cell of the statement prepared on the link with this text, or NULL. */
+static ListCell *
+statement_cell(RemoteConnection *c, const char *sql)
 {
 	ListCell   *lc;
 
 	foreach(lc, c->statements)
 		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
-			return true;
-	return false;
+			return lc;
+	return NULL;
 }
 
 /*
@@ -1673,19 +1673,19 @@ prepared_statement(RemoteConnection *c, const char *sql, int nparams)
 	MemoryContext old;
 	RemoteResult out;
 
-	foreach(lc, c->statements)
-		if (strcmp(((PreparedStatement *) lfirst(lc))->sql, sql) == 0)
+	lc = statement_cell(c, sql);
+	if (lc != NULL)
+	{
+		/* the last used goes to the end: the one dropped is the least recently used */
+		ps = lfirst(lc);
+		if (lnext(c->statements, lc) != NULL)
 		{
-			/* the last used goes to the end: the one dropped is the least recently used */
-			ps = lfirst(lc);
-			if (lnext(c->statements, lc) != NULL)
-			{
-				old = MemoryContextSwitchTo(TopMemoryContext);
-				c->statements = lappend(foreach_delete_current(c->statements, lc), ps);
-				MemoryContextSwitchTo(old);
-			}
-			return ps;
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			c->statements = lappend(list_delete_cell(c->statements, lc), ps);
+			MemoryContextSwitchTo(old);
 		}
+		return ps;
+	}
 	if (list_length(c->statements) >= REMOTE_PREPARED_MAX)
 	{
 		PreparedStatement *oldest = linitial(c->statements);
@@ -1761,7 +1761,6 @@ remote_send_execute(RemoteConnection *c, const char *prepared_sql, int nparams, 
 					const char *sql, bool in_transaction, const void *owner)
 {
 	PreparedStatement *ps;
-	bool		prepared;
 
 	remote_flush_deferred(c);
 	if (c->link == LINK_BUSY && c->owner != owner)
@@ -1782,15 +1781,13 @@ remote_send_execute(RemoteConnection *c, const char *prepared_sql, int nparams, 
 		remote_send(c, sql, in_transaction, owner);
 		return;
 	}
-	prepared = statement_prepared(c, prepared_sql);
-
 	/*
 	 * Prepared the second time the link sends the text, and only while the
 	 * link has room: a text prepared this way never makes another statement
 	 * go (a DEALLOCATE and a Parse again later, two round trips), so shapes
 	 * taking turns cost at most the text they cost before.
 	 */
-	if (!prepared && (!text_seen_before(c, prepared_sql) || list_length(c->statements) >= REMOTE_PREPARED_MAX))
+	if (statement_cell(c, prepared_sql) == NULL && (!text_seen_before(c, prepared_sql) || list_length(c->statements) >= REMOTE_PREPARED_MAX))
 	{
 		remote_send(c, sql, in_transaction, owner);
 		return;
