@@ -380,6 +380,42 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.node_value(text, text, text[], boolean, regtype) IS 'runs one statement on a node and returns its first value, or raises the node''s error (also when the value is not of the type shape)';
 
+-- A statement of its own on each node, all at once, in this transaction
+-- (src/admin/node_commands.c): a rebalance clears its targets, and deletes
+-- the rows that left their nodes, on every node in parallel.
+CREATE FUNCTION ringshard_internal.node_execute_each(nodes text[], statements text[])
+	RETURNS TABLE (node text, ok boolean, value text, error text, elapsed_ms float8)
+	AS 'MODULE_PATHNAME', 'ringshard_node_execute_each' LANGUAGE C VOLATILE PARALLEL UNSAFE STRICT;
+COMMENT ON FUNCTION ringshard_internal.node_execute_each(text[], text[]) IS
+	'runs the i-th statement on the i-th node, all in parallel, as the calling role; each node''s part commits with this transaction, in two phases';
+
+-- node_execute_each, then every node's answer checked: its error raised,
+-- naming the node, or its first value read as a count of rows; the sum.
+CREATE FUNCTION ringshard_internal.node_counts_each(nodes text[], statements text[]) RETURNS bigint
+	LANGUAGE ringshard_plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+DECLARE
+	answered record;
+	total bigint := 0;
+BEGIN
+	FOR answered IN SELECT * FROM ringshard_internal.node_execute_each(nodes, statements) n ORDER BY n.node LOOP
+		IF NOT answered.ok THEN
+			RAISE EXCEPTION 'statement failed on node "%"', answered.node
+				USING ERRCODE = 'connection_failure', DETAIL = answered.error;
+		END IF;
+		IF answered.value IS NULL OR answered.value !~ '^[0-9]{1,18}$' THEN
+			RAISE EXCEPTION 'node "%" answered with a malformed value', answered.node
+				USING ERRCODE = 'protocol_violation',
+				      DETAIL = format('%s where a count of rows was expected.',
+				                      coalesce(quote_literal(left(answered.value, 40)), 'nothing'));
+		END IF;
+		total := total + answered.value::bigint;
+	END LOOP;
+	RETURN total;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.node_counts_each(text[], text[]) IS
+	'runs the i-th statement on the i-th node, all in parallel, in this transaction; raises a node''s error, or a value that is no count of rows; the sum of the counts';
+
 -- Every node a plan names must still be known, with an address: its rows are
 -- copied from it, to it, or deleted there.  A node that leaves its last ring
 -- or map is kept until the rebalance that drains it (forget_unused_nodes);
@@ -813,39 +849,38 @@ COMMENT ON FUNCTION ringshard_internal.confirm_no_parts_in_doubt(regclass, text[
 
 -- Before the first batch of a move (new or resumed): on every target, the
 -- rows of the steps still to be copied to it are deleted, one statement per
--- target.  A target is not among the old replicas of what it gains, so no
--- write through the coordinator puts those rows there before their copy
--- (and verify_table and repair_table refuse a table with a move unfinished;
--- one move of a table runs at a time: hold_table_move): what it holds of
--- them is left from an older layout, or from a copy whose batch failed: a
--- copy commits on its targets before its batch is marked copied
--- (copy_step_rows), so a batch that fails after that leaves its rows there
--- with its steps pending.  So each batch's copy finds its rows absent, and a
--- target is scanned once per call, not per batch.  The clearing commits
--- with the first transaction of the move; rebalance_confirm_cleared checks
--- in the next that no target still holds it prepared.
+-- target, on all the targets at once.  A target is not among the old
+-- replicas of what it gains, so no write through the coordinator puts those
+-- rows there before their copy (and verify_table and repair_table refuse a
+-- table with a move unfinished; one move of a table runs at a time:
+-- hold_table_move): what it holds of them is left from an older layout, or
+-- from a copy whose batch failed: a copy commits on its targets before its
+-- batch is marked copied (copy_step_rows), so a batch that fails after that
+-- leaves its rows there with its steps pending.  So each batch's copy finds
+-- its rows absent, and a target is scanned once per call, not per batch.
+-- The clearing commits with the first transaction of the move;
+-- rebalance_confirm_cleared checks in the next that no target still holds it
+-- prepared.
 CREATE FUNCTION ringshard_internal.rebalance_clear_targets(table_name regclass) RETURNS bigint
 	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
-	item record;
-	cleared bigint := 0;
+	targets text[];
+	statements text[];
 BEGIN
-	FOR item IN
-		SELECT t.node, array_agg(p.step ORDER BY p.step) AS steps
-		  FROM ringshard.rebalance_progress p, unnest(p.targets) t(node)
-		 WHERE p.table_name = rebalance_clear_targets.table_name AND p.state = 'pending'
-		 GROUP BY t.node ORDER BY t.node
-	LOOP
-		cleared := cleared + ringshard_internal.node_value(item.node,
-			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-			       ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, item.steps)),
-			shape => 'bigint')::bigint;
-	END LOOP;
-	RETURN cleared;
+	SELECT coalesce(array_agg(x.node ORDER BY x.node), '{}'),
+	       coalesce(array_agg(format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+	                                 ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, x.steps))
+	                          ORDER BY x.node), '{}')
+	  INTO targets, statements
+	  FROM (SELECT t.node, array_agg(p.step ORDER BY p.step) AS steps
+	          FROM ringshard.rebalance_progress p, unnest(p.targets) t(node)
+	         WHERE p.table_name = rebalance_clear_targets.table_name AND p.state = 'pending'
+	         GROUP BY t.node) x;
+	RETURN ringshard_internal.node_counts_each(targets, statements);
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_clear_targets(regclass) IS
-	'rebalance(): deletes on every target the rows of the steps still to be copied to it (left from an older layout), one statement per target, before the first batch; the rows deleted';
+	'rebalance(): deletes on every target the rows of the steps still to be copied to it (left from an older layout), one statement per target, all at once, before the first batch; the rows deleted';
 
 -- After the transaction that cleared the targets (rebalance_clear_targets):
 -- its part on a target whose COMMIT PREPARED was not confirmed would still
@@ -998,21 +1033,33 @@ COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 	'rebalance(): waits until every transaction holding a lock on the table now has ended (statements that may still route by a batch''s state before its copy), without blocking new ones';
 
 -- Delete the copied steps' rows from the nodes that left their replica
--- sets, once the last batch that leaves those nodes is copied: one
--- statement per node for all of them (a scan of the node for every batch
--- would cost scans of the whole table per batch), after one wait for
--- readers.  Every row of the steps is on every target now; until the
--- delete, the copies left behind are on no replica the coordinator reads or
--- writes (the steps are copied: their keys route to their new replicas).
--- A batch whose nodes still owe batches to copy returns at once.
+-- sets, once the last batch that leaves those nodes is copied: on each of
+-- them one statement for all those steps, on all of them at once (a scan of
+-- a node for every batch would cost scans of the whole table per batch),
+-- after one wait for readers.  Every row of the steps is on every target
+-- now; until the delete, the copies left behind are on no replica the
+-- coordinator reads or writes (the steps are copied: their keys route to
+-- their new replicas).  A node the table leaves altogether (in none of the
+-- ring's members or the map's assignments it is laid out on now: a node
+-- removed) holds none of its rows any more once its last batch is copied:
+-- its table there is emptied whole, by TRUNCATE where the calling role may
+-- and no foreign key refers to it (its space is freed at once, and no row
+-- is hashed), else by one DELETE without a condition.  A batch whose nodes
+-- still owe batches to copy returns at once.
 CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, steps integer[]) RETURNS void
 	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
+	qualified text := ringshard.qualified_name(table_name);
 	copied integer[];
 	left_nodes text[];
-	target text;
-	removed bigint := 0;
 	targets text[];
+	placed json;
+	departed text[];
+	truncatable text[] := '{}';
+	kept bigint[] := '{}';
+	statements text[];
+	answered record;
+	removed bigint;
 BEGIN
 	SELECT array_agg(p.step ORDER BY p.step), min(p.deletes::text)::text[] INTO copied, left_nodes
 	  FROM ringshard.rebalance_progress p
@@ -1045,19 +1092,59 @@ BEGIN
 	                  WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied) ORDER BY 1);
 	PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, targets,
 		format('steps %s are committed on their new replicas', copied), 'Nothing was deleted.');
-	FOREACH target IN ARRAY left_nodes LOOP
-		removed := removed + ringshard_internal.node_value(target,
-			format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-			       ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, copied)),
-			shape => 'bigint')::bigint;
-	END LOOP;
+	-- Of the nodes left, those the table leaves altogether, once no batch
+	-- still to copy reads from them.
+	placed := ringshard_internal.placement_snapshot(table_name);
+	departed := ARRAY(SELECT n FROM unnest(left_nodes) n
+	                   WHERE NOT EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
+	                                      WHERE x->>'node' = n)
+	                     AND NOT EXISTS (SELECT FROM ringshard.rebalance_progress p
+	                                      WHERE p.table_name = rebalance_finish_steps.table_name AND p.state = 'pending'
+	                                        AND (p.source = n OR n = ANY (p.deletes)))
+	                   ORDER BY 1);
+	IF cardinality(departed) > 0 THEN
+		-- may the role truncate the table there, and does no foreign key refer to it; if so its rows
+		FOR answered IN
+			SELECT * FROM ringshard.node_execute(departed,
+				format('SELECT CASE WHEN pg_catalog.has_table_privilege(%1$L::pg_catalog.regclass, ''TRUNCATE'') '
+				       'AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.confrelid OPERATOR(pg_catalog.=) '
+				       '%1$L::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) ''f'') '
+				       'THEN (SELECT pg_catalog.count(*) FROM %1$s) END', qualified)) n
+			ORDER BY n.node
+		LOOP
+			IF NOT answered.ok THEN
+				RAISE EXCEPTION 'statement failed on node "%"', answered.node
+					USING ERRCODE = 'connection_failure', DETAIL = answered.error;
+			END IF;
+			IF answered.value !~ '^[0-9]{1,18}$' THEN
+				RAISE EXCEPTION 'node "%" answered with a malformed value', answered.node
+					USING ERRCODE = 'protocol_violation',
+					      DETAIL = format('%s where a count of rows was expected.', quote_literal(left(answered.value, 40)));
+			END IF;
+			IF answered.value IS NOT NULL THEN
+				truncatable := truncatable || answered.node;
+				kept := kept || answered.value::bigint;
+			END IF;
+		END LOOP;
+	END IF;
+	-- one statement per node, each answering the rows it removed
+	statements := ARRAY(
+		SELECT CASE WHEN n = ANY (truncatable)
+		            THEN format('TRUNCATE %s; SELECT %s::pg_catalog.int8', qualified, kept[array_position(truncatable, n)])
+		            WHEN n = ANY (departed)
+		            THEN format('WITH gone AS (DELETE FROM %s t RETURNING 1) SELECT pg_catalog.count(*) FROM gone', qualified)
+		            ELSE format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+		                        qualified, ringshard_internal.steps_condition(table_name, copied))
+		       END
+		  FROM unnest(left_nodes) WITH ORDINALITY x(n, i) ORDER BY x.i);
+	removed := ringshard_internal.node_counts_each(left_nodes, statements);
 	UPDATE ringshard.rebalance_progress p
 	   SET state = 'done', rows_deleted = CASE WHEN p.step = copied[1] THEN removed ELSE 0 END, updated_at = now()
 	 WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied);
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_finish_steps(regclass, integer[]) IS
-	'rebalance(): once no batch that leaves the same nodes is left to copy, deletes the copied steps'' rows from the nodes that left their replica sets (one statement per node for all of them) and marks them done';
+	'rebalance(): once no batch that leaves the same nodes is left to copy, deletes the copied steps'' rows from the nodes that left their replica sets (one statement per node for all of them, all nodes at once; a node the table leaves altogether emptied whole, by TRUNCATE where allowed) and marks them done';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval, after
 -- a batch: a move of hundreds of steps says how far it is (steps copied, rows
@@ -1193,4 +1280,4 @@ BEGIN
 END
 $$;
 COMMENT ON PROCEDURE ringshard.rebalance(regclass, boolean, integer, integer) IS
-	'moves the rows whose replica set changed since the table was placed: batches of steps with the same nodes, each copied by one COPY per target node to node and verified, committed; once the last batch that leaves some nodes is copied, the rows of all of them deleted there; one move of a table at a time; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';
+	'moves the rows whose replica set changed since the table was placed: batches of steps with the same nodes, each copied by one COPY per target node to node and verified, committed; once the last batch that leaves some nodes is copied, the rows of all of them deleted there, on all of them at once (a node the table leaves altogether emptied by TRUNCATE where allowed); one move of a table at a time; resumable; prints the plan summary first and progress every ringshard.rebalance_notice_interval; dry_run prints the summary only';

@@ -99,24 +99,18 @@ failure_text(RemoteConnection *c, RemoteResult *out)
 	return pstrdup(c->last_error ? c->last_error : "connection lost");
 }
 
-PG_FUNCTION_INFO_V1(ringshard_node_execute);
-
 /*
- * node_execute(nodes, sql, params, in_transaction): one statement on several
- * nodes in parallel; per node whether it worked, the first value of its
- * first row, its error and its time.  In the transaction, the nodes' parts
- * commit with ours (in two phases); otherwise each runs on its own.
+ * Send each node its statement (sqls[i] to nodes[i]; one for all when nsql
+ * is 1), all in parallel, wait for every answer and return one row per node:
+ * whether it worked, the first value of its first row, its error and its
+ * time.  In the transaction, the nodes' parts commit with ours (in two
+ * phases); otherwise each runs on its own.
  */
-Datum
-ringshard_node_execute(PG_FUNCTION_ARGS)
+static void
+execute_on_nodes(FunctionCallInfo fcinfo, char **nodes, int nnodes, char **sqls, int nsql,
+				 char **params, int nparams, bool in_transaction)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int			nnodes;
-	char	  **nodes = text_array_strings(PG_GETARG_ARRAYTYPE_P(0), &nnodes);
-	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	int			nparams;
-	char	  **params = text_array_strings(PG_GETARG_ARRAYTYPE_P(2), &nparams);
-	bool		in_transaction = PG_GETARG_BOOL(3);
 	RemoteConnection **conns;
 	RemoteResult *out = palloc0(sizeof(RemoteResult) * Max(nnodes, 1));
 	instr_time	start;
@@ -131,7 +125,8 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 			continue;
 		if (in_transaction)
 			remote_note_write(conns[i]);
-		remote_send_params(conns[i], sql, nparams, (const char *const *) params, in_transaction, conns[i]);
+		remote_send_params(conns[i], sqls[nsql == 1 ? 0 : i], nparams, (const char *const *) params,
+						   in_transaction, conns[i]);
 	}
 	remote_receive(conns, nnodes, out, 0, 0);
 	for (int i = 0; i < nnodes; i++)
@@ -161,6 +156,50 @@ ringshard_node_execute(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		remote_result_free(r);
 	}
+}
+
+PG_FUNCTION_INFO_V1(ringshard_node_execute);
+
+/*
+ * node_execute(nodes, sql, params, in_transaction): one statement on several
+ * nodes in parallel; per node whether it worked, the first value of its
+ * first row, its error and its time.
+ */
+Datum
+ringshard_node_execute(PG_FUNCTION_ARGS)
+{
+	int			nnodes;
+	char	  **nodes = text_array_strings(PG_GETARG_ARRAYTYPE_P(0), &nnodes);
+	char	   *sql = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	int			nparams;
+	char	  **params = text_array_strings(PG_GETARG_ARRAYTYPE_P(2), &nparams);
+
+	execute_on_nodes(fcinfo, nodes, nnodes, &sql, 1, params, nparams, PG_GETARG_BOOL(3));
+	PG_RETURN_VOID();
+}
+
+PG_FUNCTION_INFO_V1(ringshard_node_execute_each);
+
+/*
+ * node_execute_each(nodes, statements): a statement of its own on each node
+ * (the i-th to the i-th), all in parallel, in this transaction (each node's
+ * part commits with it in two phases); the rows of node_execute.  A
+ * rebalance deletes on every node the rows that left it so, at once.
+ */
+Datum
+ringshard_node_execute_each(PG_FUNCTION_ARGS)
+{
+	int			nnodes;
+	char	  **nodes = text_array_strings(PG_GETARG_ARRAYTYPE_P(0), &nnodes);
+	int			nsql;
+	char	  **sqls = text_array_strings(PG_GETARG_ARRAYTYPE_P(1), &nsql);
+
+	if (nsql != nnodes)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("node_execute_each needs one statement per node"),
+				 errdetail("%d nodes and %d statements were given.", nnodes, nsql)));
+	execute_on_nodes(fcinfo, nodes, nnodes, sqls, nsql, NULL, 0, true);
 	PG_RETURN_VOID();
 }
 

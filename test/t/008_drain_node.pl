@@ -94,6 +94,11 @@ is($rc, 0, 'the rebalance that drains w3 of t1 succeeds') or diag($err);
 like($err, qr/rebalance of public\.t1 complete: \d+ steps, $t1_on_w3 rows copied, $t1_on_w3 deleted/,
 	'it copied and deleted the rows of w3');
 is($workers[2]->safe_psql('postgres', 'SELECT count(*) FROM t1'), '0', 'w3 holds no row of t1 any more');
+# w3 holds none of t1's ranges now: its table was emptied whole by TRUNCATE
+# (a DELETE leaves its pages until a vacuum), and the notice above counted
+# its rows as deleted
+is($workers[2]->safe_psql('postgres', q{SELECT pg_relation_size('t1')}), '0',
+	't1 on w3, which left its ring, was truncated: no page is left');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.nodes WHERE node_name = 'w3'}),
 	'1', 'w3 is kept while t2\'s rows are still on it');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.cluster_fanout(NULL::t1)}), '30',
@@ -106,6 +111,15 @@ for my $id (1 .. 30)
 		"SELECT count(*) FROM ringshard.cluster_get(NULL::t1, '$id') WHERE payload = '$payload'") eq '1';
 }
 is($unreadable, 0, 'every row of t1 is read back by key from its new owner, the one updated before the move as updated');
+
+# t2 on w3 is referred to by a foreign key there: TRUNCATE would fail, so
+# its rows are deleted instead, one DELETE without a condition.
+$workers[2]->safe_psql('postgres', q{
+	CREATE UNIQUE INDEX t2_id ON t2 (id);
+	CREATE TABLE t2_notes (id bigint REFERENCES t2 (id));
+});
+my $t2_pages_on_w3 = $workers[2]->safe_psql('postgres', q{SELECT pg_relation_size('t2')});
+cmp_ok($t2_pages_on_w3, '>', 0, 't2 on w3 has pages before the rebalance');
 
 # t2, with a progress notice after every page and step (interval 0).
 ($rc, $out, $err) = $coordinator->psql('postgres', q{CALL ringshard.rebalance('t2', dry_run => true)});
@@ -126,6 +140,10 @@ like($err, qr/rebalance of public\.t2 complete: .* deleted; forgotten, in no rin
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.nodes WHERE node_name = 'w3'}),
 	'0', 'w3 is forgotten once no table\'s rows are on it');
 is($workers[2]->safe_psql('postgres', 'SELECT count(*) FROM t2'), '0', 'w3 holds no row of t2 any more');
+is($workers[2]->safe_psql('postgres', q{SELECT pg_relation_size('t2')}), $t2_pages_on_w3,
+	't2 on w3, which a foreign key there refers to, was emptied by DELETE (its pages are kept until a vacuum), not TRUNCATE');
+like($err, qr/rebalance of public\.t2 complete: \d+ steps, \d+ rows copied, $t2_on_w3 deleted/,
+	"the $t2_on_w3 rows deleted from w3 are counted");
 for my $i (1 .. 2)
 {
 	my $expected = $coordinator->safe_psql('postgres',
