@@ -1,0 +1,73 @@
+# Three of five workers leave a ring at R = 2 at once, and one rebalance in
+# small batches drains them.  Some token ranges were held by two of the
+# leaving workers only: their rows are copied from one of those.  Batches
+# that leave the same nodes are deleted together after the last of them;
+# a node the table leaves altogether is emptied whole by TRUNCATE, but only
+# once no batch still to copy reads from it or leaves it.  Every row ends
+# on exactly its replicas, none lost, and the leaving workers' tables are
+# empty with no page left.
+#
+# The workers are databases of one server: the addresses differ by dbname.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $server = PostgreSQL::Test::Cluster->new('server');
+$server->init;
+$server->append_conf('postgresql.conf', "max_prepared_transactions = 40\nshared_preload_libraries = 'ringshard'");
+$server->start;
+my @workers = map { "w$_" } 1 .. 5;
+for my $db ('coord', @workers)
+{
+	$server->safe_psql('postgres', "CREATE DATABASE $db");
+	$server->safe_psql($db, 'CREATE EXTENSION ringshard');
+}
+my $host = $server->host;
+my $port = $server->port;
+$server->safe_psql('coord', join('', map { "SELECT ringshard.add_node('$_', 'host=$host port=$port dbname=$_');\n" } @workers) . q{
+	SELECT ringshard.set_replication_factor('default', 2);
+	SELECT count(*) FROM ringshard.sync_topology();
+	CREATE TABLE t (id bigint PRIMARY KEY, v text);
+	SELECT ringshard.distribute_table('t', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('t');
+	INSERT INTO t SELECT g, 'v-' || g FROM generate_series(1, 3000) g;
+});
+my $all = q{SELECT count(*) || ':' || sum(id) || ':' || md5(string_agg(v, ',' ORDER BY id)) FROM t};
+my $before = $server->safe_psql('coord', $all);
+
+# ranges only leaving workers hold: their rows are copied from a leaving worker
+my $only_leaving = $server->safe_psql('coord', q{
+	SELECT count(*) FROM generate_series(1, 3000) g WHERE replicas_for(g::bigint) <@ ARRAY['w3', 'w4', 'w5']});
+cmp_ok($only_leaving, '>', 0, "$only_leaving of 3000 rows are held only by workers that leave");
+
+$server->safe_psql('coord', q{
+	SELECT ringshard.remove_node('w3');
+	SELECT ringshard.remove_node('w4');
+	SELECT ringshard.remove_node('w5');
+	SELECT count(*) FROM ringshard.sync_topology();
+});
+my $groups = $server->safe_psql('coord', q{SELECT count(DISTINCT deletes) FROM ringshard.rebalance_plan('t')});
+cmp_ok($groups, '>=', 4, "the plan leaves $groups different sets of nodes (single nodes and pairs)");
+
+my ($rc, $out, $err) = $server->psql('coord', q{CALL ringshard.rebalance('t', batch => 40)});
+is($rc, 0, 'the rebalance in batches of about 40 rows succeeds') or diag($err);
+is($server->safe_psql('coord', $all), $before, 'every row is read back once, as it was');
+for my $w (@workers[ 0 .. 1 ])
+{
+	my $expected = $server->safe_psql('coord',
+		"SELECT count(*) || ':' || coalesce(sum(g), 0) FROM generate_series(1, 3000) g WHERE '$w' = ANY (replicas_for(g::bigint))");
+	is($server->safe_psql($w, q{SELECT count(*) || ':' || coalesce(sum(id), 0) FROM t}), $expected,
+		"$w holds exactly the rows it is a replica of ($expected)");
+}
+for my $w (@workers[ 2 .. 4 ])
+{
+	is($server->safe_psql($w, q{SELECT count(*) || ' rows, ' || pg_relation_size('t') || ' bytes' FROM t}),
+		'0 rows, 0 bytes', "$w, which left, holds no row of t and no page (truncated)");
+}
+is($server->safe_psql('coord', q{SELECT count(*) FROM ringshard.verify_table('t')}), '0',
+	'verify_table finds every replica the same');
+
+$server->stop;
+done_testing();
