@@ -1041,11 +1041,14 @@ COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 -- coordinator reads or writes (the steps are copied: their keys route to
 -- their new replicas).  A node the table leaves altogether (in none of the
 -- ring's members or the map's assignments it is laid out on now: a node
--- removed) holds none of its rows any more once its last batch is copied:
--- its table there is emptied whole, by TRUNCATE where the calling role may
--- and no foreign key refers to it (its space is freed at once, and no row
--- is hashed), else by one DELETE without a condition.  A batch whose nodes
--- still owe batches to copy returns at once.
+-- removed), once no batch still to copy reads from it or leaves it, has its
+-- table there emptied whole by TRUNCATE (its space freed at once) when that
+-- is sure to remove the move's rows only: a plain table without children,
+-- which the calling role may truncate and no foreign key refers to, every
+-- row of which belongs to a step that left the node (a row outside them,
+-- one verify_table calls misplaced, is no row of the move and stays); else
+-- the steps' rows are deleted there as anywhere.  A batch whose nodes still
+-- owe batches to copy returns at once.
 CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, steps integer[]) RETURNS void
 	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -1093,7 +1096,7 @@ BEGIN
 	PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, targets,
 		format('steps %s are committed on their new replicas', copied), 'Nothing was deleted.');
 	-- Of the nodes left, those the table leaves altogether, once no batch
-	-- still to copy reads from them.
+	-- still to copy reads from them or leaves them.
 	placed := ringshard_internal.placement_snapshot(table_name);
 	departed := ARRAY(SELECT n FROM unnest(left_nodes) n
 	                   WHERE NOT EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
@@ -1103,13 +1106,30 @@ BEGIN
 	                                        AND (p.source = n OR n = ANY (p.deletes)))
 	                   ORDER BY 1);
 	IF cardinality(departed) > 0 THEN
-		-- may the role truncate the table there, and does no foreign key refer to it; if so its rows
+		-- An earlier batch's delete still prepared there would hold the
+		-- truncate back: recovery finishes it first, or the move stops here.
+		PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, departed,
+			format('the deletes before steps %s are committed on the nodes the rows left', copied), 'Nothing was deleted.');
+		-- Its table there may be truncated when it is a plain table without
+		-- children, the role may truncate it, no foreign key refers to it,
+		-- and every row of it belongs to a step that left the node (a row
+		-- outside them, one verify_table would call misplaced, is no row of
+		-- the move: it stays).  The answer is its rows, or NULL.
 		FOR answered IN
-			SELECT * FROM ringshard.node_execute(departed,
-				format('SELECT CASE WHEN pg_catalog.has_table_privilege(%1$L::pg_catalog.regclass, ''TRUNCATE'') '
-				       'AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint c WHERE c.confrelid OPERATOR(pg_catalog.=) '
-				       '%1$L::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) ''f'') '
-				       'THEN (SELECT pg_catalog.count(*) FROM %1$s) END', qualified)) n
+			SELECT * FROM ringshard_internal.node_execute_each(departed, ARRAY(
+				SELECT format('SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) ''r'' '
+				              'AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid) '
+				              'AND pg_catalog.has_table_privilege(c.oid, ''TRUNCATE'') '
+				              'AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint f WHERE f.confrelid OPERATOR(pg_catalog.=) c.oid '
+				              'AND f.contype OPERATOR(pg_catalog.=) ''f'') '
+				              'THEN (SELECT CASE WHEN pg_catalog.count(*) FILTER (WHERE NOT (%2$s)) OPERATOR(pg_catalog.=) 0 '
+				              'THEN pg_catalog.count(*) END FROM %1$s t) END '
+				              'FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) %1$L::pg_catalog.regclass',
+				              qualified, ringshard_internal.steps_condition(table_name, ARRAY(
+				                SELECT p.step FROM ringshard.rebalance_progress p
+				                 WHERE p.table_name = rebalance_finish_steps.table_name AND d = ANY (p.deletes)
+				                 ORDER BY p.step)))
+				  FROM unnest(departed) WITH ORDINALITY x(d, i) ORDER BY x.i)) n
 			ORDER BY n.node
 		LOOP
 			IF NOT answered.ok THEN
@@ -1127,12 +1147,12 @@ BEGIN
 			END IF;
 		END LOOP;
 	END IF;
-	-- one statement per node, each answering the rows it removed
+	-- one statement per node, each answering the rows it removed; a truncate
+	-- waits at most 10 s for its lock (the move stops then, and resumes)
 	statements := ARRAY(
 		SELECT CASE WHEN n = ANY (truncatable)
-		            THEN format('TRUNCATE %s; SELECT %s::pg_catalog.int8', qualified, kept[array_position(truncatable, n)])
-		            WHEN n = ANY (departed)
-		            THEN format('WITH gone AS (DELETE FROM %s t RETURNING 1) SELECT pg_catalog.count(*) FROM gone', qualified)
+		            THEN format('SET LOCAL lock_timeout = ''10s''; TRUNCATE %s; SELECT %s::pg_catalog.int8',
+		                        qualified, kept[array_position(truncatable, n)])
 		            ELSE format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
 		                        qualified, ringshard_internal.steps_condition(table_name, copied))
 		       END
@@ -1144,7 +1164,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_finish_steps(regclass, integer[]) IS
-	'rebalance(): once no batch that leaves the same nodes is left to copy, deletes the copied steps'' rows from the nodes that left their replica sets (one statement per node for all of them, all nodes at once; a node the table leaves altogether emptied whole, by TRUNCATE where allowed) and marks them done';
+	'rebalance(): once no batch that leaves the same nodes is left to copy, deletes the copied steps'' rows from the nodes that left their replica sets (one statement per node for all of them, all nodes at once; a node the table leaves altogether emptied by TRUNCATE when every row there is one of the move''s and the role may) and marks them done';
 
 -- A progress line, at most every ringshard.rebalance_notice_interval, after
 -- a batch: a move of hundreds of steps says how far it is (steps copied, rows
@@ -1218,6 +1238,16 @@ BEGIN
 		                WHERE x->>'node' = d.node)
 		 ORDER BY 1),
 		'its deletes are committed on the nodes the rows left', 'The rows are on their new replicas.');
+	-- A delete or truncate on a node the table leaves altogether whose
+	-- COMMIT PREPARED was not confirmed holds its locks there until recovery
+	-- finishes it: recovery runs there once more while the node is known (a
+	-- node it cannot reach is left as it is; its rows are read no more).
+	PERFORM ringshard_internal.recover_prepared_transactions_on(ARRAY(
+		SELECT DISTINCT d.node FROM ringshard.rebalance_progress p, unnest(p.deletes) d(node)
+		 WHERE p.table_name = rebalance_finish.table_name
+		   AND NOT EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
+		                    WHERE x->>'node' = d.node)
+		 ORDER BY 1));
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
 	INSERT INTO ringshard.placements (table_name, snapshot) VALUES (table_name, placed)

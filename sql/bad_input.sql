@@ -391,6 +391,7 @@ SELECT pg_temp.err($$SELECT * FROM ringshard.node_execute(ARRAY['nope'], 'SELECT
 -- A statement of its own per node: as many statements as nodes, else 22023
 -- before any node is reached; none of either, no row.
 SELECT pg_temp.err($$SELECT * FROM ringshard_internal.node_execute_each(ARRAY['nope', 'nope2'], ARRAY['SELECT 1'])$$);
+SELECT pg_temp.err($$SELECT * FROM ringshard_internal.node_execute_each(ARRAY['nope'], ARRAY[NULL])$$);
 SELECT count(*) AS no_nodes_no_rows FROM ringshard_internal.node_execute_each('{}', '{}');
 SELECT ringshard_internal.node_counts_each('{}', '{}') AS no_nodes_no_rows_counted;
 SELECT pg_temp.err($$SELECT * FROM ringshard_internal.node_execute_each(ARRAY['nope'], ARRAY['SELECT 1'])$$) LIKE '42704: %'

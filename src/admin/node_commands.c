@@ -38,7 +38,7 @@ text_array_strings(ArrayType *array, int *count)
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("node and parameter lists must not contain nulls")));
+					 errmsg("lists of nodes, statements and parameters must not contain nulls")));
 		strings[i] = TextDatumGetCString(values[i]);
 	}
 	return strings;

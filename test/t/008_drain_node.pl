@@ -113,7 +113,7 @@ for my $id (1 .. 30)
 is($unreadable, 0, 'every row of t1 is read back by key from its new owner, the one updated before the move as updated');
 
 # t2 on w3 is referred to by a foreign key there: TRUNCATE would fail, so
-# its rows are deleted instead, one DELETE without a condition.
+# the rows of the move are deleted there instead.
 $workers[2]->safe_psql('postgres', q{
 	CREATE UNIQUE INDEX t2_id ON t2 (id);
 	CREATE TABLE t2_notes (id bigint REFERENCES t2 (id));

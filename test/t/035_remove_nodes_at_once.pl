@@ -3,9 +3,12 @@
 # leaving workers only: their rows are copied from one of those.  Batches
 # that leave the same nodes are deleted together after the last of them;
 # a node the table leaves altogether is emptied whole by TRUNCATE, but only
-# once no batch still to copy reads from it or leaves it.  Every row ends
-# on exactly its replicas, none lost, and the leaving workers' tables are
-# empty with no page left.
+# once no batch still to copy reads from it or leaves it, and only when
+# every row there is one of the move's.  Every row ends on exactly its
+# replicas, none lost; two leaving workers' tables are empty with no page
+# left; the third holds a misplaced row (written there directly, in no range
+# it held), which is no row of the move: it stays, and the move's rows there
+# are deleted instead.
 #
 # The workers are databases of one server: the addresses differ by dbname.
 use strict;
@@ -42,6 +45,11 @@ my $only_leaving = $server->safe_psql('coord', q{
 	SELECT count(*) FROM generate_series(1, 3000) g WHERE replicas_for(g::bigint) <@ ARRAY['w3', 'w4', 'w5']});
 cmp_ok($only_leaving, '>', 0, "$only_leaving of 3000 rows are held only by workers that leave");
 
+# a misplaced row on w3: a key none of w3's ranges holds, written there directly
+my $misplaced = $server->safe_psql('coord', q{
+	SELECT min(g) FROM generate_series(5000, 6000) g WHERE 'w3' <> ALL (replicas_for(g::bigint))});
+$server->safe_psql('w3', "SET ringshard.accept_moving_rows = on; INSERT INTO t VALUES ($misplaced, 'misplaced')");
+
 $server->safe_psql('coord', q{
 	SELECT ringshard.remove_node('w3');
 	SELECT ringshard.remove_node('w4');
@@ -61,7 +69,10 @@ for my $w (@workers[ 0 .. 1 ])
 	is($server->safe_psql($w, q{SELECT count(*) || ':' || coalesce(sum(id), 0) FROM t}), $expected,
 		"$w holds exactly the rows it is a replica of ($expected)");
 }
-for my $w (@workers[ 2 .. 4 ])
+is($server->safe_psql('w3', q{SELECT string_agg(id || ':' || v, ',') FROM t}), "$misplaced:misplaced",
+	'w3 keeps only its misplaced row, which no step moved: the rows of the move were deleted, not truncated');
+like($err, qr/rebalance of public\.t complete: \d+ steps, \d+ rows copied, \d+ deleted/, 'the move says what it deleted');
+for my $w (@workers[ 3 .. 4 ])
 {
 	is($server->safe_psql($w, q{SELECT count(*) || ' rows, ' || pg_relation_size('t') || ' bytes' FROM t}),
 		'0 rows, 0 bytes', "$w, which left, holds no row of t and no page (truncated)");
