@@ -1032,6 +1032,25 @@ CREATE FUNCTION ringshard_internal.wait_for_readers(table_name regclass) RETURNS
 COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 	'rebalance(): waits until every transaction holding a lock on the table now has ended (statements that may still route by a batch''s state before its copy), without blocking new ones';
 
+-- The statements of rebalance_finish_steps, one per node in order, each
+-- answering the rows it removed: on a node to truncate (truncatable, with
+-- the rows counted there, kept) TRUNCATE, which waits at most 5 s for its
+-- lock; on the others the delete of the steps' rows.
+CREATE FUNCTION ringshard_internal.rebalance_delete_statements(table_name regclass, steps integer[], nodes text[],
+                                                               truncatable text[], kept bigint[])
+	RETURNS text[]
+	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT coalesce(array_agg(CASE WHEN x.n = ANY (truncatable)
+	                               THEN format('SET LOCAL lock_timeout = ''5s''; TRUNCATE %s; SELECT %s::pg_catalog.int8',
+	                                           ringshard.qualified_name(table_name), kept[array_position(truncatable, x.n)])
+	                               ELSE format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
+	                                           ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, steps))
+	                          END ORDER BY x.i), '{}')
+	  FROM unnest(nodes) WITH ORDINALITY x(n, i);
+$$;
+COMMENT ON FUNCTION ringshard_internal.rebalance_delete_statements(regclass, integer[], text[], text[], bigint[]) IS
+	'rebalance(): per node in order, the statement that removes the steps'' rows there (TRUNCATE on the nodes to truncate, with the rows counted there; else a delete of the steps'' rows), each answering the rows it removed';
+
 -- Delete the copied steps' rows from the nodes that left their replica
 -- sets, once the last batch that leaves those nodes is copied: on each of
 -- them one statement for all those steps, on all of them at once (a scan of
@@ -1043,12 +1062,10 @@ COMMENT ON FUNCTION ringshard_internal.wait_for_readers(regclass) IS
 -- ring's members or the map's assignments it is laid out on now: a node
 -- removed), once no batch still to copy reads from it or leaves it, has its
 -- table there emptied whole by TRUNCATE (its space freed at once) when that
--- is sure to remove the move's rows only: a plain table without children,
--- which the calling role may truncate and no foreign key refers to, every
--- row of which belongs to a step that left the node (a row outside them,
--- one verify_table calls misplaced, is no row of the move and stays); else
--- the steps' rows are deleted there as anywhere.  A batch whose nodes still
--- owe batches to copy returns at once.
+-- is sure to remove the move's rows only (see the probe below); else, and
+-- when a lock there is not free within 5 s, the steps' rows are deleted
+-- there as anywhere.  A batch whose nodes still owe batches to copy returns
+-- at once.
 CREATE FUNCTION ringshard_internal.rebalance_finish_steps(table_name regclass, steps integer[]) RETURNS void
 	LANGUAGE ringshard_plpgsql VOLATILE PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 DECLARE
@@ -1060,7 +1077,6 @@ DECLARE
 	departed text[];
 	truncatable text[] := '{}';
 	kept bigint[] := '{}';
-	statements text[];
 	answered record;
 	removed bigint;
 BEGIN
@@ -1110,54 +1126,62 @@ BEGIN
 		-- truncate back: recovery finishes it first, or the move stops here.
 		PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, departed,
 			format('the deletes before steps %s are committed on the nodes the rows left', copied), 'Nothing was deleted.');
-		-- Its table there may be truncated when it is a plain table without
-		-- children, the role may truncate it, no foreign key refers to it,
-		-- and every row of it belongs to a step that left the node (a row
-		-- outside them, one verify_table would call misplaced, is no row of
-		-- the move: it stays).  The answer is its rows, or NULL.
-		FOR answered IN
-			SELECT * FROM ringshard_internal.node_execute_each(departed, ARRAY(
-				SELECT format('SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) ''r'' '
-				              'AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid) '
-				              'AND pg_catalog.has_table_privilege(c.oid, ''TRUNCATE'') '
-				              'AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint f WHERE f.confrelid OPERATOR(pg_catalog.=) c.oid '
-				              'AND f.contype OPERATOR(pg_catalog.=) ''f'') '
-				              'THEN (SELECT CASE WHEN pg_catalog.count(*) FILTER (WHERE NOT (%2$s)) OPERATOR(pg_catalog.=) 0 '
-				              'THEN pg_catalog.count(*) END FROM %1$s t) END '
-				              'FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) %1$L::pg_catalog.regclass',
-				              qualified, ringshard_internal.steps_condition(table_name, ARRAY(
-				                SELECT p.step FROM ringshard.rebalance_progress p
-				                 WHERE p.table_name = rebalance_finish_steps.table_name AND d = ANY (p.deletes)
-				                 ORDER BY p.step)))
-				  FROM unnest(departed) WITH ORDINALITY x(d, i) ORDER BY x.i)) n
-			ORDER BY n.node
-		LOOP
-			IF NOT answered.ok THEN
-				RAISE EXCEPTION 'statement failed on node "%"', answered.node
-					USING ERRCODE = 'connection_failure', DETAIL = answered.error;
+		BEGIN
+			-- Its table there may be truncated when it is a plain table
+			-- without children or row security, the role may truncate it, no
+			-- foreign key refers to it, and every row of it belongs to a step
+			-- that left the node (a row outside them, one verify_table calls
+			-- misplaced, is no row of the move: it stays).  The table is held
+			-- against writers first, so that what is counted is what the
+			-- truncate removes.  The answer is its rows, or NULL.
+			FOR answered IN
+				SELECT * FROM ringshard_internal.node_execute_each(departed, ARRAY(
+					SELECT format('SET LOCAL lock_timeout = ''5s''; LOCK TABLE %1$s IN EXCLUSIVE MODE; '
+					              'SELECT CASE WHEN c.relkind OPERATOR(pg_catalog.=) ''r'' AND NOT c.relrowsecurity '
+					              'AND NOT EXISTS (SELECT FROM pg_catalog.pg_inherits i WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid) '
+					              'AND pg_catalog.has_table_privilege(c.oid, ''TRUNCATE'') '
+					              'AND NOT EXISTS (SELECT FROM pg_catalog.pg_constraint f WHERE f.confrelid OPERATOR(pg_catalog.=) c.oid '
+					              'AND f.contype OPERATOR(pg_catalog.=) ''f'') '
+					              'THEN (SELECT CASE WHEN pg_catalog.count(*) FILTER (WHERE (%2$s) IS NOT TRUE) OPERATOR(pg_catalog.=) 0 '
+					              'THEN pg_catalog.count(*) END FROM %1$s t) END '
+					              'FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) %1$L::pg_catalog.regclass',
+					              qualified, ringshard_internal.steps_condition(table_name, ARRAY(
+					                SELECT p.step FROM ringshard.rebalance_progress p
+					                 WHERE p.table_name = rebalance_finish_steps.table_name AND d = ANY (p.deletes)
+					                 ORDER BY p.step)))
+					  FROM unnest(departed) WITH ORDINALITY x(d, i) ORDER BY x.i)) n
+				ORDER BY n.node
+			LOOP
+				IF NOT answered.ok THEN
+					RAISE EXCEPTION 'statement failed on node "%"', answered.node
+						USING ERRCODE = 'connection_failure', DETAIL = answered.error;
+				END IF;
+				IF answered.value !~ '^[0-9]{1,18}$' THEN
+					RAISE EXCEPTION 'node "%" answered with a malformed value', answered.node
+						USING ERRCODE = 'protocol_violation',
+						      DETAIL = format('%s where a count of rows was expected.', quote_literal(left(answered.value, 40)));
+				END IF;
+				IF answered.value IS NOT NULL THEN
+					truncatable := truncatable || answered.node;
+					kept := kept || answered.value::bigint;
+				END IF;
+			END LOOP;
+			IF cardinality(truncatable) > 0 THEN
+				removed := ringshard_internal.node_counts_each(left_nodes,
+					ringshard_internal.rebalance_delete_statements(table_name, copied, left_nodes, truncatable, kept));
 			END IF;
-			IF answered.value !~ '^[0-9]{1,18}$' THEN
-				RAISE EXCEPTION 'node "%" answered with a malformed value', answered.node
-					USING ERRCODE = 'protocol_violation',
-					      DETAIL = format('%s where a count of rows was expected.', quote_literal(left(answered.value, 40)));
-			END IF;
-			IF answered.value IS NOT NULL THEN
-				truncatable := truncatable || answered.node;
-				kept := kept || answered.value::bigint;
-			END IF;
-		END LOOP;
+		EXCEPTION WHEN connection_failure THEN
+			-- A node's table was not free within 5 s (a reader, a dump or a
+			-- vacuum there) or the node failed: the rows of the move are
+			-- deleted as anywhere, below (a node that fails fails again).
+			truncatable := '{}';
+			kept := '{}';
+		END;
 	END IF;
-	-- one statement per node, each answering the rows it removed; a truncate
-	-- waits at most 10 s for its lock (the move stops then, and resumes)
-	statements := ARRAY(
-		SELECT CASE WHEN n = ANY (truncatable)
-		            THEN format('SET LOCAL lock_timeout = ''10s''; TRUNCATE %s; SELECT %s::pg_catalog.int8',
-		                        qualified, kept[array_position(truncatable, n)])
-		            ELSE format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-		                        qualified, ringshard_internal.steps_condition(table_name, copied))
-		       END
-		  FROM unnest(left_nodes) WITH ORDINALITY x(n, i) ORDER BY x.i);
-	removed := ringshard_internal.node_counts_each(left_nodes, statements);
+	IF removed IS NULL THEN
+		removed := ringshard_internal.node_counts_each(left_nodes,
+			ringshard_internal.rebalance_delete_statements(table_name, copied, left_nodes, '{}', '{}'));
+	END IF;
 	UPDATE ringshard.rebalance_progress p
 	   SET state = 'done', rows_deleted = CASE WHEN p.step = copied[1] THEN removed ELSE 0 END, updated_at = now()
 	 WHERE p.table_name = rebalance_finish_steps.table_name AND p.step = ANY (copied);

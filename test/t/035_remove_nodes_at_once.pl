@@ -8,7 +8,9 @@
 # replicas, none lost; two leaving workers' tables are empty with no page
 # left; the third holds a misplaced row (written there directly, in no range
 # it held), which is no row of the move: it stays, and the move's rows there
-# are deleted instead.
+# are deleted instead.  While the move runs, a session on w4 holds its table
+# (a reader that does not end): w4's truncate waits 5 s for its lock, then
+# the move's rows are deleted there instead, and the move goes on.
 #
 # The workers are databases of one server: the addresses differ by dbname.
 use strict;
@@ -59,8 +61,20 @@ $server->safe_psql('coord', q{
 my $groups = $server->safe_psql('coord', q{SELECT count(DISTINCT deletes) FROM ringshard.rebalance_plan('t')});
 cmp_ok($groups, '>=', 4, "the plan leaves $groups different sets of nodes (single nodes and pairs)");
 
+# a reader on w4 holding its table for up to 60 s
+my ($reader_out, $reader_err) = ('', '');
+my $reader = IPC::Run::start(
+	[ 'psql', '-X', '-q', '-h', $host, '-p', $port, '-d', 'w4', '-c',
+	  'BEGIN; LOCK TABLE t IN ACCESS SHARE MODE; SELECT pg_sleep(60); COMMIT;' ],
+	'>', \$reader_out, '2>', \$reader_err, IPC::Run::timeout(120));
+$server->poll_query_until('w4', q{SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+	WHERE l.relation = 't'::regclass AND a.query LIKE 'BEGIN; LOCK TABLE t%'})
+	or die 'the reader on w4 did not take its lock';
+
 my ($rc, $out, $err) = $server->psql('coord', q{CALL ringshard.rebalance('t', batch => 40)});
-is($rc, 0, 'the rebalance in batches of about 40 rows succeeds') or diag($err);
+is($rc, 0, 'the rebalance in batches of about 40 rows succeeds, the reader on w4 still running') or diag($err);
+ok($reader->pumpable, 'the reader on w4 was still holding its table when the move ended');
+$reader->kill_kill;
 is($server->safe_psql('coord', $all), $before, 'every row is read back once, as it was');
 for my $w (@workers[ 0 .. 1 ])
 {
@@ -72,11 +86,10 @@ for my $w (@workers[ 0 .. 1 ])
 is($server->safe_psql('w3', q{SELECT string_agg(id || ':' || v, ',') FROM t}), "$misplaced:misplaced",
 	'w3 keeps only its misplaced row, which no step moved: the rows of the move were deleted, not truncated');
 like($err, qr/rebalance of public\.t complete: \d+ steps, \d+ rows copied, \d+ deleted/, 'the move says what it deleted');
-for my $w (@workers[ 3 .. 4 ])
-{
-	is($server->safe_psql($w, q{SELECT count(*) || ' rows, ' || pg_relation_size('t') || ' bytes' FROM t}),
-		'0 rows, 0 bytes', "$w, which left, holds no row of t and no page (truncated)");
-}
+is($server->safe_psql('w4', q{SELECT count(*) || ' rows, ' || (pg_relation_size('t') > 0) FROM t}), '0 rows, true',
+	'w4, whose table a reader held, holds no row of t: they were deleted (its pages are kept), not truncated');
+is($server->safe_psql('w5', q{SELECT count(*) || ' rows, ' || pg_relation_size('t') || ' bytes' FROM t}),
+	'0 rows, 0 bytes', 'w5, which left, holds no row of t and no page (truncated)');
 is($server->safe_psql('coord', q{SELECT count(*) FROM ringshard.verify_table('t')}), '0',
 	'verify_table finds every replica the same');
 
