@@ -1123,9 +1123,9 @@ BEGIN
 	                   ORDER BY 1);
 	IF cardinality(departed) > 0 THEN
 		-- An earlier batch's delete still prepared there would hold the
-		-- truncate back: recovery finishes it first, or the move stops here.
-		PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, departed,
-			format('the deletes before steps %s are committed on the nodes the rows left', copied), 'Nothing was deleted.');
+		-- truncate back: recovery tries to finish it first (else the
+		-- truncate's lock times out, and the rows are deleted instead).
+		PERFORM ringshard_internal.recover_prepared_transactions_on(departed);
 		BEGIN
 			-- Its table there may be truncated when it is a plain table
 			-- without children or row security, the role may truncate it, no

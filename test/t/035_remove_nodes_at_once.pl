@@ -42,6 +42,7 @@ $server->safe_psql('coord', join('', map { "SELECT ringshard.add_node('$_', 'hos
 my $all = q{SELECT count(*) || ':' || sum(id) || ':' || md5(string_agg(v, ',' ORDER BY id)) FROM t};
 my $before = $server->safe_psql('coord', $all);
 
+$server->safe_psql('coord', q{CREATE TABLE before_move AS SELECT g AS id, replicas_for(g::bigint) AS r FROM generate_series(1, 3000) g});
 # ranges only leaving workers hold: their rows are copied from a leaving worker
 my $only_leaving = $server->safe_psql('coord', q{
 	SELECT count(*) FROM generate_series(1, 3000) g WHERE replicas_for(g::bigint) <@ ARRAY['w3', 'w4', 'w5']});
@@ -85,7 +86,11 @@ for my $w (@workers[ 0 .. 1 ])
 }
 is($server->safe_psql('w3', q{SELECT string_agg(id || ':' || v, ',') FROM t}), "$misplaced:misplaced",
 	'w3 keeps only its misplaced row, which no step moved: the rows of the move were deleted, not truncated');
-like($err, qr/rebalance of public\.t complete: \d+ steps, \d+ rows copied, \d+ deleted/, 'the move says what it deleted');
+# every copy that left w3, w4 or w5 is deleted there (the misplaced row is none of them)
+my $copies_left = $server->safe_psql('coord', q{
+	SELECT sum(cardinality(ARRAY(SELECT unnest(r) INTERSECT SELECT unnest(ARRAY['w3', 'w4', 'w5'])))) FROM before_move});
+like($err, qr/rebalance of public\.t complete: \d+ steps, \d+ rows copied, $copies_left deleted/,
+	"the move counts the $copies_left copies it deleted or truncated where they left");
 is($server->safe_psql('w4', q{SELECT count(*) || ' rows, ' || (pg_relation_size('t') > 0) FROM t}), '0 rows, true',
 	'w4, whose table a reader held, holds no row of t: they were deleted (its pages are kept), not truncated');
 is($server->safe_psql('w5', q{SELECT count(*) || ' rows, ' || pg_relation_size('t') || ' bytes' FROM t}),
