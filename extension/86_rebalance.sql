@@ -1077,6 +1077,8 @@ DECLARE
 	departed text[];
 	truncatable text[] := '{}';
 	kept bigint[] := '{}';
+	failure text;
+	failure_detail text;
 	answered record;
 	removed bigint;
 BEGIN
@@ -1172,10 +1174,17 @@ BEGIN
 			END IF;
 		EXCEPTION WHEN connection_failure THEN
 			-- A node's table was not free within 5 s (a reader, a dump or a
-			-- vacuum there) or the node failed: the rows of the move are
-			-- deleted as anywhere, below (a node that fails fails again).
+			-- vacuum there) or the node failed: every node's part of the
+			-- attempt is rolled back to its savepoint, and the rows of the
+			-- move are deleted as anywhere, below (a node that fails fails
+			-- again there).
+			GET STACKED DIAGNOSTICS failure = MESSAGE_TEXT, failure_detail = PG_EXCEPTION_DETAIL;
+			RAISE NOTICE 'rebalance of %: the rows of steps % are deleted from node %, not truncated there', qualified,
+				copied, array_to_string(departed, ', ')
+				USING DETAIL = failure || coalesce(': ' || nullif(failure_detail, ''), '');
 			truncatable := '{}';
 			kept := '{}';
+			removed := NULL;
 		END;
 	END IF;
 	IF removed IS NULL THEN

@@ -74,7 +74,10 @@ $server->poll_query_until('w4', q{SELECT count(*) > 0 FROM pg_locks l JOIN pg_st
 
 my ($rc, $out, $err) = $server->psql('coord', q{CALL ringshard.rebalance('t', batch => 40)});
 is($rc, 0, 'the rebalance in batches of about 40 rows succeeds, the reader on w4 still running') or diag($err);
-ok($reader->pumpable, 'the reader on w4 was still holding its table when the move ended');
+like($err, qr/NOTICE:  rebalance of public\.t: the rows of steps \{[0-9,]+\} are deleted from node w4, not truncated there\nDETAIL:  statement failed on node "w4": [^\n]*lock timeout/,
+	'the truncate on w4 could not take its lock within 5 s: the move says so, and deletes the rows there instead');
+is($server->safe_psql('w4', q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'BEGIN; LOCK TABLE t%' AND state = 'active'}),
+	'1', 'the reader on w4 was still holding its table when the move ended');
 $reader->kill_kill;
 is($server->safe_psql('coord', $all), $before, 'every row is read back once, as it was');
 for my $w (@workers[ 0 .. 1 ])
@@ -97,6 +100,8 @@ is($server->safe_psql('w5', q{SELECT count(*) || ' rows, ' || pg_relation_size('
 	'0 rows, 0 bytes', 'w5, which left, holds no row of t and no page (truncated)');
 is($server->safe_psql('coord', q{SELECT count(*) FROM ringshard.verify_table('t')}), '0',
 	'verify_table finds every replica the same');
+is(join(',', map { $server->safe_psql($_, 'SELECT count(*) FROM pg_prepared_xacts') } @workers), '0,0,0,0,0',
+	'no part of the move is left prepared on any worker');
 
 $server->stop;
 done_testing();
