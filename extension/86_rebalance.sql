@@ -380,6 +380,40 @@ END
 $$;
 COMMENT ON FUNCTION ringshard_internal.node_value(text, text, text[], boolean, regtype) IS 'runs one statement on a node and returns its first value, or raises the node''s error (also when the value is not of the type shape)';
 
+-- Whether a placement snapshot (placement_snapshot) lays rows out on a
+-- node: a member of its ring, or assigned partitions of its map.
+CREATE FUNCTION ringshard_internal.placement_holds(placed json, node text) RETURNS boolean
+	LANGUAGE ringshard_sql IMMUTABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
+	                WHERE x->>'node' = node);
+$$;
+COMMENT ON FUNCTION ringshard_internal.placement_holds(json, text) IS
+	'whether a placement snapshot lays rows out on the node (a member of its ring, or assigned partitions of its map)';
+
+-- One node's answer to node_execute or node_execute_each, checked: its
+-- error raised naming the node, a value that is no count of rows refused;
+-- the count (NULL only where null_ok).
+CREATE FUNCTION ringshard_internal.node_count_answer(node text, ok boolean, value text, error text, null_ok boolean)
+	RETURNS bigint
+	LANGUAGE ringshard_plpgsql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+BEGIN
+	IF NOT ok THEN
+		RAISE EXCEPTION 'statement failed on node "%"', node USING ERRCODE = 'connection_failure', DETAIL = error;
+	END IF;
+	IF value IS NULL AND null_ok THEN
+		RETURN NULL;
+	END IF;
+	IF value IS NULL OR value !~ '^[0-9]{1,18}$' THEN
+		RAISE EXCEPTION 'node "%" answered with a malformed value', node
+			USING ERRCODE = 'protocol_violation',
+			      DETAIL = format('%s where a count of rows was expected.', coalesce(quote_literal(left(value, 40)), 'nothing'));
+	END IF;
+	RETURN value::bigint;
+END
+$$;
+COMMENT ON FUNCTION ringshard_internal.node_count_answer(text, boolean, text, text, boolean) IS
+	'one node''s answer to node_execute(_each) checked: its error raised (08006), a value that is no count refused (08P01); the count, NULL only where null_ok';
+
 -- A statement of its own on each node, all at once, in this transaction
 -- (src/admin/node_commands.c): a rebalance clears its targets, and deletes
 -- the rows that left their nodes, on every node in parallel.
@@ -389,29 +423,12 @@ CREATE FUNCTION ringshard_internal.node_execute_each(nodes text[], statements te
 COMMENT ON FUNCTION ringshard_internal.node_execute_each(text[], text[]) IS
 	'runs the i-th statement on the i-th node, all in parallel, as the calling role; each node''s part commits with this transaction, in two phases';
 
--- node_execute_each, then every node's answer checked: its error raised,
--- naming the node, or its first value read as a count of rows; the sum.
+-- node_execute_each, then every node's answer checked (node_count_answer);
+-- the sum of the counts.
 CREATE FUNCTION ringshard_internal.node_counts_each(nodes text[], statements text[]) RETURNS bigint
-	LANGUAGE ringshard_plpgsql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
-DECLARE
-	answered record;
-	total bigint := 0;
-BEGIN
-	FOR answered IN SELECT * FROM ringshard_internal.node_execute_each(nodes, statements) n ORDER BY n.node LOOP
-		IF NOT answered.ok THEN
-			RAISE EXCEPTION 'statement failed on node "%"', answered.node
-				USING ERRCODE = 'connection_failure', DETAIL = answered.error;
-		END IF;
-		IF answered.value IS NULL OR answered.value !~ '^[0-9]{1,18}$' THEN
-			RAISE EXCEPTION 'node "%" answered with a malformed value', answered.node
-				USING ERRCODE = 'protocol_violation',
-				      DETAIL = format('%s where a count of rows was expected.',
-				                      coalesce(quote_literal(left(answered.value, 40)), 'nothing'));
-		END IF;
-		total := total + answered.value::bigint;
-	END LOOP;
-	RETURN total;
-END
+	LANGUAGE ringshard_sql VOLATILE STRICT PARALLEL UNSAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
+	SELECT coalesce(sum(ringshard_internal.node_count_answer(n.node, n.ok, n.value, n.error, false)), 0)::bigint
+	  FROM ringshard_internal.node_execute_each(nodes, statements) n;
 $$;
 COMMENT ON FUNCTION ringshard_internal.node_counts_each(text[], text[]) IS
 	'runs the i-th statement on the i-th node, all in parallel, in this transaction; raises a node''s error, or a value that is no count of rows; the sum of the counts';
@@ -1042,11 +1059,13 @@ CREATE FUNCTION ringshard_internal.rebalance_delete_statements(table_name regcla
 	LANGUAGE ringshard_sql STABLE STRICT PARALLEL SAFE SET search_path = pg_catalog, ringshard, pg_temp AS $$
 	SELECT coalesce(array_agg(CASE WHEN x.n = ANY (truncatable)
 	                               THEN format('SET LOCAL lock_timeout = ''5s''; TRUNCATE %s; SELECT %s::pg_catalog.int8',
-	                                           ringshard.qualified_name(table_name), kept[array_position(truncatable, x.n)])
+	                                           q.qualified, kept[array_position(truncatable, x.n)])
 	                               ELSE format('WITH gone AS (DELETE FROM %s t WHERE %s RETURNING 1) SELECT pg_catalog.count(*) FROM gone',
-	                                           ringshard.qualified_name(table_name), ringshard_internal.steps_condition(table_name, steps))
+	                                           q.qualified, q.condition)
 	                          END ORDER BY x.i), '{}')
-	  FROM unnest(nodes) WITH ORDINALITY x(n, i);
+	  FROM (SELECT ringshard.qualified_name(table_name) AS qualified,
+	               ringshard_internal.steps_condition(table_name, steps) AS condition) q,
+	       LATERAL unnest(nodes) WITH ORDINALITY x(n, i);
 $$;
 COMMENT ON FUNCTION ringshard_internal.rebalance_delete_statements(regclass, integer[], text[], text[], bigint[]) IS
 	'rebalance(): per node in order, the statement that removes the steps'' rows there (TRUNCATE on the nodes to truncate, with the rows counted there; else a delete of the steps'' rows), each answering the rows it removed';
@@ -1117,8 +1136,7 @@ BEGIN
 	-- still to copy reads from them or leaves them.
 	placed := ringshard_internal.placement_snapshot(table_name);
 	departed := ARRAY(SELECT n FROM unnest(left_nodes) n
-	                   WHERE NOT EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
-	                                      WHERE x->>'node' = n)
+	                   WHERE NOT ringshard_internal.placement_holds(placed, n)
 	                     AND NOT EXISTS (SELECT FROM ringshard.rebalance_progress p
 	                                      WHERE p.table_name = rebalance_finish_steps.table_name AND p.state = 'pending'
 	                                        AND (p.source = n OR n = ANY (p.deletes)))
@@ -1154,16 +1172,7 @@ BEGIN
 					  FROM unnest(departed) WITH ORDINALITY x(d, i) ORDER BY x.i)) n
 				ORDER BY n.node
 			LOOP
-				IF NOT answered.ok THEN
-					RAISE EXCEPTION 'statement failed on node "%"', answered.node
-						USING ERRCODE = 'connection_failure', DETAIL = answered.error;
-				END IF;
-				IF answered.value !~ '^[0-9]{1,18}$' THEN
-					RAISE EXCEPTION 'node "%" answered with a malformed value', answered.node
-						USING ERRCODE = 'protocol_violation',
-						      DETAIL = format('%s where a count of rows was expected.', quote_literal(left(answered.value, 40)));
-				END IF;
-				IF answered.value IS NOT NULL THEN
+				IF ringshard_internal.node_count_answer(answered.node, answered.ok, answered.value, answered.error, true) IS NOT NULL THEN
 					truncatable := truncatable || answered.node;
 					kept := kept || answered.value::bigint;
 				END IF;
@@ -1267,8 +1276,7 @@ BEGIN
 	PERFORM ringshard_internal.confirm_no_parts_in_doubt(table_name, ARRAY(
 		SELECT DISTINCT d.node FROM ringshard.rebalance_progress p, unnest(p.deletes) d(node)
 		 WHERE p.table_name = rebalance_finish.table_name
-		   AND EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
-		                WHERE x->>'node' = d.node)
+		   AND ringshard_internal.placement_holds(placed, d.node)
 		 ORDER BY 1),
 		'its deletes are committed on the nodes the rows left', 'The rows are on their new replicas.');
 	-- A delete or truncate on a node the table leaves altogether whose
@@ -1278,8 +1286,7 @@ BEGIN
 	PERFORM ringshard_internal.recover_prepared_transactions_on(ARRAY(
 		SELECT DISTINCT d.node FROM ringshard.rebalance_progress p, unnest(p.deletes) d(node)
 		 WHERE p.table_name = rebalance_finish.table_name
-		   AND NOT EXISTS (SELECT FROM json_array_elements(coalesce(placed->'members', placed->'assignments')) x
-		                    WHERE x->>'node' = d.node)
+		   AND NOT ringshard_internal.placement_holds(placed, d.node)
 		 ORDER BY 1));
 	SELECT count(*) AS steps, coalesce(sum(p.rows_copied), 0) AS copied, coalesce(sum(p.rows_deleted), 0) AS deleted
 	  INTO totals FROM ringshard.rebalance_progress p WHERE p.table_name = rebalance_finish.table_name;
