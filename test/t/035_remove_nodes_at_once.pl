@@ -12,6 +12,12 @@
 # (a reader that does not end): w4's truncate waits 5 s for its lock, then
 # the move's rows are deleted there instead, and the move goes on.
 #
+# A second table, "Odd Schema"."Odd ""T""" (dates, floats, intervals), is
+# moved after it under DateStyle 'SQL, DMY', IntervalStyle 'sql_standard',
+# extra_float_digits -15 and search_path = public, where every worker has
+# an unrelated public."Odd ""T""": every value arrives exact, the leaving
+# workers' table is truncated, and the unrelated tables keep their rows.
+#
 # The workers are databases of one server: the addresses differ by dbname.
 use strict;
 use warnings;
@@ -39,6 +45,25 @@ $server->safe_psql('coord', join('', map { "SELECT ringshard.add_node('$_', 'hos
 	SELECT count(*) FROM ringshard.create_distributed_table('t');
 	INSERT INTO t SELECT g, 'v-' || g FROM generate_series(1, 3000) g;
 });
+# the odd table's schema on every node, and an unrelated table of its name in public
+for my $db ('coord', @workers)
+{
+	$server->safe_psql($db, q{CREATE SCHEMA "Odd Schema"});
+	next if $db eq 'coord';
+	$server->safe_psql($db, q{CREATE TABLE public."Odd ""T""" (id bigint, d date, f float8, iv interval);
+		INSERT INTO public."Odd ""T""" SELECT g, date '2024-02-01', 0.1, interval '1 day' FROM generate_series(1, 50) g});
+}
+$server->safe_psql('coord', q{
+	CREATE TABLE "Odd Schema"."Odd ""T""" (id bigint PRIMARY KEY, d date, f float8, iv interval);
+	SELECT ringshard.distribute_table('"Odd Schema"."Odd ""T"""', 'id');
+	SELECT count(*) FROM ringshard.create_distributed_table('"Odd Schema"."Odd ""T"""');
+	INSERT INTO "Odd Schema"."Odd ""T"""
+	SELECT g, date '2024-02-01' + g, 0.1 * g + 1e-15, make_interval(days => g, secs => g / 7.0) FROM generate_series(1, 600) g;
+});
+my $odd_values = q{SELECT count(*) || ':' || md5(string_agg(id || ' ' || d || ' ' || f || ' ' || iv, ',' ORDER BY id))
+	FROM "Odd Schema"."Odd ""T"""};
+my $unrelated = q{SELECT count(*) || ':' || md5(string_agg(id || ' ' || d || ' ' || f || ' ' || iv, ',' ORDER BY id)) FROM public."Odd ""T"""};
+my $unrelated_before = $server->safe_psql('w1', $unrelated);
 my $all = q{SELECT count(*) || ':' || sum(id) || ':' || md5(string_agg(v, ',' ORDER BY id)) FROM t};
 my $before = $server->safe_psql('coord', $all);
 
@@ -100,6 +125,31 @@ is($server->safe_psql('w5', q{SELECT count(*) || ' rows, ' || pg_relation_size('
 	'0 rows, 0 bytes', 'w5, which left, holds no row of t and no page (truncated)');
 is($server->safe_psql('coord', q{SELECT count(*) FROM ringshard.verify_table('t')}), '0',
 	'verify_table finds every replica the same');
+
+# The odd table, under other settings and a search_path where public."Odd ""T"""
+# comes first: its values arrive exact, and the unrelated tables are untouched.
+my $odd_before = $server->safe_psql('coord', $odd_values);
+($rc, $out, $err) = $server->psql('coord', q{
+	SET DateStyle = 'SQL, DMY'; SET IntervalStyle = 'sql_standard'; SET extra_float_digits = -15; SET search_path = public;
+	CALL ringshard.rebalance('"Odd Schema"."Odd ""T"""', batch => 100)});
+is($rc, 0, 'the odd table moves under other settings and search_path') or diag($err);
+is($server->safe_psql('coord', $odd_values), $odd_before, 'it is read back whole, every value as it was');
+for my $w (@workers[ 0 .. 1 ])
+{
+	my $expected = $server->safe_psql('coord', qq{
+		SELECT count(*) || ':' || md5(string_agg(g || ' ' || (date '2024-02-01' + g) || ' ' || (0.1 * g + 1e-15)::float8 || ' '
+		                                         || make_interval(days => g, secs => g / 7.0), ',' ORDER BY g))
+		  FROM generate_series(1, 600) g WHERE '$w' = ANY (replicas_for(g::bigint))});
+	is($server->safe_psql($w, $odd_values), $expected, "$w holds exactly its rows of the odd table, every value exact");
+}
+for my $w (@workers[ 2 .. 4 ])
+{
+	is($server->safe_psql($w, q{SELECT count(*) || ' rows, ' || pg_relation_size('"Odd Schema"."Odd ""T"""') || ' bytes'
+		FROM "Odd Schema"."Odd ""T"""}), '0 rows, 0 bytes', "$w, which left, holds no row of the odd table (truncated)");
+}
+is(join(' ', map { $server->safe_psql($_, $unrelated) } @workers), join(' ', ($unrelated_before) x 5),
+	'the unrelated public."Odd ""T""" keeps its 50 rows on every worker');
+
 is(join(',', map { $server->safe_psql($_, 'SELECT count(*) FROM pg_prepared_xacts') } @workers), '0,0,0,0,0',
 	'no part of the move is left prepared on any worker');
 
