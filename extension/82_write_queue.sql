@@ -157,6 +157,7 @@ DECLARE
 	got integer;
 	handed integer;
 	saved_lock_timeout text;
+	recovery_error text;
 BEGIN
 	FOR probe IN SELECT h.node, h.reachable, h.role, h.host, h.rtt_ms, h.last_error AS error
 	               FROM ringshard.node_health() h LOOP
@@ -164,7 +165,26 @@ BEGIN
 		IF probe.reachable THEN
 			-- One node's trouble must not stop the round for the others.
 			BEGIN
-				got := ringshard.replay_queue(probe.node, batch);
+				-- Recovery on the node again, right before its queue is
+				-- replayed: a node that was still starting during the
+				-- round's recovery may answer now, with a part of a
+				-- committed transaction still prepared there (it was lost
+				-- between PREPARE and COMMIT PREPARED), holding its rows'
+				-- locks; a queued UPDATE of such a row would wait for it
+				-- until the round is cancelled.  If recovery cannot reach
+				-- the node, nor can the replay: it waits for the next round.
+				recovery_error := NULL;
+				IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = probe.node)
+				   AND current_setting('transaction_isolation') = 'read committed' THEN
+					SELECT r.error INTO recovery_error
+					  FROM ringshard_internal.recover_prepared_transactions_on(ARRAY[probe.node]) r;
+				END IF;
+				IF recovery_error IS NULL THEN
+					got := ringshard.replay_queue(probe.node, batch);
+				ELSE
+					RAISE LOG 'ringshard: the queue of node "%" waits for the next round: recovery there failed: %',
+						probe.node, recovery_error;
+				END IF;
 			EXCEPTION WHEN OTHERS THEN
 				RAISE WARNING 'replaying the queue of node "%" failed: %', probe.node, SQLERRM;
 			END;

@@ -280,6 +280,8 @@ read_health_answer(RemoteConnection *c, PGresult *r, Datum *values, bool *nulls)
 		ErrorData  *edata;
 
 		edata = remote_rollback_subtransaction(old);
+		CurrentResourceOwner = owner;
+		remote_rethrow_cancel(edata);
 		error = psprintf("%s: %s", edata->message, edata->detail ? edata->detail : "");
 	}
 	PG_END_TRY();

@@ -227,9 +227,10 @@ node_answers(const char *node, Oid writer)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(old);
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
+		ErrorData  *edata = remote_rollback_subtransaction(old);
+
+		CurrentResourceOwner = owner;
+		remote_rethrow_cancel(edata);
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(old);
@@ -375,6 +376,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 				edata = remote_rollback_subtransaction(old);
 				MemoryContextSwitchTo(old);
 				CurrentResourceOwner = owner;
+				remote_rethrow_cancel(edata);
 				error = edata->message;
 				lost = edata->sqlerrcode == ERRCODE_CONNECTION_FAILURE ||
 					edata->sqlerrcode == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||

@@ -47,6 +47,21 @@ remote_note_write(RemoteConnection *c)
 	c->wrote = true;
 }
 
+/*
+ * For a PG_CATCH that goes on after a node's error, once its clean-up is
+ * done: a cancel (the user's, statement_timeout, the watchdog round's time
+ * limit) is no node's answer.  Taken as one, it was counted as a refusal of
+ * a queued write, and the next write waited again, for ever: it must end
+ * the statement, as it would anywhere else.  (PL/pgSQL's WHEN OTHERS does
+ * not catch it either.)
+ */
+void
+remote_rethrow_cancel(ErrorData *edata)
+{
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+		ReThrowError(edata);
+}
+
 ErrorData *
 remote_rollback_subtransaction(MemoryContext cxt)
 {
@@ -1152,6 +1167,7 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 			remote_foreach(abandon_control_visitor, NULL);
 			MemoryContextSwitchTo(node_context);
 			CurrentResourceOwner = owner;
+			remote_rethrow_cancel(edata);
 			error = edata->message;
 			failed = true;
 		}

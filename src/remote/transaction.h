@@ -33,6 +33,7 @@ extern void remote_commit_part_now(RemoteConnection *c);
  * memory context and resource owner, as after any internal subtransaction.
  */
 extern ErrorData *remote_rollback_subtransaction(MemoryContext cxt);
+extern void remote_rethrow_cancel(ErrorData *edata);
 
 /*
  * Tests only (ringshard.fault_injection, superuser): crash the server with a

@@ -212,6 +212,44 @@ is($coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE
 	'the next round marks it up: nothing is queued or set aside for it');
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($poison, $fine_q1, $fine_q2);});
 
+# A delivery cancelled (statement_timeout, a user's cancel, the watchdog
+# round's 10-minute limit) ends the call, as a cancel does anywhere: it is no
+# refusal of the write.  Taken for one, it was counted against the write
+# (a dead letter in the end), and the next queued write waited again, with
+# nothing left to stop it: the round hung for ever behind a row lock on the
+# node.  Here a session on q1 holds the row a queued UPDATE needs.
+my $locked = $coordinator->safe_psql('postgres', q{
+	SELECT g FROM generate_series(7001, 9000) g WHERE 'q1' = ANY (replicas_for(g::bigint)) LIMIT 1});
+my $locked_too = $coordinator->safe_psql('postgres', qq{
+	SELECT g FROM generate_series(9001, 11000) g WHERE 'q1' = ANY (replicas_for(g::bigint)) LIMIT 1});
+$coordinator->safe_psql('postgres', qq{
+	INSERT INTO items VALUES ($locked, 'before'), ($locked_too, 'before');
+	SELECT ringshard.mark_node_down('q1');
+	UPDATE items SET payload = 'after' WHERE id = $locked;
+	UPDATE items SET payload = 'after' WHERE id = $locked_too;});
+my ($h_in, $h_out, $h_err) = ('', '', '');
+my $holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
+	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
+$h_in .= "BEGIN; SELECT 'holding' FROM items WHERE id IN ($locked, $locked_too) FOR UPDATE LIMIT 1;\n";
+$holder->pump until $h_out =~ /holding/;
+for my $call ('SELECT ringshard.replay_queue(\'q1\')', 'SELECT count(*) FROM ringshard.watchdog_tick()')
+{
+	my ($rc_c, $out_c, $err_c) = $coordinator->psql('postgres', "SET statement_timeout = '1s'; $call", timeout => 60);
+	like($err_c, qr/canceling statement due to statement timeout/,
+		"$call, waiting on a row lock on the node: statement_timeout cancels it");
+	is($coordinator->safe_psql('postgres', q{
+		SELECT string_agg(attempts || ':' || coalesce(last_error, 'none'), ',') FROM ringshard.write_queue WHERE node_name = 'q1'}),
+		'0:none,0:none', "$call cancelled: no queued write counted as refused");
+}
+$h_in .= "COMMIT;\n\\q\n";
+$holder->finish;
+$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
+	  . $workers[0]->safe_psql('postgres', "SELECT string_agg(payload, ',') FROM items WHERE id IN ($locked, $locked_too)")
+	  . ' ' . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
+	'0 after,after t', 'the lock released, the next round delivers both and marks q1 up');
+$coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($locked, $locked_too);});
+
 # With a quorum of two, a write whose second replica is down fails.
 $workers[2]->stop;
 my $both_on_q3 = $coordinator->safe_psql('postgres',

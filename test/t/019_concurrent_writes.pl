@@ -583,4 +583,68 @@ is($coordinator->safe_psql('postgres', 'SELECT sum(delta) FROM pgbench_history')
 	'the writes of delta 0 kept the sums');
 tpcb_invariant_everywhere('after the writes with c2 unreachable and not marked down');
 
+# ---------------------------------------------------------------------------
+# A worker that answers again between the watchdog's recovery and its round
+# (it was still starting when recovery tried it), with a part of a committed
+# transaction still prepared there: c2 stopped between the local commit and
+# its COMMIT PREPARED.  That part holds its row's lock on c2, and a queued
+# UPDATE of the row, replayed by the round, waited for it until the round
+# was cancelled (10 minutes): CI saw it as a cluster not settled in 60 s.
+# The round now runs recovery on a node right before it replays its queue.
+# Here the watchdog is idle and the round is called by hand, so the race is
+# certain: no recovery ran after c2 came back.
+$coordinator->safe_psql('postgres', q{
+	ALTER SYSTEM SET ringshard.watchdog_database = '';
+	SELECT pg_reload_conf();
+});
+usleep(1_500_000);	# a round that began before the reload is over
+my ($tid_c2) = $coordinator->safe_psql('postgres', 'SELECT min(tid) FROM pgbench_tellers');
+my $offset = -s $coordinator->logfile;
+my ($f_in, $f_out, $f_err) = ('', '', '');
+my $faulted = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $coordinator->host, '-p', $coordinator->port, '-d', 'postgres' ],
+	'<', \$f_in, '>', \$f_out, '2>', \$f_err, IPC::Run::timeout(60));
+$f_in .= "SET ringshard.fault_injection = 'after_local_commit=sleep:3000';\n"
+  . "BEGIN; UPDATE pgbench_branches SET bbalance = bbalance + 7 WHERE bid = $bid_c2; "
+  . "UPDATE pgbench_tellers SET tbalance = tbalance + 7 WHERE tid = $tid_c2; "
+  . "UPDATE pgbench_accounts SET abalance = abalance + 7 WHERE aid = $aid_c2; "
+  . "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($tid_c2, $bid_c2, $aid_c2, 7, now()); COMMIT;\n"
+  . "SELECT 'committed';\n";
+$faulted->pump while length $f_in;
+$coordinator->wait_for_log(qr/ringshard fault injection: sleeping 3000 ms at after_local_commit\b/, $offset);
+$victim->stop('immediate');
+$faulted->pump until $f_out =~ /committed/;
+$f_in .= "\\q\n";
+$faulted->finish;
+like($f_err, qr/did not confirm the commit of its part/,
+	'c2 stopped between the local commit and its COMMIT PREPARED: the commit succeeds, its part left prepared there');
+$coordinator->safe_psql('postgres', q{SELECT ringshard.mark_node_down('c2')});
+$coordinator->safe_psql('postgres',
+	"BEGIN; UPDATE pgbench_branches SET bbalance = bbalance + 11 WHERE bid = $bid_c2; "
+	  . "UPDATE pgbench_tellers SET tbalance = tbalance + 11 WHERE tid = $tid_c2; "
+	  . "UPDATE pgbench_accounts SET abalance = abalance + 11 WHERE aid = $aid_c2; "
+	  . "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($tid_c2, $bid_c2, $aid_c2, 11, now()); COMMIT;");
+cmp_ok($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue WHERE node_name = 'c2'}),
+	'>=', 4, 'c2 marked down: a later transaction on the same rows is queued for it');
+$victim->start;
+is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '1',
+	'c2 started again: the committed part is still prepared there, holding its rows');
+# statement_timeout bounds the round if it waits on that lock (the failure)
+my ($rc_r, $out_r, $err_r) = $coordinator->psql('postgres',
+	q{SET statement_timeout = '30s'; SELECT string_agg(node || ':' || delivered || ':' || still_queued, ' ' ORDER BY node) FROM ringshard.watchdog_tick()});
+is($rc_r, 0, 'a watchdog round with no recovery since c2 came back finishes') or diag $err_r;
+like($out_r, qr/\bc2:\d+:0\b/, "that round delivers c2's queue ($out_r)");
+is($coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'c2'}), 't',
+	'and hands c2 over: marked up');
+is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '0',
+	'the part left prepared on c2 was finished by the round');
+is($coordinator->safe_psql('postgres', "SELECT bbalance FROM pgbench_branches WHERE bid = $bid_c2"),
+	$workers[1]->safe_psql('postgres', "SELECT bbalance FROM pgbench_branches WHERE bid = $bid_c2"),
+	'c2 holds the branch with both transactions applied');
+$coordinator->safe_psql('postgres', q{
+	ALTER SYSTEM SET ringshard.watchdog_database = 'postgres';
+	SELECT pg_reload_conf();
+});
+settle_after_restart('c2 back after a part left prepared by a committed transaction');
+tpcb_invariant_everywhere('after the part left prepared on c2 and the queued writes behind it');
+
 done_testing();
