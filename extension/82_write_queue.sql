@@ -171,20 +171,19 @@ BEGIN
 				-- committed transaction still prepared there (it was lost
 				-- between PREPARE and COMMIT PREPARED), holding its rows'
 				-- locks; a queued UPDATE of such a row would wait for it
-				-- until the round is cancelled.  If recovery cannot reach
-				-- the node, nor can the replay: it waits for the next round.
-				recovery_error := NULL;
+				-- until the round is cancelled.  A recovery that fails
+				-- (the node gone again, a part's role without a mapping)
+				-- holds nothing back: the replay goes on as before.
 				IF EXISTS (SELECT FROM ringshard.write_queue q WHERE q.node_name = probe.node)
-				   AND current_setting('transaction_isolation') = 'read committed' THEN
+				   AND current_setting('transaction_isolation') NOT IN ('repeatable read', 'serializable') THEN
 					SELECT r.error INTO recovery_error
 					  FROM ringshard_internal.recover_prepared_transactions_on(ARRAY[probe.node]) r;
+					IF recovery_error IS NOT NULL THEN
+						RAISE LOG 'ringshard: recovery on node "%" before its queue is replayed failed: %',
+							probe.node, recovery_error;
+					END IF;
 				END IF;
-				IF recovery_error IS NULL THEN
-					got := ringshard.replay_queue(probe.node, batch);
-				ELSE
-					RAISE LOG 'ringshard: the queue of node "%" waits for the next round: recovery there failed: %',
-						probe.node, recovery_error;
-				END IF;
+				got := ringshard.replay_queue(probe.node, batch);
 			EXCEPTION WHEN OTHERS THEN
 				RAISE WARNING 'replaying the queue of node "%" failed: %', probe.node, SQLERRM;
 			END;
@@ -232,7 +231,7 @@ BEGIN
 	END LOOP;
 
 	-- The hand-overs, last: the queue lock is held to the end of the round.
-	IF true = ANY (hand_over) AND current_setting('transaction_isolation') <> 'read committed' THEN
+	IF true = ANY (hand_over) AND current_setting('transaction_isolation') IN ('repeatable read', 'serializable') THEN
 		RAISE WARNING 'nodes are not marked up by a watchdog round in a % transaction', current_setting('transaction_isolation')
 			USING HINT = 'Call ringshard.watchdog_tick() in a READ COMMITTED transaction; the watchdog always does.';
 		hand_over := array_fill(false, ARRAY[cardinality(hand_over)]);

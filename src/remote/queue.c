@@ -310,7 +310,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		MemoryContext old = CurrentMemoryContext;
 		bool		behind_refused = false;
 		ResourceOwner owner = CurrentResourceOwner;
-		RemoteConnection *c = NULL;
+		RemoteConnection *volatile c = NULL;	/* set in PG_TRY, read in PG_CATCH */
 		bool		lost = false;
 		char	   *error = NULL;
 
@@ -351,14 +351,16 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 					: psprintf("INSERT INTO %1$s SELECT * FROM pg_catalog.json_populate_record(NULL::%1$s, %2$s::pg_catalog.json)",
 							   table, quote_literal_cstr(w->payload));
 
-				c = remote_connection(node, w->writer);
-				remote_connect_all(&c, 1, false);
-				remote_note_write(c);
+				RemoteConnection *link = remote_connection(node, w->writer);
+
+				c = link;
+				remote_connect_all(&link, 1, false);
+				remote_note_write(link);
 				{
 					/* a row is one INSERT: a control command's time; a statement may take its own */
-					PGresult   *res = remote_exec_timed(c, sql, true, w->is_statement ? 0 : ringshard_node_timeout_ms);
+					PGresult   *res = remote_exec_timed(link, sql, true, w->is_statement ? 0 : ringshard_node_timeout_ms);
 
-					remote_expect_command(c, res, w->is_statement ? NULL : "INSERT", w->is_statement ? -1 : 1,
+					remote_expect_command(link, res, w->is_statement ? NULL : "INSERT", w->is_statement ? -1 : 1,
 										  "the delivery of a queued write");
 					remote_result_free(res);
 				}

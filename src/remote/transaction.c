@@ -49,16 +49,20 @@ remote_note_write(RemoteConnection *c)
 
 /*
  * For a PG_CATCH that goes on after a node's error, once its clean-up is
- * done: a cancel (the user's, statement_timeout, the watchdog round's time
- * limit) is no node's answer.  Taken as one, it was counted as a refusal of
- * a queued write, and the next write waited again, for ever: it must end
- * the statement, as it would anywhere else.  (PL/pgSQL's WHEN OTHERS does
- * not catch it either.)
+ * done: a cancel of this backend (the user's, statement_timeout, the
+ * watchdog round's time limit) is no node's answer.  Taken as one, it was
+ * counted as a refusal of a queued write, and the next write waited again,
+ * for ever: it must end the statement, as it would anywhere else.
+ * (PL/pgSQL's WHEN OTHERS does not catch it either.)  PostgreSQL raises
+ * such a cancel in ProcessInterrupts; a node's own cancel (its
+ * statement_timeout, an operator there) comes back with the same SQLSTATE,
+ * reported by remote_report_error, and stays that node's answer.
  */
 void
 remote_rethrow_cancel(ErrorData *edata)
 {
-	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED && edata->funcname != NULL &&
+		strcmp(edata->funcname, "ProcessInterrupts") == 0)
 		ReThrowError(edata);
 }
 
@@ -993,9 +997,10 @@ ringshard_recover_prepared_transactions(PG_FUNCTION_ARGS)
 	{
 		Datum		values[5];
 		bool		nulls[5] = {false, false, false, false, true};
-		int			committed = 0;
-		int			rolled_back = 0;
-		int			left = 0;
+		/* changed in PG_TRY, read after it */
+		volatile int committed = 0;
+		volatile int rolled_back = 0;
+		volatile int left = 0;
 		MemoryContext node_context = AllocSetContextCreate(CurrentMemoryContext, "ringshard recovery",
 														   ALLOCSET_DEFAULT_SIZES);
 		MemoryContext old = MemoryContextSwitchTo(node_context);

@@ -230,13 +230,17 @@ $coordinator->safe_psql('postgres', qq{
 my ($h_in, $h_out, $h_err) = ('', '', '');
 my $holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
 	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
-$h_in .= "BEGIN; SELECT 'holding' FROM items WHERE id IN ($locked, $locked_too) FOR UPDATE LIMIT 1;\n";
+$h_in .= "BEGIN; SELECT 'holding' FROM items WHERE id IN ($locked, $locked_too) FOR UPDATE;\n";
 $holder->pump until $h_out =~ /holding/;
 for my $call ('SELECT ringshard.replay_queue(\'q1\')', 'SELECT count(*) FROM ringshard.watchdog_tick()')
 {
-	my ($rc_c, $out_c, $err_c) = $coordinator->psql('postgres', "SET statement_timeout = '1s'; $call", timeout => 60);
+	my $q1_offset = -s $workers[0]->logfile;
+	my ($rc_c, $out_c, $err_c) = $coordinator->psql('postgres', "SET statement_timeout = '2s'; $call", timeout => 60);
 	like($err_c, qr/canceling statement due to statement timeout/,
 		"$call, waiting on a row lock on the node: statement_timeout cancels it");
+	# the cancel reached the queued UPDATE waiting on the row lock on q1 (not a step before it)
+	like(slurp_file($workers[0]->logfile, $q1_offset), qr/canceling statement due to user request\n[^\n]*CONTEXT:  while locking tuple [^\n]* in relation "items"\n[^\n]*STATEMENT:  [^\n]*UPDATE /,
+		"$call: it was the delivery, waiting on q1, that was cancelled");
 	is($coordinator->safe_psql('postgres', q{
 		SELECT string_agg(attempts || ':' || coalesce(last_error, 'none'), ',') FROM ringshard.write_queue WHERE node_name = 'q1'}),
 		'0:none,0:none', "$call cancelled: no queued write counted as refused");
@@ -248,6 +252,29 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_qu
 	  . $workers[0]->safe_psql('postgres', "SELECT string_agg(payload, ',') FROM items WHERE id IN ($locked, $locked_too)")
 	  . ' ' . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
 	'0 after,after t', 'the lock released, the next round delivers both and marks q1 up');
+
+# A node's own cancel (its statement_timeout) is that node's answer: the
+# write counts as refused, with its error, and the round goes on.
+$workers[0]->safe_psql('postgres', q{ALTER DATABASE postgres SET statement_timeout = '1s'});
+$coordinator->safe_psql('postgres', qq{
+	SELECT ringshard.mark_node_down('q1');
+	UPDATE items SET payload = 'again' WHERE id = $locked;});
+($h_in, $h_out, $h_err) = ('', '', '');
+$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
+	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
+$h_in .= "SET statement_timeout = 0; BEGIN; SELECT 'holding' FROM items WHERE id = $locked FOR UPDATE;\n";
+$holder->pump until $h_out =~ /holding/;
+my ($rc_n, $out_n, $err_n) = $coordinator->psql('postgres', 'SELECT count(*) FROM ringshard.watchdog_tick()', timeout => 60);
+is($rc_n, 0, 'a queued UPDATE cancelled by the node\'s own statement_timeout: the watchdog round finishes') or diag $err_n;
+like($coordinator->safe_psql('postgres', q{SELECT attempts || ' ' || last_error FROM ringshard.write_queue WHERE node_name = 'q1'}),
+	qr/^1 .*canceling statement due to statement timeout/, 'and counts it as the node\'s refusal, with its error');
+$h_in .= "COMMIT;\n\\q\n";
+$holder->finish;
+$workers[0]->safe_psql('postgres', q{ALTER DATABASE postgres RESET statement_timeout});
+$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
+	  . $workers[0]->safe_psql('postgres', "SELECT payload FROM items WHERE id = $locked"),
+	'0 again', 'the node\'s timeout lifted and the lock released, the next round delivers it');
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($locked, $locked_too);});
 
 # With a quorum of two, a write whose second replica is down fails.
