@@ -592,7 +592,15 @@ tpcb_invariant_everywhere('after the writes with c2 unreachable and not marked d
 # was cancelled (10 minutes): CI saw it as a cluster not settled in 60 s.
 # The round now runs recovery on a node right before it replays its queue.
 # Here the watchdog is idle and the round is called by hand, so the race is
-# certain: no recovery ran after c2 came back.
+# certain: no recovery ran after c2 came back.  (The pause between the local
+# commit and COMMIT PREPARED needs a FAULT_INJECTION build, as test/run-all
+# makes.)
+if ($coordinator->safe_psql('postgres', q{SELECT current_setting('ringshard.fault_injection', true) IS NULL}) eq 't')
+{
+	note('no FAULT_INJECTION build: the part left prepared by a committed transaction is left out');
+	done_testing();
+	exit 0;
+}
 my $offset = -s $coordinator->logfile;
 $coordinator->safe_psql('postgres', q{
 	ALTER SYSTEM SET ringshard.watchdog_database = '';
