@@ -238,6 +238,18 @@ node_answers(const char *node, Oid writer)
 	return answers;
 }
 
+/* SET LOCAL lock_timeout on a node's link, in the replay's transaction there. */
+static void
+set_node_lock_timeout(RemoteConnection *c, const char *value)
+{
+	char	   *sql = psprintf("SET LOCAL lock_timeout = %s",
+							   strcmp(value, "DEFAULT") == 0 ? value : quote_literal_cstr(value));
+	PGresult   *res = remote_exec_timed(c, sql, true, ringshard_node_timeout_ms);
+
+	remote_expect_command(c, res, "SET", -1, "the delivery of a queued write");
+	remote_result_free(res);
+}
+
 PG_FUNCTION_INFO_V1(ringshard_replay_queue);
 
 /*
@@ -312,6 +324,8 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		ResourceOwner owner = CurrentResourceOwner;
 		RemoteConnection *volatile c = NULL;	/* set in PG_TRY, read in PG_CATCH */
 		bool		lost = false;
+		bool		busy = false;
+		volatile bool in_statement = false;	/* the statement itself on the node, not what goes around it */
 		char	   *error = NULL;
 
 		/*
@@ -356,14 +370,33 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 				c = link;
 				remote_connect_all(&link, 1, false);
 				remote_note_write(link);
+				if (w->is_statement)
+				{
+					/*
+					 * A statement may run as long as it needs, but each of
+					 * its lock waits on the node lasts at most
+					 * ringshard.node_timeout (the node's lock_timeout, for
+					 * this write only): a lock held there (a session left
+					 * idle in a transaction, a part recovery cannot finish)
+					 * would otherwise hold up the whole round, every node's
+					 * deliveries with it, until the round's limit cancels it.
+					 */
+					set_node_lock_timeout(link, psprintf("%d", ringshard_node_timeout_ms));
+				}
 				{
 					/* a row is one INSERT: a control command's time; a statement may take its own */
-					PGresult   *res = remote_exec_timed(link, sql, true, w->is_statement ? 0 : ringshard_node_timeout_ms);
+					PGresult   *res;
+
+					in_statement = w->is_statement;
+					res = remote_exec_timed(link, sql, true, w->is_statement ? 0 : ringshard_node_timeout_ms);
+					in_statement = false;
 
 					remote_expect_command(link, res, w->is_statement ? NULL : "INSERT", w->is_statement ? -1 : 1,
 										  "the delivery of a queued write");
 					remote_result_free(res);
 				}
+				if (w->is_statement)
+					set_node_lock_timeout(link, "DEFAULT");	/* the rest of the node's transaction as it was */
 				queue_update("DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
 							 "AND node_name OPERATOR(pg_catalog.=) $2", w->write_id, node, NULL);
 				ReleaseCurrentSubTransaction();
@@ -380,6 +413,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 				CurrentResourceOwner = owner;
 				remote_rethrow_cancel(edata);
 				error = edata->message;
+				busy = in_statement && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 				lost = edata->sqlerrcode == ERRCODE_CONNECTION_FAILURE ||
 					edata->sqlerrcode == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
 					(c != NULL && c->link == LINK_BROKEN);
@@ -388,6 +422,14 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		}
 		if (error == NULL)
 			continue;
+		if (busy)
+		{
+			/* no refusal: its rows are held on the node; it and the writes after it wait for the next call */
+			ereport(LOG,
+					(errmsg("ringshard: queued write %s for node \"%s\" waits for the next round: %s",
+							w->write_id, node, error)));
+			break;
+		}
 		if (lost && node_answers(node, w->writer))
 			lost = false;		/* the node is up; it is this writer's connection that fails */
 		if (lost)

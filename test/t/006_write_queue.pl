@@ -235,7 +235,7 @@ $holder->pump until $h_out =~ /holding/;
 for my $call ('SELECT ringshard.replay_queue(\'q1\')', 'SELECT count(*) FROM ringshard.watchdog_tick()')
 {
 	my $q1_offset = -s $workers[0]->logfile;
-	my ($rc_c, $out_c, $err_c) = $coordinator->psql('postgres', "SET statement_timeout = '2s'; $call", timeout => 60);
+	my ($rc_c, $out_c, $err_c) = $coordinator->psql('postgres', "SET ringshard.node_timeout = '30s'; SET statement_timeout = '2s'; $call", timeout => 60);
 	like($err_c, qr/canceling statement due to statement timeout/,
 		"$call, waiting on a row lock on the node: statement_timeout cancels it");
 	# the cancel reached the queued UPDATE waiting on the row lock on q1 (not a step before it)
@@ -275,6 +275,52 @@ $coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_ti
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
 	  . $workers[0]->safe_psql('postgres', "SELECT payload FROM items WHERE id = $locked"),
 	'0 again', 'the node\'s timeout lifted and the lock released, the next round delivers it');
+
+# Each lock wait of a queued statement on its node lasts at most
+# ringshard.node_timeout (2 s here): then the statement, and the node's
+# writes after it, wait for the next round, neither refused nor counted; the
+# round goes on with the other nodes, and does not try to hand the node over
+# (that would wait on the same lock again, holding the node's queue lock
+# against every writer).
+my ($held, $after_held, $for_q2) = split /\|/, $coordinator->safe_psql('postgres', q{
+	SELECT (SELECT g FROM generate_series(11001, 13000) g WHERE 'q1' = ANY (replicas_for(g::bigint)) AND NOT 'q2' = ANY (replicas_for(g::bigint)) LIMIT 1)
+	       || '|' || (SELECT g FROM generate_series(13001, 15000) g WHERE 'q1' = ANY (replicas_for(g::bigint)) AND NOT 'q2' = ANY (replicas_for(g::bigint)) LIMIT 1)
+	       || '|' || (SELECT g FROM generate_series(15001, 17000) g WHERE 'q2' = ANY (replicas_for(g::bigint)) AND NOT 'q1' = ANY (replicas_for(g::bigint)) LIMIT 1)});
+$coordinator->safe_psql('postgres', qq{
+	INSERT INTO items VALUES ($held, 'before');
+	SELECT ringshard.mark_node_down('q1');
+	SELECT ringshard.mark_node_down('q2');
+	UPDATE items SET payload = 'third' WHERE id = $held;
+	INSERT INTO items VALUES ($after_held, 'after the held one'), ($for_q2, 'q2 row');});
+($h_in, $h_out, $h_err) = ('', '', '');
+$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
+	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
+$h_in .= "BEGIN; SELECT 'holding' FROM items WHERE id = $held FOR UPDATE;\n";
+$holder->pump until $h_out =~ /holding/;
+my $q1_offset = -s $workers[0]->logfile;
+my $coordinator_offset = -s $coordinator->logfile;
+my ($rc_l, $out_l, $err_l) = $coordinator->psql('postgres', 'SELECT count(*) FROM ringshard.watchdog_tick()', timeout => 60);
+is($rc_l, 0, 'a queued UPDATE whose row is held on the node: the watchdog round finishes') or diag $err_l;
+like(slurp_file($workers[0]->logfile, $q1_offset), qr/canceling statement due to lock timeout/,
+	'the UPDATE gave up its wait on q1 after the lock timeout');
+my @waits = slurp_file($coordinator->logfile, $coordinator_offset) =~ /queued write \S+ for node "q1" waits for the next round/g;
+is(scalar(@waits), 1, 'once in the round: no hand-over of q1 waited on the lock again');
+is($coordinator->safe_psql('postgres', q{
+	SELECT string_agg(node_name || ':' || attempts || ':' || coalesce(last_error, 'none') || ':' || coalesce(payload->>'id', 'statement'), ',' ORDER BY ordinal) FROM ringshard.write_queue}),
+	"q1:0:none:statement,q1:0:none:$after_held", 'it stays queued for the next round, not counted as refused, and the write after it waits behind it');
+is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $after_held"), '0',
+	'the later write to q1 did not overtake it');
+is($workers[1]->safe_psql('postgres', "SELECT payload FROM items WHERE id = $for_q2") . ' '
+	  . $coordinator->safe_psql('postgres', q{SELECT string_agg(node_name || '=' || is_up, ',' ORDER BY node_name) FROM ringshard.nodes}),
+	'q2 row q1=false,q2=true,q3=true', 'the same round delivered q2\'s queue and marked it up; q1 stays down');
+$h_in .= "COMMIT;\n\\q\n";
+$holder->finish;
+$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
+	  . $workers[0]->safe_psql('postgres', "SELECT string_agg(payload, ',' ORDER BY id) FROM items WHERE id IN ($held, $after_held)") . ' '
+	  . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
+	'0 third,after the held one t', 'the lock released, the next round delivers both, in order, and marks q1 up');
+$coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($held, $after_held, $for_q2);});
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($locked, $locked_too);});
 
 # With a quorum of two, a write whose second replica is down fails.

@@ -640,7 +640,8 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_qu
 $victim->start;
 is($workers[1]->safe_psql('postgres', 'SELECT count(*) FROM pg_prepared_xacts'), '1',
 	'c2 started again: the committed part is still prepared there, holding its rows');
-# statement_timeout bounds the round if it waits on that lock (the failure)
+# statement_timeout bounds the round (without recovery before the replay, the
+# queued UPDATE would wait on that lock: c2:0:4 after the lock timeout)
 my ($rc_r, $out_r, $err_r) = $coordinator->psql('postgres',
 	q{SET statement_timeout = '30s'; SELECT string_agg(node || ':' || delivered || ':' || still_queued, ' ' ORDER BY node) FROM ringshard.watchdog_tick()},
 	timeout => 90);
