@@ -158,13 +158,10 @@ DECLARE
 	handed integer;
 	saved_lock_timeout text;
 	recovery_error text;
-	queued_before bigint;
-	stopped_early boolean;
 BEGIN
 	FOR probe IN SELECT h.node, h.reachable, h.role, h.host, h.rtt_ms, h.last_error AS error
 	               FROM ringshard.node_health() h LOOP
 		got := 0;
-		queued_before := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
 		IF probe.reachable THEN
 			-- One node's trouble must not stop the round for the others.
 			BEGIN
@@ -192,11 +189,6 @@ BEGIN
 			END;
 		END IF;
 		still_queued := (SELECT count(*) FROM ringshard.write_queue q WHERE q.node_name = probe.node);
-		-- A replay that delivered less than it could (a write whose locks
-		-- are held on the node waits for the next round, a failure) is no
-		-- time to hand the node over: the hand-over would wait on the same
-		-- lock again, holding the node's queue lock against every writer.
-		stopped_early := got < least(queued_before, batch);
 		IF got > 0 THEN
 			RAISE LOG 'ringshard: delivered % queued write(s) to node "%", % still queued', got, probe.node, still_queued;
 		END IF;
@@ -228,9 +220,12 @@ BEGIN
 						     WHEN dead > 0 THEN format('%s dead letter(s) to deal with', dead)
 						     ELSE format('%s queued write(s) to deliver', still_queued) END;
 				END IF;
-			ELSIF NOT was_up AND still_queued <= batch AND NOT stopped_early
+			ELSIF NOT was_up AND still_queued <= batch
 			      -- a write the node refused is tried once a round, and
-			      -- holds back its table's later writes: nothing to hand over
+			      -- holds back its table's later writes; one whose locks are
+			      -- held on the node waits for the next round: nothing to
+			      -- hand over (the hand-over would wait on that lock again,
+			      -- holding the node's queue lock against every writer)
 			      AND NOT EXISTS (SELECT FROM ringshard.write_queue q
 			                       WHERE q.node_name = probe.node AND q.last_error IS NOT NULL) THEN
 				hand_over[cardinality(hand_over)] := true;

@@ -424,7 +424,17 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 			continue;
 		if (busy)
 		{
-			/* no refusal: its rows are held on the node; it and the writes after it wait for the next call */
+			/*
+			 * No refusal: its rows are held on the node; it and the writes
+			 * after it wait for the next call.  Its error is kept (not
+			 * counted): write_queue_status shows why the node waits, and
+			 * the watchdog does not hand the node over while it is there
+			 * (the hand-over, holding the node's queue lock against every
+			 * writer, would wait on the same lock again).
+			 */
+			queue_update("UPDATE ringshard.write_queue SET last_error = $3 "
+						 "WHERE write_id OPERATOR(pg_catalog.=) $1 AND node_name OPERATOR(pg_catalog.=) $2",
+						 w->write_id, node, error);
 			ereport(LOG,
 					(errmsg("ringshard: queued write %s for node \"%s\" waits for the next round: %s",
 							w->write_id, node, error)));
