@@ -1191,8 +1191,6 @@ BEGIN
 			RAISE NOTICE 'rebalance of %: the rows of steps % are deleted from node %, not truncated there', qualified,
 				copied, array_to_string(departed, ', ')
 				USING DETAIL = failure || coalesce(': ' || nullif(failure_detail, ''), '');
-			truncatable := '{}';
-			kept := '{}';
 			removed := NULL;
 		END;
 	END IF;

@@ -238,12 +238,15 @@ node_answers(const char *node, Oid writer)
 	return answers;
 }
 
-/* SET LOCAL lock_timeout on a node's link, in the replay's transaction there. */
+/*
+ * SET LOCAL lock_timeout on a node's link, in the replay's transaction
+ * there: timeout_ms, or the node session's own value when it is negative.
+ */
 static void
-set_node_lock_timeout(RemoteConnection *c, const char *value)
+set_node_lock_timeout(RemoteConnection *c, int timeout_ms)
 {
-	char	   *sql = psprintf("SET LOCAL lock_timeout = %s",
-							   strcmp(value, "DEFAULT") == 0 ? value : quote_literal_cstr(value));
+	char	   *sql = timeout_ms < 0 ? "SET LOCAL lock_timeout = DEFAULT"
+		: psprintf("SET LOCAL lock_timeout = %d", timeout_ms);
 	PGresult   *res = remote_exec_timed(c, sql, true, ringshard_node_timeout_ms);
 
 	remote_expect_command(c, res, "SET", -1, "the delivery of a queued write");
@@ -381,7 +384,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 					 * would otherwise hold up the whole round, every node's
 					 * deliveries with it, until the round's limit cancels it.
 					 */
-					set_node_lock_timeout(link, psprintf("%d", ringshard_node_timeout_ms));
+					set_node_lock_timeout(link, ringshard_node_timeout_ms);
 				}
 				{
 					/* a row is one INSERT: a control command's time; a statement may take its own */
@@ -396,7 +399,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 					remote_result_free(res);
 				}
 				if (w->is_statement)
-					set_node_lock_timeout(link, "DEFAULT");	/* the rest of the node's transaction as it was */
+					set_node_lock_timeout(link, -1);	/* the rest of the node's transaction as it was */
 				queue_update("DELETE FROM ringshard.write_queue WHERE write_id OPERATOR(pg_catalog.=) $1 "
 							 "AND node_name OPERATOR(pg_catalog.=) $2", w->write_id, node, NULL);
 				ReleaseCurrentSubTransaction();
