@@ -813,14 +813,21 @@ static void
 add_param_hole(DeparseContext *ctx, Expr *expr)
 {
 	int			index = 0;
-	ListCell   *lc;
+	ListCell   *lc = NULL;
 
-	foreach(lc, *ctx->params)
-	{
-		index++;
-		if (equal(lfirst(lc), expr))
-			break;
-	}
+	/*
+	 * The same expression is the same hole; but a constant made a hole has
+	 * one of its own, so that a prepared text does not depend on which of a
+	 * statement's constants happen to be equal ("SET a = 1, b = 1" and
+	 * "SET a = 1, b = 2" are one text).
+	 */
+	if (!(ctx->consts_as_holes && IsA(expr, Const)))
+		foreach(lc, *ctx->params)
+		{
+			index++;
+			if (equal(lfirst(lc), expr))
+				break;
+		}
 	if (lc == NULL)
 	{
 		*ctx->params = lappend(*ctx->params, expr);
@@ -917,7 +924,18 @@ rsfdw_append_expr(DeparseContext *ctx, Expr *expr)
 			{
 				Const	   *c = (Const *) expr;
 
-				rsfdw_append_literal(&ctx->current, c->constvalue, c->constisnull, c->consttype, c->consttypmod);
+				/*
+				 * For a text prepared on the nodes, a constant is a hole like
+				 * a parameter ($n::type, its literal an argument): a
+				 * simple-protocol client's statements that differ only in
+				 * their constants are then one prepared statement.
+				 */
+				if (ctx->consts_as_holes && !c->constisnull && remote_type_preparable(c->consttype) &&
+					get_typtype(c->consttype) != TYPTYPE_PSEUDO)
+					add_param_hole(ctx, expr);
+				else
+					rsfdw_append_literal(&ctx->current, c->constvalue, c->constisnull, c->consttype,
+										 c->consttypmod);
 				break;
 			}
 		case T_Param:
@@ -1839,7 +1857,8 @@ rsfdw_direct_modify_prepared(const RsDirectPlan *plan, RsParamValues *params, co
 	initStringInfo(&args);
 	level = remote_transmission_begin(params->money || remote_type_involves_money(key_type));
 	initStringInfo(&statement);
-	append_template(&statement, plan->statement_tmpl, params, numbers, nparams, &args);
+	append_template(&statement, plan->statement_prepared_tmpl != NIL ? plan->statement_prepared_tmpl
+					: plan->statement_tmpl, params, numbers, nparams, &args);
 	initStringInfo(&where);
 	append_template(&where, plan->where_tmpl, params, numbers, nparams, &args);
 	remote_transmission_end(level);

@@ -35,6 +35,7 @@ typedef struct DeparseContext
 	List	  **params;			/* parameter expressions, shared by a query's contexts */
 	Oid			relid;			/* without a planner (root NULL): the table whose columns Vars are */
 	Index		excluded_varno; /* an upsert's EXCLUDED row (written excluded.column), or 0 */
+	bool		consts_as_holes;	/* constants of built-in types become holes too (a text prepared on nodes) */
 } DeparseContext;
 
 /* Whether the expression can be evaluated on a node with the same result. */

@@ -266,7 +266,18 @@ flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 								   b->nrows, write_what(state));
 			continue;
 		}
-		if (!b->pending_copy)
+		if (!b->pending_copy && b->nrows == 1 && state->preparable)
+		{
+			/* one row in a transaction: EXECUTE of an INSERT prepared on the link once it recurs */
+			char	   *prepared_sql = rsfdw_insert_values_sql(state->table, state->columns, state->parameter_row);
+			char	   *sql = rsfdw_insert_values_sql(state->table, state->columns, b->values.data);
+
+			remote_send_execute(b->conn, prepared_sql, state->ncolumns, b->values.data, sql, true, state);
+			/* (a row at a time, many times in one statement: nothing kept) */
+			pfree(prepared_sql);
+			pfree(sql);
+		}
+		else if (!b->pending_copy)
 			remote_send(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data), true, state);
 		else
 		{
@@ -1328,9 +1339,7 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 		ListCell   *lc2;
 
 		get_translated_update_targetlist(root, resultRelation, &processed_tlist, &target_attrs);
-		rsfdw_append(&ctx, "UPDATE ");
-		rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
-		rsfdw_append(&ctx, " t SET ");
+		/* (processed_tlist goes on with junk columns: as far as target_attrs only) */
 		forboth(lc, processed_tlist, lc2, target_attrs)
 		{
 			TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -1344,20 +1353,46 @@ rsPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation, i
 						 errhint("Delete the row and insert it with its new key, in one transaction.")));
 			if (!rsfdw_is_shippable(root, rel, (Expr *) tle->expr))
 				return false;
-			if (foreach_current_index(lc) > 0)
-				rsfdw_append(&ctx, ", ");
-			rsfdw_append(&ctx, rsfdw_column_name(rte->relid, attno));
-			rsfdw_append(&ctx, " = ");
-			rsfdw_append_expr(&ctx, (Expr *) tle->expr);
 		}
+
+		/*
+		 * Twice: as EXPLAIN shows it and as it goes when it goes as text
+		 * (constants as literals), and with its constants as holes too, the
+		 * text prepared on the nodes (rsfdw_direct_modify_prepared): one
+		 * prepared statement serves "SET n = n + 1" and "SET n = n + 2".
+		 * The second pass adds only constants to the shared parameters.
+		 */
+		for (int pass = 0; pass < 2; pass++)
+		{
+			if (pass == 1)
+			{
+				direct->statement_tmpl = rsfdw_deparse_finish(&ctx);
+				rsfdw_deparse_init(&ctx, root, rel, resultRelation, &params);
+				ctx.consts_as_holes = true;
+			}
+			rsfdw_append(&ctx, "UPDATE ");
+			rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
+			rsfdw_append(&ctx, " t SET ");
+			forboth(lc, processed_tlist, lc2, target_attrs)
+			{
+				TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+				if (foreach_current_index(lc) > 0)
+					rsfdw_append(&ctx, ", ");
+				rsfdw_append(&ctx, rsfdw_column_name(rte->relid, lfirst_int(lc2)));
+				rsfdw_append(&ctx, " = ");
+				rsfdw_append_expr(&ctx, (Expr *) tle->expr);
+			}
+		}
+		direct->statement_prepared_tmpl = rsfdw_deparse_finish(&ctx);
 	}
 	else
 	{
 		rsfdw_append(&ctx, "DELETE FROM ");
 		rsfdw_append(&ctx, rsfdw_relation_name(rte->relid));
 		rsfdw_append(&ctx, " t");
+		direct->statement_tmpl = rsfdw_deparse_finish(&ctx);
 	}
-	direct->statement_tmpl = rsfdw_deparse_finish(&ctx);
 	direct->where_tmpl = scan->where_tmpl;
 
 	/* RETURNING: the columns it reads come back from the node that counts the row */

@@ -91,7 +91,7 @@ get_list(PrivateReader *r)
 /* RsDirectPlan, in the order kept */
 #define DIRECT_PLAN_FIELDS(INT, BOOL, LIST) \
 	INT(relid, Oid) INT(kind, RsScanKind) \
-	LIST(statement_tmpl) LIST(where_tmpl) \
+	LIST(statement_tmpl) LIST(statement_prepared_tmpl) LIST(where_tmpl) \
 	INT(nparams, int) INT(key_attnum, AttrNumber) BOOL(key_is_array) \
 	BOOL(has_returning) LIST(returning)
 

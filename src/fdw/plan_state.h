@@ -121,6 +121,7 @@ typedef struct RsDirectPlan
 	Oid			relid;
 	RsScanKind	kind;			/* of the scan it replaces: by key, or every node */
 	List	   *statement_tmpl; /* "UPDATE <table> t SET ..." or "DELETE FROM <table> t" */
+	List	   *statement_prepared_tmpl;	/* the same with its constants as holes too (NIL: none) */
 	List	   *where_tmpl;		/* " WHERE <conditions>" */
 	int			nparams;
 	AttrNumber	key_attnum;

@@ -523,13 +523,15 @@ is(placement('solo_uniques', 'with-commit-2'), expected_placement('all', 'solo',
 
 # A key UPDATE or DELETE whose text a link sent once before goes as EXECUTE
 # of a statement prepared on it; a text sent for the first time goes as it
-# is, so that a simple-protocol client's constants (part of the text) never
-# leave a statement prepared per value.  One psql session: one link per node.
+# is.  The constants of its SET list are holes of the prepared text, their
+# values arguments: a simple-protocol client's statements that differ only
+# in them are one prepared statement, not one per value.  One psql session:
+# one link per node.
 $coordinator->safe_psql('postgres', q{
 	INSERT INTO uniques VALUES ('upd-1', 'x'), ('upd-2', 'x'), ('upd-3', 'x');
 	UPDATE uniques SET note = 'first' WHERE id = 'upd-1';
 	UPDATE uniques SET note = 'first' WHERE id = 'upd-1';
-	UPDATE uniques SET note = 'other' WHERE id = 'upd-2';
+	UPDATE uniques SET note = 'other' WHERE id = 'upd-1';
 	SET plan_cache_mode = force_generic_plan;
 	PREPARE set_note(text, text) AS UPDATE uniques SET note = $1 WHERE id = $2;
 	EXECUTE set_note('a', 'upd-2');
@@ -539,22 +541,24 @@ $coordinator->safe_psql('postgres', q{
 	EXECUTE drop_row('upd-3');});
 is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;WITH m AS \(UPDATE [^\n]*'first'[^\n]*'upd-1'/),
 	replica_list('upd-1', 'default'), 'key UPDATE: sent as text the first time');
-is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\(ARRAY\['upd-1'::/),
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('first'::pg_catalog\.text, ARRAY\['upd-1'::/),
 	replica_list('upd-1', 'default'), 'key UPDATE: the same text again goes as EXECUTE of a prepared statement');
-is(replicas_logged(qr/EXECUTE ringshard_s\d+\(ARRAY\['upd-2'::/), '',
-	'key UPDATE: another constant, another text, sent as it is');
+is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('other'::pg_catalog\.text, ARRAY\['upd-1'::/),
+	replica_list('upd-1', 'default'), 'key UPDATE: another constant in the SET list is another argument of the same EXECUTE');
+is(replicas_logged(qr/WITH m AS \(UPDATE [^\n]*'other'/), '', 'key UPDATE: another constant is not another text');
 is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('b'::pg_catalog\.text, [^\n]*ARRAY\['upd-2'::/),
 	replica_list('upd-2', 'default'), 'key UPDATE with parameters: their values are the arguments of the EXECUTE');
 is(replicas_logged(qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\((?:'upd-3'::pg_catalog\.text, )?ARRAY\['upd-3'::/),
 	replica_list('upd-3', 'default'), 'key DELETE with a parameter: the second goes as EXECUTE');
 is($coordinator->safe_psql('postgres', q{SELECT string_agg(id || '=' || note, ',' ORDER BY id) FROM uniques WHERE id LIKE 'upd-%'}),
-	'upd-1=first,upd-2=b', 'key UPDATE and DELETE as EXECUTE: the rows are as written');
+	'upd-1=other,upd-2=b', 'key UPDATE and DELETE as EXECUTE: the rows are as written');
 is(placement('uniques', 'upd-2'), expected_placement('all', 'default', 'upd-2'), 'key UPDATE as EXECUTE: the row is on its replicas');
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.verify_table('uniques')}), '0',
 	'key UPDATE and DELETE as EXECUTE: the replicas agree');
 
 # A link that holds as many prepared statements as it keeps (64: here key
-# UPDATEs of 64 texts, each sent twice) prepares no other text seen before:
+# UPDATEs of 64 texts, c1 = c1 + 1 + ... + 1, each sent twice) prepares no
+# other text seen before:
 # it goes as text again, rather than drop a statement (a DEALLOCATE, and a
 # Parse again later).
 $coordinator->safe_psql('postgres', q{
@@ -566,16 +570,54 @@ my $wide_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('wide
 my ($wide_index) = grep { $names[$_] eq $wide_node } 0 .. 2;
 my $wide_offset = -s $workers[$wide_index]->logfile;
 $coordinator->safe_psql('postgres', join("\n",
-	(map { (qq{UPDATE solo_wide SET c1 = $_ WHERE id = 'wide-1';}) x 2 } 1 .. 64),
+	(map { (qq{UPDATE solo_wide SET c1 = c1} . (' + 1' x $_) . qq{ WHERE id = 'wide-1';}) x 2 } 1 .. 64),
 	(q{UPDATE solo_wide SET c1 = 777 WHERE id = 'wide-1';}) x 2));
 my $wide_log = slurp_file($workers[$wide_index]->logfile, $wide_offset);
-my %wide_names = map { $_ => 1 } $wide_log =~ /statement: START TRANSACTION [^\n]*;EXECUTE (ringshard_s\d+)\(ARRAY\['wide-1'::/g;
+my %wide_names = map { $_ => 1 } $wide_log =~ /statement: START TRANSACTION [^\n]*;EXECUTE (ringshard_s\d+)\((?:'1'::integer, )+ARRAY\['wide-1'::/g;
 cmp_ok(scalar keys %wide_names, '>=', 63, 'a full link: the link holds the statements of the texts sent twice ('
 	  . scalar(keys %wide_names) . ')');
 my $wide_text = () = $wide_log =~ /statement: START TRANSACTION [^\n]*;WITH m AS \(UPDATE public\.solo_wide t SET c1 = '777'/g;
 is($wide_text, 2, 'a full link: another text seen before goes as text again');
 unlike($wide_log, qr/DEALLOCATE/, 'a full link: no statement was dropped for it');
 is($coordinator->safe_psql('postgres', q{SELECT c1 FROM solo_wide WHERE id = 'wide-1'}), '777', 'a full link: the UPDATEs are done');
+
+# Values sent as arguments of an EXECUTE are printed as those sent as text
+# are, whatever the session's settings: a key UPDATE with constants in its
+# SET list, and a one-row INSERT in a transaction block (EXECUTE of an
+# INSERT prepared on the link once its text recurs), three times each, under
+# a day-first DateStyle, another TimeZone and extra_float_digits = -15.  All
+# on one link: the keys of the solo ring's node of 'dt-0'.
+{
+	$coordinator->safe_psql('postgres', q{
+		CREATE TABLE dated (id text PRIMARY KEY, d date, ts timestamptz, f float8);
+		SELECT ringshard.distribute_table('dated', 'id', 'solo');
+		SELECT count(*) FROM ringshard.create_distributed_table('dated');});
+	my $dt_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('dt-0', 'solo'))[1]});
+	my ($dt_index) = grep { $names[$_] eq $dt_node } 0 .. 2;
+	my @dt_keys = split /\n/, $coordinator->safe_psql('postgres', qq{
+		SELECT k FROM (SELECT 'dt-' || g AS k, g FROM generate_series(1, 200) g) s
+		 WHERE (replicas_for(k, 'solo'))[1] = '$dt_node' ORDER BY g LIMIT 3});
+	my $dt_offset = -s $workers[$dt_index]->logfile;
+	my $settings = q{SET DateStyle = 'SQL, DMY'; SET TimeZone = 'Pacific/Kiritimati'; SET extra_float_digits = -15;};
+	my @statements = ($settings, q{INSERT INTO dated VALUES ('dt-0', NULL, NULL, NULL);});
+	for my $day (1 .. 3)
+	{
+		push @statements,
+		  qq{UPDATE dated SET d = '0$day/02/2024', ts = '0$day/02/2024 10:00:00', f = 0.1::float8 + 0.2::float8 WHERE id = 'dt-0';},
+		  qq{BEGIN; INSERT INTO dated VALUES ('$dt_keys[$day - 1]', '0$day/02/2024', '0$day/02/2024 10:00:00', 0.1::float8 + 0.2::float8); COMMIT;};
+	}
+	$coordinator->safe_psql('postgres', join("\n", @statements));
+	my $dt_log = slurp_file($workers[$dt_index]->logfile, $dt_offset);
+	like($dt_log, qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('2024-02-03'::pg_catalog\.date, '2024-02-03 10:00:00\+14'::timestamp with time zone, '0\.30000000000000004'::double precision, ARRAY\['dt-0'::/,
+		'settings: the third key UPDATE went as EXECUTE, its arguments printed in ISO, with all float digits');
+	my $inserts = () = $dt_log =~ /statement: (?:START TRANSACTION [^\n]*;)?EXECUTE ringshard_s\d+\('dt-\d+'::(?:pg_catalog\.)?text, '2024-02-0[23]'::pg_catalog\.date, '2024-02-0[23] 10:00:00\+14'::timestamp with time zone, '0\.30000000000000004'::double precision\)/g;
+	is($inserts, 2, 'settings: the second and third one-row INSERT in a transaction block went as EXECUTE, their arguments printed in ISO');
+	my $expected = join("\n", (map { my $day = $_ + 1; "$dt_keys[$_]|2024-02-0$day|2024-02-0$day 10:00:00+14|t" } 0 .. 1),
+		"dt-0|2024-02-03|2024-02-03 10:00:00+14|t", "$dt_keys[2]|2024-02-03|2024-02-03 10:00:00+14|t");
+	is($workers[$dt_index]->safe_psql('postgres', q{SET TimeZone = 'Pacific/Kiritimati';
+		SELECT id, d, ts, f = 0.1::float8 + 0.2::float8 FROM dated ORDER BY d, id}),
+		$expected, 'settings: the node stores the dates, times and floats written, EXECUTE or text');
+}
 
 # A duplicate key: the node's unique violation is the statement's error.
 for my $case ([ 'uniques', 'default', 'two phases' ], [ 'solo_uniques', 'solo', 'one phase' ])
