@@ -328,7 +328,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 		RemoteConnection *volatile c = NULL;	/* set in PG_TRY, read in PG_CATCH */
 		bool		lost = false;
 		bool		busy = false;
-		volatile bool in_statement = false;	/* the statement itself on the node, not what goes around it */
+		volatile bool in_write = false; /* the write itself on the node, not the SETs around a statement */
 		char	   *error = NULL;
 
 		/*
@@ -364,11 +364,27 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 			PG_TRY();
 			{
 				char	   *table = rsfdw_relation_name(w->relid);
-				char	   *sql = w->is_statement ? w->payload
-					: psprintf("INSERT INTO %1$s SELECT * FROM pg_catalog.json_populate_record(NULL::%1$s, %2$s::pg_catalog.json)",
-							   table, quote_literal_cstr(w->payload));
+				char	   *sql;
+				RemoteConnection *link;
 
-				RemoteConnection *link = remote_connection(node, w->writer);
+				/*
+				 * A row is one string, one round trip: its INSERT, checked on
+				 * the node (exactly one row stored), with each of its lock
+				 * waits there (a unique key another session holds) bounded
+				 * by ringshard.node_timeout, as a statement's are below, and
+				 * the node session's own lock_timeout again after it (a
+				 * failed row takes its SET back with its savepoint).
+				 */
+				if (w->is_statement)
+					sql = w->payload;
+				else
+					sql = psprintf("SET LOCAL lock_timeout = %3$d; "
+								   "WITH rs_stored AS (INSERT INTO %1$s SELECT * FROM "
+								   "pg_catalog.json_populate_record(NULL::%1$s, %2$s::pg_catalog.json) RETURNING 1) "
+								   "SELECT ringshard_worker.expect_stored_rows(pg_catalog.count(*), 1) FROM rs_stored; "
+								   "SET LOCAL lock_timeout = DEFAULT",
+								   table, quote_literal_cstr(w->payload), ringshard_node_timeout_ms);
+				link = remote_connection(node, w->writer);
 
 				c = link;
 				remote_connect_all(&link, 1, false);
@@ -387,16 +403,28 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 					set_node_lock_timeout(link, ringshard_node_timeout_ms);
 				}
 				{
-					/* a row is one INSERT: a control command's time; a statement may take its own */
+					/*
+					 * A row is one INSERT: twice ringshard.node_timeout in
+					 * all (its lock waits end first, with the node's 55P03);
+					 * a statement may take its own time.
+					 */
 					PGresult   *res;
+					RemoteResult out;
 
-					in_statement = w->is_statement;
-					res = remote_exec_timed(link, sql, true, w->is_statement ? 0 : ringshard_node_timeout_ms);
-					in_statement = false;
+					in_write = true;
+					remote_send(link, sql, true, link);
+					/* a row's count is an answer, not a row read (stat_nodes): written once checked, below */
+					if (!w->is_statement)
+						remote_answer_counts_writes(link);
+					remote_receive_all(&link, 1, &out, w->is_statement ? 0 : 2 * ringshard_node_timeout_ms);
+					res = remote_answer(link, &out, sql, NULL);
+					in_write = false;
 
-					remote_expect_command(link, res, w->is_statement ? NULL : "INSERT", w->is_statement ? -1 : 1,
-										  "the delivery of a queued write");
+					/* a row's string answers last for its SET (the INSERT's count is checked on the node) */
+					remote_expect_command(link, res, w->is_statement ? NULL : "SET", -1, "the delivery of a queued write");
 					remote_result_free(res);
+					if (!w->is_statement)
+						remote_count_rows_written(link, 1);
 				}
 				if (w->is_statement)
 					set_node_lock_timeout(link, -1);	/* the rest of the node's transaction as it was */
@@ -416,7 +444,7 @@ ringshard_replay_queue(PG_FUNCTION_ARGS)
 				CurrentResourceOwner = owner;
 				remote_rethrow_cancel(edata);
 				error = edata->message;
-				busy = in_statement && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+				busy = in_write && edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
 				lost = edata->sqlerrcode == ERRCODE_CONNECTION_FAILURE ||
 					edata->sqlerrcode == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
 					(c != NULL && c->link == LINK_BROKEN);

@@ -324,6 +324,55 @@ is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_qu
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($held, $after_held, $for_q2);});
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($locked, $locked_too);});
 
+# A queued row waits the same way.  Its INSERT meets a key another session
+# on the node inserted and holds, uncommitted: each round gives up that wait
+# after ringshard.node_timeout (the node's lock timeout), and neither counts
+# it as a refusal nor sets it aside, in more rounds than
+# ringshard.replay_max_attempts.  Once the holder rolls back, the next round
+# delivers it.  (A row used to have node_timeout in all: its link was
+# dropped, the node still answered, and the wait counted as a refusal, in the
+# end a dead letter, and q1 missed the row.)
+my $row_held = $coordinator->safe_psql('postgres', q{
+	SELECT g FROM generate_series(17001, 19000) g WHERE 'q1' = ANY (replicas_for(g::bigint)) LIMIT 1});
+# (items has no key: a unique index on q1 alone, where the wait happens)
+$workers[0]->safe_psql('postgres', q{CREATE UNIQUE INDEX items_id_q1 ON items (id)});
+$coordinator->safe_psql('postgres', qq{
+	SELECT ringshard.mark_node_down('q1');
+	INSERT INTO items VALUES ($row_held, 'queued row');});
+($h_in, $h_out, $h_err) = ('', '', '');
+$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
+	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
+$h_in .= "BEGIN; INSERT INTO items VALUES ($row_held, 'holder'); SELECT 'holding';\n";
+$holder->pump until $h_out =~ /holding/;
+$q1_offset = -s $workers[0]->logfile;
+$coordinator_offset = -s $coordinator->logfile;
+my @row_rounds;
+for my $round (1 .. 3)
+{
+	my ($rc_r, $out_r, $err_r) = $coordinator->psql('postgres',
+		'SET ringshard.replay_max_attempts = 2; SELECT count(*) FROM ringshard.watchdog_tick()', timeout => 60);
+	push @row_rounds, $rc_r;
+}
+is(join(',', @row_rounds), '0,0,0', 'a queued row whose key is held on the node: three watchdog rounds finish');
+like(slurp_file($workers[0]->logfile, $q1_offset), qr/canceling statement due to lock timeout\n[^\n]*CONTEXT:  while inserting index tuple/,
+	'the row\'s INSERT gave up its wait on the held key after the lock timeout');
+my @row_waits = slurp_file($coordinator->logfile, $coordinator_offset) =~ /queued write \S+ for node "q1" waits for the next round/g;
+cmp_ok(scalar(@row_waits), '>=', 3, 'each round says the row waits for the next one (' . scalar(@row_waits) . ')');
+like($coordinator->safe_psql('postgres', q{
+	SELECT string_agg(attempts || ':' || coalesce(last_error, 'none') || ':' || coalesce(payload->>'id', 'statement'), ',') FROM ringshard.write_queue WHERE node_name = 'q1'})
+	  . ' ' . $coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.dead_letters}),
+	qr/^0:[^,]*canceling statement due to lock timeout[^,]*:$row_held 0$/,
+	'the row stays queued, not counted as refused in more rounds than replay_max_attempts, and is not set aside');
+$h_in .= "ROLLBACK;\n\\q\n";
+$holder->finish;
+$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
+is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
+	  . $workers[0]->safe_psql('postgres', "SELECT payload FROM items WHERE id = $row_held") . ' '
+	  . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
+	'0 queued row t', 'the key released, the next round delivers the row and marks q1 up');
+$coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id = $row_held;});
+$workers[0]->safe_psql('postgres', q{DROP INDEX items_id_q1});
+
 # With a quorum of two, a write whose second replica is down fails.
 $workers[2]->stop;
 my $both_on_q3 = $coordinator->safe_psql('postgres',
