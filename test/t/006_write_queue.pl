@@ -227,11 +227,18 @@ $coordinator->safe_psql('postgres', qq{
 	SELECT ringshard.mark_node_down('q1');
 	UPDATE items SET payload = 'after' WHERE id = $locked;
 	UPDATE items SET payload = 'after' WHERE id = $locked_too;});
-my ($h_in, $h_out, $h_err) = ('', '', '');
-my $holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
-	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
-$h_in .= "BEGIN; SELECT 'holding' FROM items WHERE id IN ($locked, $locked_too) FOR UPDATE;\n";
-$holder->pump until $h_out =~ /holding/;
+# A session on q1 that runs sql (which prints 'holding') and keeps its transaction open.
+my ($h_in, $h_out, $h_err, $holder);
+sub hold_on_q1
+{
+	my ($sql) = @_;
+	($h_in, $h_out, $h_err) = ('', '', '');
+	$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
+		'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
+	$h_in .= "$sql\n";
+	$holder->pump until $h_out =~ /holding/;
+}
+hold_on_q1("BEGIN; SELECT 'holding' FROM items WHERE id IN ($locked, $locked_too) FOR UPDATE;");
 for my $call ('SELECT ringshard.replay_queue(\'q1\')', 'SELECT count(*) FROM ringshard.watchdog_tick()')
 {
 	my $q1_offset = -s $workers[0]->logfile;
@@ -259,11 +266,7 @@ $workers[0]->safe_psql('postgres', q{ALTER DATABASE postgres SET statement_timeo
 $coordinator->safe_psql('postgres', qq{
 	SELECT ringshard.mark_node_down('q1');
 	UPDATE items SET payload = 'again' WHERE id = $locked;});
-($h_in, $h_out, $h_err) = ('', '', '');
-$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
-	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
-$h_in .= "SET statement_timeout = 0; BEGIN; SELECT 'holding' FROM items WHERE id = $locked FOR UPDATE;\n";
-$holder->pump until $h_out =~ /holding/;
+hold_on_q1("SET statement_timeout = 0; BEGIN; SELECT 'holding' FROM items WHERE id = $locked FOR UPDATE;");
 my ($rc_n, $out_n, $err_n) = $coordinator->psql('postgres', 'SELECT count(*) FROM ringshard.watchdog_tick()', timeout => 60);
 is($rc_n, 0, 'a queued UPDATE cancelled by the node\'s own statement_timeout: the watchdog round finishes') or diag $err_n;
 like($coordinator->safe_psql('postgres', q{SELECT attempts || ' ' || last_error FROM ringshard.write_queue WHERE node_name = 'q1'}),
@@ -292,11 +295,7 @@ $coordinator->safe_psql('postgres', qq{
 	SELECT ringshard.mark_node_down('q2');
 	UPDATE items SET payload = 'third' WHERE id = $held;
 	INSERT INTO items VALUES ($after_held, 'after the held one'), ($for_q2, 'q2 row');});
-($h_in, $h_out, $h_err) = ('', '', '');
-$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
-	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
-$h_in .= "BEGIN; SELECT 'holding' FROM items WHERE id = $held FOR UPDATE;\n";
-$holder->pump until $h_out =~ /holding/;
+hold_on_q1("BEGIN; SELECT 'holding' FROM items WHERE id = $held FOR UPDATE;");
 my $q1_offset = -s $workers[0]->logfile;
 my $coordinator_offset = -s $coordinator->logfile;
 my ($rc_l, $out_l, $err_l) = $coordinator->psql('postgres', 'SELECT count(*) FROM ringshard.watchdog_tick()', timeout => 60);
@@ -339,11 +338,7 @@ $workers[0]->safe_psql('postgres', q{CREATE UNIQUE INDEX items_id_q1 ON items (i
 $coordinator->safe_psql('postgres', qq{
 	SELECT ringshard.mark_node_down('q1');
 	INSERT INTO items VALUES ($row_held, 'queued row');});
-($h_in, $h_out, $h_err) = ('', '', '');
-$holder = IPC::Run::start([ 'psql', '-X', '-q', '-At', '-h', $workers[0]->host, '-p', $workers[0]->port, '-d', 'postgres' ],
-	'<', \$h_in, '>', \$h_out, '2>', \$h_err, IPC::Run::timeout(120));
-$h_in .= "BEGIN; INSERT INTO items VALUES ($row_held, 'holder'); SELECT 'holding';\n";
-$holder->pump until $h_out =~ /holding/;
+hold_on_q1("BEGIN; INSERT INTO items VALUES ($row_held, 'holder'); SELECT 'holding';");
 $q1_offset = -s $workers[0]->logfile;
 $coordinator_offset = -s $coordinator->logfile;
 my @row_rounds;
