@@ -48,7 +48,7 @@ D="$OUT/pgbench"
 mkdir -p "$D"
 chmod 755 "$D"
 REPORT="$D/report.txt"
-T="$D/runs.txt"			# "round variant workload tps processed failed retried serialization deadlock aborted"
+T="$D/runs.txt"			# "round variant workload tps processed failed retried serialization deadlock aborted cpu_ms"
 : >"$T"
 STM="$D/statements.txt"		# "round variant workload" + TPC-B's 7 statement latencies (ms)
 : >"$STM"
@@ -221,7 +221,11 @@ pgb() {
 	fi
 	local pgopt=${PGOPTIONS:-}
 	[ "$v" != rs2_1pc ] || pgopt="$pgopt -c ringshard.two_phase_commit=off"
+	# the machine's CPU time over the run (user, nice, system, irq, softirq; in clock ticks)
+	local cpu0 cpu1 cpu_ms
+	cpu0=$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat 2>/dev/null || echo 0)
 	PGOPTIONS=$pgopt pgbench -n "$@" -T "$secs" --max-tries "$TRIES" --failures-detailed -r "$db" >"$out" 2>&1 || rc=$?
+	cpu1=$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat 2>/dev/null || echo 0)
 	[ -z "$sampler" ] || wait "$sampler" || true
 	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$out" | head -1)
 	proc=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
@@ -237,7 +241,10 @@ pgb() {
 	if [ "$rc" != 0 ] || [ "$aborted" != 0 ]; then
 		log "pgbench on $db ($wl): exit $rc, $aborted client(s) aborted: $(grep -m1 -i 'error' "$out" || true)"
 	fi
-	[ "$r" = 0 ] || echo "$r $v $wl $tps $proc ${failed:-0} ${retried:-0} ${ser:-0} ${dl:-0} $aborted" >>"$T"
+	# CPU time per transaction (ms), the whole machine: pgbench, the coordinator's backends, the workers'
+	cpu_ms=$(awk -v a="${cpu0:-0}" -v b="${cpu1:-0}" -v n="$proc" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" \
+		'BEGIN { if (n > 0 && b > a) printf "%.3f", (b - a) * 1000 / hz / n; else print "-" }')
+	[ "$r" = 0 ] || echo "$r $v $wl $tps $proc ${failed:-0} ${retried:-0} ${ser:-0} ${dl:-0} $aborted $cpu_ms" >>"$T"
 	# TPC-B's per-statement latencies (pgbench -r), ms: BEGIN, the 3 UPDATEs, SELECT, INSERT, END
 	case $wl in tpcb*) [ "$r" = 0 ] || awk -v pre="$r $v $wl" '
 		/^statement latencies/ { on = 1; next }

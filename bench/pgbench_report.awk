@@ -1,5 +1,5 @@
 # bench/pgbench_report.awk: the table of part 8 (bench/pgbench_part.sh), from its
-# "round variant workload tps processed failed retried serialization deadlock aborted"
+# "round variant workload tps processed failed retried serialization deadlock aborted cpu_ms"
 # lines, all measured in the same run; or, with -v results=1, the RESULT lines that
 # bench/targets.awk reads.  Medians over rounds; nothing is tuned.
 
@@ -8,6 +8,21 @@
 	tps[k, $1] = $4; seen[k] = 1
 	if ($1 > maxr) maxr = $1
 	proc[k] += $5; fail[k] += $6; retr[k] += $7; ser[k] += $8; dl[k] += $9; abrt[k] += $10
+	if (NF >= 11 && $11 != "-")
+		cpu[k, $1] = $11
+}
+
+# the median of cpu[k, round] over the rounds, or "-"
+function cpu_median(k,    r, c, a, i, j, t) {
+	c = 0
+	for (r = 1; r <= maxr; r++)
+		if ((k, r) in cpu)
+			a[++c] = cpu[k, r] + 0
+	if (c == 0)
+		return "-"
+	for (i = 2; i <= c; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+	return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
 }
 
 function median(k,    r, c, a, i, j, t) {
@@ -93,6 +108,24 @@ END {
 				ratio(m, loc), ratio(m, peer), pct(fail[k], k), pct(retr[k], k), note
 		}
 	}
+	# CPU per transaction: on a machine that runs everything, what throughput is bounded by
+	header = 0
+	for (i = 1; i <= 2; i++)
+		for (j = 1; j <= nv; j++) {
+			k = vs[j] SUBSEP wls[i]
+			c = cpu_median(k)
+			if (c == "-")
+				continue
+			if (!header) {
+				print ""
+				print "  CPU time per TPC-B transaction (ms): the whole machine's (pgbench, the coordinator's and the workers'"
+				print "  backends, all on this machine) over each run, by transactions processed; medians of the rounds"
+				header = 1
+			}
+			lc = cpu_median(vs[1] SUBSEP wls[i])
+			printf "  %-13s %-36s %9.3f   x local %s\n", j == 1 ? (wls[i] == "tpcb4" ? "TPC-B, -c 4" : "TPC-B, -c 1") : "",
+				vname[vs[j]], c, lc == "-" ? "-" : ratio(c, lc)
+		}
 	# where a TPC-B transaction's time goes: pgbench -r, medians over rounds
 	if (statements != "") {
 		while ((getline line < statements) > 0) {
