@@ -12,30 +12,19 @@
 		cpu[k, $1] = $11
 }
 
-# the median of cpu[k, round] over the rounds, or "-"
-function cpu_median(k,    r, c, a, i, j, t) {
+# the median over the rounds of values[k, round], or "" when no round has one
+function rounds_median(values, k,    r, c, a, i, j, t) {
 	c = 0
 	for (r = 1; r <= maxr; r++)
-		if ((k, r) in cpu)
-			a[++c] = cpu[k, r] + 0
-	if (c == 0)
-		return "-"
-	for (i = 2; i <= c; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-	return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
-}
-
-function median(k,    r, c, a, i, j, t) {
-	c = 0
-	for (r = 1; r <= maxr; r++)
-		if ((k, r) in tps)
-			a[++c] = tps[k, r] + 0
+		if ((k, r) in values)
+			a[++c] = values[k, r] + 0
 	if (c == 0)
 		return ""
 	for (i = 2; i <= c; i++)
 		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 	return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
 }
+function median(k) { return rounds_median(tps, k) }
 function spread(k,    r, lo, hi, m) {
 	lo = hi = ""
 	for (r = 1; r <= maxr; r++)
@@ -113,8 +102,8 @@ END {
 	for (i = 1; i <= 2; i++)
 		for (j = 1; j <= nv; j++) {
 			k = vs[j] SUBSEP wls[i]
-			c = cpu_median(k)
-			if (c == "-")
+			c = rounds_median(cpu, k)
+			if (c == "")
 				continue
 			if (!header) {
 				print ""
@@ -122,9 +111,8 @@ END {
 				print "  backends, all on this machine) over each run, by transactions processed; medians of the rounds"
 				header = 1
 			}
-			lc = cpu_median(vs[1] SUBSEP wls[i])
 			printf "  %-13s %-36s %9.3f   x local %s\n", j == 1 ? (wls[i] == "tpcb4" ? "TPC-B, -c 4" : "TPC-B, -c 1") : "",
-				vname[vs[j]], c, lc == "-" ? "-" : ratio(c, lc)
+				vname[vs[j]], c, ratio(c, rounds_median(cpu, vs[1] SUBSEP wls[i]))
 		}
 	# where a TPC-B transaction's time goes: pgbench -r, medians over rounds
 	if (statements != "") {

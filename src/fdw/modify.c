@@ -88,6 +88,7 @@ typedef struct RsModifyState
 	bool		money;			/* a column's text involves money (lc_monetary is pinned for it) */
 	char	   *columns;		/* the column list */
 	char	   *parameter_row;	/* ($1::type, ...): one row of a prepared INSERT, the casts of the literals */
+	char	   *prepared_insert;	/* the INSERT of parameter_row (a one-row INSERT prepared on a link) */
 	int			ncolumns;		/* ... and how many */
 	bool		preparable;		/* every column's type may be prepared on a node */
 	char	   *table;			/* the qualified name */
@@ -164,6 +165,7 @@ begin_insert(EState *estate, ResultRelInfo *rinfo)
 	state->columns = columns.data;
 	state->parameter_row = parameters.data;
 	state->table = rsfdw_relation_name(RelationGetRelid(rel));
+	state->prepared_insert = rsfdw_insert_values_sql(state->table, state->columns, state->parameter_row);
 	state->row_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard write row", ALLOCSET_DEFAULT_SIZES);
 	state->last_progress = GetCurrentTimestamp();
 	return state;
@@ -269,13 +271,10 @@ flush_buffers(RsModifyState *state, bool only_full, bool with_commit)
 		if (!b->pending_copy && b->nrows == 1 && state->preparable)
 		{
 			/* one row in a transaction: EXECUTE of an INSERT prepared on the link once it recurs */
-			char	   *prepared_sql = rsfdw_insert_values_sql(state->table, state->columns, state->parameter_row);
 			char	   *sql = rsfdw_insert_values_sql(state->table, state->columns, b->values.data);
 
-			remote_send_execute(b->conn, prepared_sql, state->ncolumns, b->values.data, sql, true, state);
-			/* (a row at a time, many times in one statement: nothing kept) */
-			pfree(prepared_sql);
-			pfree(sql);
+			remote_send_execute(b->conn, state->prepared_insert, state->ncolumns, b->values.data, sql, true, state);
+			pfree(sql);			/* (a row at a time, many times in one statement: nothing kept) */
 		}
 		else if (!b->pending_copy)
 			remote_send(b->conn, rsfdw_insert_values_sql(state->table, state->columns, b->values.data), true, state);

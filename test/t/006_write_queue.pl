@@ -239,6 +239,22 @@ sub hold_on_q1
 	$holder->pump until $h_out =~ /holding/;
 }
 hold_on_q1("BEGIN; SELECT 'holding' FROM items WHERE id IN ($locked, $locked_too) FOR UPDATE;");
+# The holder ends its transaction (COMMIT or ROLLBACK) and leaves.
+sub release_q1
+{
+	my ($end) = @_;
+	$h_in .= "$end;\n\\q\n";
+	$holder->finish;
+}
+# After a watchdog round: what is queued, the payloads q1 holds for the rows of where, and whether q1 is up.
+sub round_then_queue_payloads_up
+{
+	my ($where) = @_;
+	$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
+	return $coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
+	  . $workers[0]->safe_psql('postgres', "SELECT string_agg(payload, ',' ORDER BY id) FROM items WHERE $where") . ' '
+	  . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'});
+}
 for my $call ('SELECT ringshard.replay_queue(\'q1\')', 'SELECT count(*) FROM ringshard.watchdog_tick()')
 {
 	my $q1_offset = -s $workers[0]->logfile;
@@ -252,13 +268,8 @@ for my $call ('SELECT ringshard.replay_queue(\'q1\')', 'SELECT count(*) FROM rin
 		SELECT string_agg(attempts || ':' || coalesce(last_error, 'none'), ',') FROM ringshard.write_queue WHERE node_name = 'q1'}),
 		'0:none,0:none', "$call cancelled: no queued write counted as refused");
 }
-$h_in .= "COMMIT;\n\\q\n";
-$holder->finish;
-$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
-is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
-	  . $workers[0]->safe_psql('postgres', "SELECT string_agg(payload, ',') FROM items WHERE id IN ($locked, $locked_too)")
-	  . ' ' . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
-	'0 after,after t', 'the lock released, the next round delivers both and marks q1 up');
+release_q1('COMMIT');
+is(round_then_queue_payloads_up("id IN ($locked, $locked_too)"), '0 after,after t', 'the lock released, the next round delivers both and marks q1 up');
 
 # A node's own cancel (its statement_timeout) is that node's answer: the
 # write counts as refused, with its error, and the round goes on.
@@ -271,8 +282,7 @@ my ($rc_n, $out_n, $err_n) = $coordinator->psql('postgres', 'SELECT count(*) FRO
 is($rc_n, 0, 'a queued UPDATE cancelled by the node\'s own statement_timeout: the watchdog round finishes') or diag $err_n;
 like($coordinator->safe_psql('postgres', q{SELECT attempts || ' ' || last_error FROM ringshard.write_queue WHERE node_name = 'q1'}),
 	qr/^1 .*canceling statement due to statement timeout/, 'and counts it as the node\'s refusal, with its error');
-$h_in .= "COMMIT;\n\\q\n";
-$holder->finish;
+release_q1('COMMIT');
 $workers[0]->safe_psql('postgres', q{ALTER DATABASE postgres RESET statement_timeout});
 $coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
@@ -313,13 +323,8 @@ is($workers[0]->safe_psql('postgres', "SELECT count(*) FROM items WHERE id = $af
 is($workers[1]->safe_psql('postgres', "SELECT payload FROM items WHERE id = $for_q2") . ' '
 	  . $coordinator->safe_psql('postgres', q{SELECT string_agg(node_name || '=' || is_up, ',' ORDER BY node_name) FROM ringshard.nodes}),
 	'q2 row q1=false,q2=true,q3=true', 'the same round delivered q2\'s queue and marked it up; q1 stays down');
-$h_in .= "COMMIT;\n\\q\n";
-$holder->finish;
-$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
-is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
-	  . $workers[0]->safe_psql('postgres', "SELECT string_agg(payload, ',' ORDER BY id) FROM items WHERE id IN ($held, $after_held)") . ' '
-	  . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
-	'0 third,after the held one t', 'the lock released, the next round delivers both, in order, and marks q1 up');
+release_q1('COMMIT');
+is(round_then_queue_payloads_up("id IN ($held, $after_held)"), '0 third,after the held one t', 'the lock released, the next round delivers both, in order, and marks q1 up');
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($held, $after_held, $for_q2);});
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id IN ($locked, $locked_too);});
 
@@ -358,13 +363,8 @@ like($coordinator->safe_psql('postgres', q{
 	  . ' ' . $coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.dead_letters}),
 	qr/^0:[^,]*canceling statement due to lock timeout[^,]*:$row_held 0$/,
 	'the row stays queued, not counted as refused in more rounds than replay_max_attempts, and is not set aside');
-$h_in .= "ROLLBACK;\n\\q\n";
-$holder->finish;
-$coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.watchdog_tick()});
-is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.write_queue}) . ' '
-	  . $workers[0]->safe_psql('postgres', "SELECT payload FROM items WHERE id = $row_held") . ' '
-	  . $coordinator->safe_psql('postgres', q{SELECT is_up FROM ringshard.nodes WHERE node_name = 'q1'}),
-	'0 queued row t', 'the key released, the next round delivers the row and marks q1 up');
+release_q1('ROLLBACK');
+is(round_then_queue_payloads_up("id = $row_held"), '0 queued row t', 'the key released, the next round delivers the row and marks q1 up');
 $coordinator->safe_psql('postgres', qq{DELETE FROM items WHERE id = $row_held;});
 $workers[0]->safe_psql('postgres', q{DROP INDEX items_id_q1});
 
