@@ -585,11 +585,13 @@ is($coordinator->safe_psql('postgres', q{SELECT c1 FROM solo_wide WHERE id = 'wi
 # are, whatever the session's settings: a key UPDATE with constants in its
 # SET list, and a one-row INSERT in a transaction block (EXECUTE of an
 # INSERT prepared on the link once its text recurs), three times each, under
-# a day-first DateStyle, another TimeZone and extra_float_digits = -15.  All
-# on one link: the keys of the solo ring's node of 'dt-0'.
+# a day-first DateStyle, another TimeZone, extra_float_digits = -15 and
+# IntervalStyle = sql_standard (where '-1 2:00:00' is minus one day and two
+# hours, and a node reading it in its own style would store minus one day
+# plus two hours).  All on one link: the keys of the solo ring's node of 'dt-0'.
 {
 	$coordinator->safe_psql('postgres', q{
-		CREATE TABLE dated (id text PRIMARY KEY, d date, ts timestamptz, f float8);
+		CREATE TABLE dated (id text PRIMARY KEY, d date, ts timestamptz, f float8, iv interval);
 		SELECT ringshard.distribute_table('dated', 'id', 'solo');
 		SELECT count(*) FROM ringshard.create_distributed_table('dated');});
 	my $dt_node = $coordinator->safe_psql('postgres', q{SELECT (replicas_for('dt-0', 'solo'))[1]});
@@ -598,25 +600,25 @@ is($coordinator->safe_psql('postgres', q{SELECT c1 FROM solo_wide WHERE id = 'wi
 		SELECT k FROM (SELECT 'dt-' || g AS k, g FROM generate_series(1, 200) g) s
 		 WHERE (replicas_for(k, 'solo'))[1] = '$dt_node' ORDER BY g LIMIT 3});
 	my $dt_offset = -s $workers[$dt_index]->logfile;
-	my $settings = q{SET DateStyle = 'SQL, DMY'; SET TimeZone = 'Pacific/Kiritimati'; SET extra_float_digits = -15;};
-	my @statements = ($settings, q{INSERT INTO dated VALUES ('dt-0', NULL, NULL, NULL);});
+	my $settings = q{SET DateStyle = 'SQL, DMY'; SET TimeZone = 'Pacific/Kiritimati'; SET extra_float_digits = -15; SET IntervalStyle = sql_standard;};
+	my @statements = ($settings, q{INSERT INTO dated VALUES ('dt-0', NULL, NULL, NULL, NULL);});
 	for my $day (1 .. 3)
 	{
 		push @statements,
-		  qq{UPDATE dated SET d = '0$day/02/2024', ts = '0$day/02/2024 10:00:00', f = 0.1::float8 + 0.2::float8 WHERE id = 'dt-0';},
-		  qq{BEGIN; INSERT INTO dated VALUES ('$dt_keys[$day - 1]', '0$day/02/2024', '0$day/02/2024 10:00:00', 0.1::float8 + 0.2::float8); COMMIT;};
+		  qq{UPDATE dated SET d = '0$day/02/2024', ts = '0$day/02/2024 10:00:00', f = 0.1::float8 + 0.2::float8, iv = interval '-1 day -2 hours' WHERE id = 'dt-0';},
+		  qq{BEGIN; INSERT INTO dated VALUES ('$dt_keys[$day - 1]', '0$day/02/2024', '0$day/02/2024 10:00:00', 0.1::float8 + 0.2::float8, interval '-1 day -2 hours'); COMMIT;};
 	}
 	$coordinator->safe_psql('postgres', join("\n", @statements));
 	my $dt_log = slurp_file($workers[$dt_index]->logfile, $dt_offset);
-	like($dt_log, qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('2024-02-03'::pg_catalog\.date, '2024-02-03 10:00:00\+14'::timestamp with time zone, '0\.30000000000000004'::double precision, ARRAY\['dt-0'::/,
-		'settings: the third key UPDATE went as EXECUTE, its arguments printed in ISO, with all float digits');
-	my $inserts = () = $dt_log =~ /statement: (?:START TRANSACTION [^\n]*;)?EXECUTE ringshard_s\d+\('dt-\d+'::(?:pg_catalog\.)?text, '2024-02-0[23]'::pg_catalog\.date, '2024-02-0[23] 10:00:00\+14'::timestamp with time zone, '0\.30000000000000004'::double precision\)/g;
-	is($inserts, 2, 'settings: the second and third one-row INSERT in a transaction block went as EXECUTE, their arguments printed in ISO');
-	my $expected = join("\n", (map { my $day = $_ + 1; "$dt_keys[$_]|2024-02-0$day|2024-02-0$day 10:00:00+14|t" } 0 .. 1),
-		"dt-0|2024-02-03|2024-02-03 10:00:00+14|t", "$dt_keys[2]|2024-02-03|2024-02-03 10:00:00+14|t");
+	like($dt_log, qr/statement: START TRANSACTION [^\n]*;EXECUTE ringshard_s\d+\('2024-02-03'::pg_catalog\.date, '2024-02-03 10:00:00\+14'::timestamp with time zone, '0\.30000000000000004'::double precision, '-1 days -02:00:00'::interval, ARRAY\['dt-0'::/,
+		'settings: the third key UPDATE went as EXECUTE, its arguments printed in ISO and the postgres IntervalStyle, with all float digits');
+	my $inserts = () = $dt_log =~ /statement: (?:START TRANSACTION [^\n]*;)?EXECUTE ringshard_s\d+\('dt-\d+'::(?:pg_catalog\.)?text, '2024-02-0[23]'::pg_catalog\.date, '2024-02-0[23] 10:00:00\+14'::timestamp with time zone, '0\.30000000000000004'::double precision, '-1 days -02:00:00'::interval\)/g;
+	is($inserts, 2, 'settings: the second and third one-row INSERT in a transaction block went as EXECUTE, their arguments printed in ISO and the postgres IntervalStyle');
+	my $expected = join("\n", (map { my $day = $_ + 1; "$dt_keys[$_]|2024-02-0$day|2024-02-0$day 10:00:00+14|t|t" } 0 .. 1),
+		"dt-0|2024-02-03|2024-02-03 10:00:00+14|t|t", "$dt_keys[2]|2024-02-03|2024-02-03 10:00:00+14|t|t");
 	is($workers[$dt_index]->safe_psql('postgres', q{SET TimeZone = 'Pacific/Kiritimati';
-		SELECT id, d, ts, f = 0.1::float8 + 0.2::float8 FROM dated ORDER BY d, id}),
-		$expected, 'settings: the node stores the dates, times and floats written, EXECUTE or text');
+		SELECT id, d, ts, f = 0.1::float8 + 0.2::float8, iv = interval '-1 day -2 hours' FROM dated ORDER BY d, id}),
+		$expected, 'settings: the node stores the dates, times, floats and intervals written, EXECUTE or text');
 }
 
 # A duplicate key: the node's unique violation is the statement's error.
