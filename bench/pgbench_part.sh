@@ -48,7 +48,7 @@ D="$OUT/pgbench"
 mkdir -p "$D"
 chmod 755 "$D"
 REPORT="$D/report.txt"
-T="$D/runs.txt"			# "round variant workload tps processed failed retried serialization deadlock aborted cpu_ms"
+T="$D/runs.txt"			# "round variant workload tps processed failed retried serialization deadlock aborted cpu_ms coordinator_ms workers_ms"
 : >"$T"
 STM="$D/statements.txt"		# "round variant workload" + TPC-B's 7 statement latencies (ms)
 : >"$STM"
@@ -202,6 +202,25 @@ sample_waits() {	# sample_waits DB VARIANT SECS: what the client backends of DB 
 	done | psql -X -q -At -F ' ' -d postgres >>"$WAITS" 2>/dev/null || true
 }
 
+# sample_role_cpu DB SECS FILE: the CPU time (clock ticks, /proc/PID/stat utime + stime) the
+# client backends of DB (the coordinator's, or local's) and of its worker databases used from
+# 0.5 s into the run to 1 s before its end, and that window's length (s): "window coord worker"
+sample_role_cpu() {
+	local db=$1 secs=$2 file=$3 t0 t1 pids before after
+	sleep 0.5	# pgbench's connections (and the coordinator's to its nodes, at their first statement) are up
+	pids=$(qa -d postgres -F ' ' -c "SELECT pid, CASE WHEN datname = '$db' THEN 'c' ELSE 'w' END FROM pg_stat_activity
+	        WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND (datname = '$db' OR datname LIKE '${db}\_w_')" 2>/dev/null || true)
+	ticks() { while read -r pid role; do [ -r "/proc/$pid/stat" ] && awk -v p="$pid" -v r="$role" '{ print p, r, $14 + $15 }' "/proc/$pid/stat" 2>/dev/null; done <<<"$pids"; return 0; }
+	t0=$(date +%s.%N); before=$(ticks)
+	sleep "$(awk -v s="$secs" 'BEGIN { print (s > 2 ? s - 1.5 : 0.5) }')"
+	t1=$(date +%s.%N); after=$(ticks)
+	# a backend gone before the second sample counts for neither (pgbench keeps its connections)
+	awk -v w="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" -v before="$before" '
+		BEGIN { n = split(before, l, "\n"); for (i = 1; i <= n; i++) if (split(l[i], f, " ") == 3) b[f[1]] = f[3] }
+		$1 in b { s[$2] += $3 - b[$1] }
+		END { printf "%.3f %d %d\n", w, s["c"], s["w"] }' <<<"$after" >"$file"
+}
+
 # pgb ROUND VARIANT WORKLOAD SECS: one pgbench run; a line in $T unless ROUND is 0
 pgb() {
 	local r=$1 v=$2 wl=$3 secs=$4 db out rc=0 tps proc failed retried ser dl aborted
@@ -219,6 +238,9 @@ pgb() {
 		sample_waits "$db" "$v" "$secs" &
 		sampler=$!
 	fi
+	# TPC-B: the CPU time of the coordinator's (or local's) backends and of the workers'
+	local role_file="$D/rolecpu_${r}_${v}_$wl.txt" role_sampler=
+	case $wl in tpcb*) sample_role_cpu "$db" "$secs" "$role_file" & role_sampler=$! ;; esac
 	local pgopt=${PGOPTIONS:-}
 	[ "$v" != rs2_1pc ] || pgopt="$pgopt -c ringshard.two_phase_commit=off"
 	# the machine's CPU time over the run (user, nice, system, irq, softirq; in clock ticks)
@@ -227,6 +249,7 @@ pgb() {
 	PGOPTIONS=$pgopt pgbench -n "$@" -T "$secs" --max-tries "$TRIES" --failures-detailed -r "$db" >"$out" 2>&1 || rc=$?
 	cpu1=$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat 2>/dev/null || echo 0)
 	[ -z "$sampler" ] || wait "$sampler" || true
+	[ -z "$role_sampler" ] || wait "$role_sampler" || true
 	tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$out" | head -1)
 	proc=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$out")
 	failed=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' "$out")
@@ -244,7 +267,14 @@ pgb() {
 	# CPU time per transaction (ms), the whole machine: pgbench, the coordinator's backends, the workers'
 	cpu_ms=$(awk -v a="${cpu0:-0}" -v b="${cpu1:-0}" -v n="$proc" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" \
 		'BEGIN { if (n > 0 && b > a) printf "%.3f", (b - a) * 1000 / hz / n; else print "-" }')
-	[ "$r" = 0 ] || echo "$r $v $wl $tps $proc ${failed:-0} ${retried:-0} ${ser:-0} ${dl:-0} $aborted $cpu_ms" >>"$T"
+	# ... and each role's, per transaction (ms): its ticks over the window, by the transactions of
+	# the window (the run's, pro rata: pgbench's rate is steady after its first statements)
+	local role_ms="- -"
+	if [ -s "$role_file" ]; then
+		role_ms=$(awk -v n="$proc" -v secs="$secs" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" \
+			'{ x = n * $1 / secs; if (x > 0) printf "%.3f %.3f", $2 * 1000 / hz / x, $3 * 1000 / hz / x; else print "- -" }' "$role_file")
+	fi
+	[ "$r" = 0 ] || echo "$r $v $wl $tps $proc ${failed:-0} ${retried:-0} ${ser:-0} ${dl:-0} $aborted $cpu_ms $role_ms" >>"$T"
 	# TPC-B's per-statement latencies (pgbench -r), ms: BEGIN, the 3 UPDATEs, SELECT, INSERT, END
 	case $wl in tpcb*) [ "$r" = 0 ] || awk -v pre="$r $v $wl" '
 		/^statement latencies/ { on = 1; next }

@@ -1,6 +1,6 @@
 # bench/pgbench_report.awk: the table of part 8 (bench/pgbench_part.sh), from its
-# "round variant workload tps processed failed retried serialization deadlock aborted cpu_ms"
-# lines, all measured in the same run; or, with -v results=1, the RESULT lines that
+# "round variant workload tps processed failed retried serialization deadlock aborted cpu_ms
+# coordinator_ms workers_ms" lines, all measured in the same run; or, with -v results=1, the RESULT lines that
 # bench/targets.awk reads.  Medians over rounds; nothing is tuned.
 
 {
@@ -10,6 +10,10 @@
 	proc[k] += $5; fail[k] += $6; retr[k] += $7; ser[k] += $8; dl[k] += $9; abrt[k] += $10
 	if (NF >= 11 && $11 != "-")
 		cpu[k, $1] = $11
+	if (NF >= 13 && $12 != "-") {
+		coord_cpu[k, $1] = $12
+		worker_cpu[k, $1] = $13
+	}
 }
 
 # the median over the rounds of values[k, round], or "" when no round has one
@@ -108,11 +112,17 @@ END {
 			if (!header) {
 				print ""
 				print "  CPU time per TPC-B transaction (ms): the whole machine's (pgbench, the coordinator's and the workers'"
-				print "  backends, all on this machine) over each run, by transactions processed; medians of the rounds"
+				print "  backends, all on this machine) over each run, by transactions processed; of it, the client backends"
+				print "  of the variant's database (the coordinator's; local's own) and of its worker databases (from 0.5 s"
+				print "  into each run to 1 s before its end, /proc/PID/stat); medians of the rounds"
+				printf "  %-13s %-36s %9s   %-13s %11s %9s\n", "", "", "machine", "", "coordinator", "workers"
 				header = 1
 			}
-			printf "  %-13s %-36s %9.3f   x local %s\n", j == 1 ? (wls[i] == "tpcb4" ? "TPC-B, -c 4" : "TPC-B, -c 1") : "",
-				vname[vs[j]], c, ratio(c, rounds_median(cpu, vs[1] SUBSEP wls[i]))
+			cc = rounds_median(coord_cpu, k)
+			wc = rounds_median(worker_cpu, k)
+			printf "  %-13s %-36s %9.3f   x local %-5s %11s %9s\n", j == 1 ? (wls[i] == "tpcb4" ? "TPC-B, -c 4" : "TPC-B, -c 1") : "",
+				vname[vs[j]], c, ratio(c, rounds_median(cpu, vs[1] SUBSEP wls[i])),
+				cc == "" ? "-" : sprintf("%.3f", cc), wc == "" ? "-" : sprintf("%.3f", wc)
 		}
 	# where a TPC-B transaction's time goes: pgbench -r, medians over rounds
 	if (statements != "") {
