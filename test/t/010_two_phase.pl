@@ -556,6 +556,121 @@ is(placement('uniques', 'upd-2'), expected_placement('all', 'default', 'upd-2'),
 is($coordinator->safe_psql('postgres', q{SELECT count(*) FROM ringshard.verify_table('uniques')}), '0',
 	'key UPDATE and DELETE as EXECUTE: the replicas agree');
 
+# An UPDATE or DELETE that is its own transaction prepares each node's part
+# in the statement's own round trip: the statement and PREPARE TRANSACTION
+# in one string; the commit then records and commits the parts.  Not in a
+# transaction block, a string of statements, a function, or a pipeline of
+# statements before one Sync (one transaction); a replica's error after the
+# others prepared rolls them back; a crash before the local commit leaves
+# parts that recovery rolls back.
+{
+	my $prepared_with = sub {	# the replicas whose log has the statement of $key and a PREPARE in one string
+		my ($what, $key) = @_;
+		return replicas_logged(qr/statement: START TRANSACTION [^\n]*;(?:WITH m AS \($what|EXECUTE ringshard_s\d+)[^\n]*'$key'[^\n]*;PREPARE TRANSACTION 'rs_[^\n]*\n/);
+	};
+	my $rows = sub {	# "key=note" of the keys, as each worker holds them: "w1:a=x,b=y w2: w3:..."
+		my @keys = @_;
+		my $list = join(', ', map { "'$_'" } @keys);
+		return join(' ', map { "$names[$_]:" . $workers[$_]->safe_psql('postgres',
+			"SELECT coalesce(string_agg(id || '=' || note, ',' ORDER BY id), '') FROM uniques WHERE id IN ($list)") } 0 .. 2);
+	};
+	my $expected_rows = sub {	# the same, for notes on exactly each key's replicas
+		my (%note) = @_;
+		my %on;
+		for my $key (sort keys %note)
+		{
+			push @{ $on{$_} }, "$key=$note{$key}" for split /\+/, replica_list($key, 'default');
+		}
+		return join(' ', map { "$_:" . join(',', @{ $on{$_} // [] }) } @names);
+	};
+	$coordinator->safe_psql('postgres', q{INSERT INTO uniques VALUES ('own-1', 'x'), ('own-2', 'x'), ('own-3', 'x')});
+	@offsets = map { -s $_->logfile } @workers;
+	is($coordinator->safe_psql('postgres', q{UPDATE uniques SET note = 'u' WHERE id = 'own-1'}), '',
+		'statement with its PREPARE: an UPDATE in autocommit succeeds');
+	is($prepared_with->('UPDATE', 'own-1'), replica_list('own-1', 'default'),
+		'statement with its PREPARE: each replica got the UPDATE and the PREPARE in one string');
+	is(replicas_logged(qr/statement: PREPARE TRANSACTION/), '', 'statement with its PREPARE: no replica got a PREPARE alone');
+	$coordinator->safe_psql('postgres', q{DELETE FROM uniques WHERE id = 'own-2'});
+	is($prepared_with->('DELETE', 'own-2'), replica_list('own-2', 'default'),
+		'statement with its PREPARE: a DELETE in autocommit too');
+	is(placement('uniques', 'own-1', 'own-2'), expected_placement('all', 'default', 'own-1') . ' own-2:-',
+		'statement with its PREPARE: the UPDATE and the DELETE are on every replica');
+	is($coordinator->safe_psql('postgres', q{SELECT note FROM uniques WHERE id = 'own-1'}), 'u',
+		'statement with its PREPARE: the update is seen');
+	recover();	# the records of the commits: recovery deletes them
+	check_clean('statement with its PREPARE');
+
+	# one transaction of several statements: each PREPARE at the commit, every statement applied
+	@offsets = map { -s $_->logfile } @workers;
+	$coordinator->safe_psql('postgres', q{
+		CREATE FUNCTION two_updates(k text) RETURNS void LANGUAGE plpgsql AS $$
+		BEGIN
+			UPDATE uniques SET note = 'f1' WHERE id = k;
+			UPDATE uniques SET note = note || 'f2' WHERE id = k;
+		END $$;});
+	for my $case (
+		[ 'a transaction block', q{BEGIN; UPDATE uniques SET note = 'b1' WHERE id = 'own-1'; UPDATE uniques SET note = 'b2' WHERE id = 'own-1'; COMMIT;} ],
+		# (psql's \; sends both statements in one query string)
+		[ 'a string of statements', q{UPDATE uniques SET note = 's1' WHERE id = 'own-3' \; UPDATE uniques SET note = 's2' WHERE id = 'own-3';} ],
+		[ 'a function', q{SELECT two_updates('own-1');} ])
+	{
+		my ($label, $sql) = @$case;
+		my ($rc, $out, $err) = $coordinator->psql('postgres', $sql);
+		is($err, '', "statement with its PREPARE: two UPDATEs of one key in $label commit");
+	}
+	is($prepared_with->('UPDATE', 'own-[13]'), '',
+		'statement with its PREPARE: not in a transaction block, a string of statements or a function');
+	is($rows->('own-1', 'own-3'), $expected_rows->('own-1' => 'f1f2', 'own-3' => 's2'),
+		'statement with its PREPARE: each statement of those transactions is applied on every replica');
+	recover();	# the records of the commits: recovery deletes them
+	check_clean('statement with its PREPARE, several statements');
+
+	# a pipeline: two UPDATEs of one key (the same nodes) before one Sync are one transaction
+	my $script = $coordinator->basedir . '/pipeline.sql';
+	open my $fh, '>', $script or die;
+	print $fh "\\startpipeline\nUPDATE uniques SET note = 'p1' WHERE id = 'own-1';\nUPDATE uniques SET note = note || 'p2' WHERE id = 'own-1';\n\\endpipeline\n";
+	close $fh;
+	my ($pipe_out, $pipe_err) = ('', '');
+	IPC::Run::run([ 'pgbench', '-n', '-M', 'extended', '-t', '2', '-f', $script,
+		'-h', $coordinator->host, '-p', $coordinator->port, 'postgres' ], '>', \$pipe_out, '2>', \$pipe_err);
+	like($pipe_out, qr{number of transactions actually processed: 2/2\n}, 'statement with its PREPARE: a pipeline of two UPDATEs before one Sync commits, twice')
+	  or diag($pipe_out . $pipe_err);
+	unlike($pipe_err, qr/ERROR/, 'statement with its PREPARE: the pipeline met no error');
+	is($coordinator->safe_psql('postgres', q{SELECT note FROM uniques WHERE id = 'own-1'}), 'p1p2',
+		'statement with its PREPARE: both UPDATEs of the pipeline are applied');
+	is(placement('uniques', 'own-1'), expected_placement('all', 'default', 'own-1'), 'statement with its PREPARE: the pipeline left one copy per replica');
+	recover();	# the records of the commits: recovery deletes them
+	check_clean('statement with its PREPARE, pipeline');
+
+	# an error on one replica after the other prepared: nothing changes anywhere, no part is left prepared
+	my ($first_replica, $second_replica) = split /\+/, replica_list('own-1', 'default');
+	my ($second_index) = grep { $names[$_] eq $second_replica } 0 .. 2;
+	$workers[$second_index]->safe_psql('postgres', q{ALTER TABLE uniques ADD CONSTRAINT no_bad_note CHECK (note <> 'bad') NOT VALID});
+	my ($bad_rc, $bad_out, $bad_err) = $coordinator->psql('postgres', q{UPDATE uniques SET note = 'bad' WHERE id = 'own-1'});
+	like($bad_err, qr/no_bad_note/, "statement with its PREPARE: one replica's check violation fails the statement");
+	is($rows->('own-1'), $expected_rows->('own-1' => 'p1p2'), 'statement with its PREPARE: the row is unchanged on both replicas');
+	recover();	# the records of the commits: recovery deletes them
+	check_clean('statement with its PREPARE, one replica failed');
+	$workers[$second_index]->safe_psql('postgres', q{ALTER TABLE uniques DROP CONSTRAINT no_bad_note});
+
+	# the coordinator crashes after the parts were prepared with the statement: recovery rolls them back
+	my $offset = -s $coordinator->logfile;
+	my ($crash_rc) = $coordinator->psql('postgres',
+		qq{SET ringshard.fault_injection = 'after_statement_prepare=crash';\nUPDATE uniques SET note = 'lost' WHERE id = 'own-1';});
+	isnt($crash_rc, 0, 'statement with its PREPARE, coordinator crash: the client lost its connection');
+	ok(wait_for_coordinator(), 'statement with its PREPARE, coordinator crash: the coordinator is back');
+	ok($coordinator->log_contains(qr/PANIC:  ringshard fault injection: crash at after_statement_prepare\b/, $offset),
+		'statement with its PREPARE, coordinator crash: it crashed after the statement');
+	is(prepared_total(), 2, 'statement with its PREPARE, coordinator crash: both parts are left in doubt');
+	# The crashed transaction's id is written nowhere, so the restarted server
+	# hands it out again: until then recovery cannot tell that it is over.
+	$coordinator->safe_psql('postgres', 'SELECT pg_current_xact_id()') for 1 .. 3;
+	is(recover(), '0/2/0/0', 'statement with its PREPARE, coordinator crash: recovery rolls both back');
+	is($rows->('own-1'), $expected_rows->('own-1' => 'p1p2'),
+		'statement with its PREPARE, coordinator crash: the row is unchanged on both replicas');
+	check_clean('statement with its PREPARE, coordinator crash');
+}
+
 # A link that holds as many prepared statements as it keeps (64: here key
 # UPDATEs of 64 texts, c1 = c1 + 1 + ... + 1, each sent twice) prepares no
 # other text seen before:
