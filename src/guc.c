@@ -57,7 +57,7 @@ ringshard_define_settings(void)
 	DefineCustomStringVariable("ringshard.fault_injection",
 							   "Tests only: point=crash or point=sleep:ms in the commit protocol.",
 							   "Points: before_prepare, after_first_prepare, after_prepare, after_records, "
-							   "after_local_commit, after_first_commit_prepared; after_statement_prepare (an UPDATE or DELETE that prepared its parts with it); rehome_before_copy, rehome_before_delete (a rehome_rows batch after its page, after its copies); "
+							   "after_local_commit, after_first_commit_prepared; rehome_before_copy, rehome_before_delete (a rehome_rows batch after its page, after its copies); "
 							   "rebalance_after_target_commit (a rebalance batch once a target committed its copy), rebalance_rows_relayed (a rebalance batch each time it reports rows relayed, every 256).", &ringshard_fault_injection, "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 #endif

@@ -26,7 +26,6 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
-#include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
@@ -34,7 +33,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
-#include "utils/portal.h"
 #include "utils/typcache.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -1754,46 +1752,6 @@ check_replicas_changed_alike(RsDirectState *state, RemoteConnection **conns, PGr
 	pfree(changed);
 }
 
-/* libpq/libpq.h's, which would need the GSSAPI headers */
-extern bool pq_buffer_has_data(void);
-extern int	pq_peekbyte(void);
-
-/*
- * Whether an UPDATE or DELETE prepares each node's part of its transaction
- * in the same round trip (remote_prepare_with_next_query): when it is the
- * whole of a transaction that will commit in two phases, so that nothing
- * can use its links between it and the commit.  It is the only statement of
- * the client's query (simple protocol: no transaction block, which a string
- * of several statements also opens), or, in the extended protocol, the
- * client's next message is the Sync that ends the transaction (libpq sends
- * Bind, Execute and Sync at once; a batch of Executes before one Sync is one
- * transaction, and goes as before).  Not from a function, EXPLAIN ANALYZE or
- * a trigger (another statement is the portal's), with triggers on the table
- * (a statement trigger runs after it), with RETURNING, while rows move or
- * with a node's writes queued, nor for one node (it commits in one phase).
- */
-static bool
-prepares_with_statement(ForeignScanState *node, RsDirectState *state, RemoteConnection **conns, int n,
-						int nqueued, bool per_node_sql)
-{
-	PlannedStmt *statement = node->ss.ps.state->es_plannedstmt;
-
-	if (!ringshard_two_phase_commit || !ringshard_writes_with_commit || n < 2 || nqueued > 0 ||
-		per_node_sql || state->has_returning || placement_is_moving(&state->placement) ||
-		state->rel->trigdesc != NULL || IsTransactionBlock() || GetCurrentTransactionNestLevel() != 1 ||
-		remote_commit_faults_armed())
-		return false;
-	if (ActivePortal == NULL || list_length(ActivePortal->stmts) != 1 || linitial(ActivePortal->stmts) != statement ||
-		!IsA(statement->planTree, ModifyTable) || statement->hasModifyingCTE)
-		return false;
-	if (ActivePortal->cplan != NULL && !(pq_buffer_has_data() && pq_peekbyte() == 'S'))
-		return false;
-	for (int j = 0; j < n; j++)
-		if (conns[j]->xact != RXACT_NONE || conns[j]->link != LINK_IDLE || conns[j]->deferred != NULL)
-			return false;
-	return true;
-}
-
 /* Run the statement on every target node at once; queue it for those that are down. */
 static void
 execute_direct(ForeignScanState *node, RsDirectState *state)
@@ -1827,7 +1785,6 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 	char	   *what;
 	int			nqueued;
 	bool	   *queued = queued_targets(&state->placement, targets, &nqueued);
-	bool		with_prepare;
 
 	if (nqueued > 0)
 	{
@@ -1908,14 +1865,11 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 									  state->nfilter_keys, counted, slots, &prepared_sql, &nparams, &arguments))
 		prepared_sql = NULL;
 	state->analysis = node_analysis_start_run(state->analysis, &node->ss.ps, nnodes);
-	with_prepare = prepares_with_statement(node, state, conns, n, nqueued, node_sql != NULL);
 	for (int j = 0; j < n; j++)
 	{
 		if (state->moving_nodes[conn_node[j]])
 			remote_take_moving_rows(conns[j]);
 		remote_note_write(conns[j]);
-		if (with_prepare)
-			remote_prepare_with_next_query(conns[j]);
 		if (prepared_sql)
 			remote_send_execute(conns[j], prepared_sql, nparams, arguments, sql, true, state);
 		else
@@ -1983,8 +1937,6 @@ execute_direct(ForeignScanState *node, RsDirectState *state)
 		node_analysis_add_at(state->analysis, conn_node[j],
 							 !state->has_returning ? node_changed[j] : slots ? node_ranked[j] : node_counted[j],
 							 out[j].elapsed_ms);
-	if (with_prepare)
-		remote_fault_point("after_statement_prepare");
 }
 
 TupleTableSlot *

@@ -45,7 +45,6 @@
 #include "remote/catalog.h"
 #include "remote/connection.h"
 #include "remote/stats.h"
-#include "remote/transaction.h"
 #include "remote/values.h"
 #include "routing/topology_cache.h"
 
@@ -157,7 +156,6 @@ remote_clear_parked(RemoteConnection *c)
 }
 
 static bool take_parked(RemoteConnection *c, const void *owner, RemoteResult *out);
-static void drop_answer_before_prepare(RemoteConnection *c);
 
 /* Node name -> server, rebuilt when the topology changes. */
 typedef struct NodeServer
@@ -292,7 +290,6 @@ close_link(RemoteConnection *c, RemoteLinkState link)
 	if (c->partial)
 		PQclear(c->partial);
 	c->partial = NULL;
-	drop_answer_before_prepare(c);
 }
 
 void
@@ -1593,16 +1590,7 @@ query_sent(RemoteConnection *c, size_t bytes, const void *owner)
 	c->owner = owner;
 	c->ok_results = 0;
 	c->answer_counts_writes = false;
-	c->prepares_after = false;
-	drop_answer_before_prepare(c);
 	INSTR_TIME_SET_CURRENT(c->sent_at);
-}
-
-void
-remote_prepare_with_next_query(RemoteConnection *c)
-{
-	remote_name_part(c);
-	c->prepare_next = true;
 }
 
 void
@@ -1610,9 +1598,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 {
 	StringInfoData buf;
 	int			level = GetCurrentTransactionNestLevel();
-	bool		then_prepare = c->prepare_next;
 
-	c->prepare_next = false;	/* asked for this query only, whatever happens to it */
 	remote_flush_deferred(c);
 	if (c->link == LINK_BUSY && c->owner != owner)
 		park_pending(c);
@@ -1622,15 +1608,7 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 	initStringInfo(&buf);
 	if (in_transaction)
 	{
-		if (c->xact == RXACT_PREPARED)
-			ereport(ERROR,
-					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-					 errmsg("the part of this transaction on node \"%s\" is already prepared", c->node),
-					 errdetail("An UPDATE or DELETE that is its own transaction prepares its part on each node "
-							   "with the statement, and something else wrote or read there afterwards "
-							   "(a trigger, say)."),
-					 errhint("Set ringshard.writes_with_commit to off for such statements.")));
-		if (c->xact == RXACT_FAILED)
+		if (c->xact == RXACT_FAILED || c->xact == RXACT_PREPARED)
 			ereport(ERROR,
 					(errcode(ERRCODE_IN_FAILED_SQL_TRANSACTION),
 					 errmsg("the remote transaction on node \"%s\" failed earlier in this transaction", c->node),
@@ -1645,8 +1623,6 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 		}
 	}
 	appendStringInfoString(&buf, sql);
-	if (then_prepare)
-		appendStringInfo(&buf, ";PREPARE TRANSACTION '%s'", c->gid);
 	if (!PQsendQuery(c->conn, buf.data))
 	{
 		remote_mark_broken(c, PQerrorMessage(c->conn));
@@ -1654,7 +1630,6 @@ remote_send(RemoteConnection *c, const char *sql, bool in_transaction, const voi
 		return;
 	}
 	query_sent(c, buf.len, owner);
-	c->prepares_after = then_prepare;
 	pfree(buf.data);
 }
 
@@ -1874,14 +1849,6 @@ set_outcome(RemoteConnection *c, RemoteResult *out, PGresult *result, bool ok, b
 	out->elapsed_ms = elapsed_ms(c->sent_at);
 }
 
-static void
-drop_answer_before_prepare(RemoteConnection *c)
-{
-	if (c->answer_before_prepare)
-		PQclear(c->answer_before_prepare);
-	c->answer_before_prepare = NULL;
-}
-
 /* The query of a connection finished: hand its result over. */
 static void
 finish_query(RemoteConnection *c, RemoteResult *out)
@@ -1905,8 +1872,6 @@ lose_query(RemoteConnection *c, RemoteResult *out, const char *why, RemoteFailur
 	if (c->partial)
 		PQclear(c->partial);
 	c->partial = NULL;
-	c->prepares_after = false;
-	drop_answer_before_prepare(c);
 	set_outcome(c, out, NULL, false, true);
 }
 
@@ -1973,38 +1938,6 @@ count_result(RemoteConnection *c, PGresult *r, ExecStatusType status)
  * Take what has arrived on a connection without waiting: true if its query
  * finished (out is filled), false if more is to come.
  */
-/*
- * A query that ended with PREPARE TRANSACTION finished without an error:
- * its last answer must be that PREPARE's, and the one before it (the
- * statement's) becomes the query's; the node's part is then prepared.
- * Else the node is broken: the link goes (false, the query lost).
- */
-static bool
-prepared_after_answer(RemoteConnection *c, RemoteResult *out)
-{
-	c->prepares_after = false;
-	if (c->partial == NULL || !c->partial_ok)
-	{
-		/* an error: the statement's or the PREPARE's; the node's transaction is over or failed */
-		drop_answer_before_prepare(c);
-		return true;
-	}
-	if (c->answer_before_prepare == NULL || PQresultStatus(c->partial) != PGRES_COMMAND_OK ||
-		strcmp(PQcmdStatus(c->partial), "PREPARE TRANSACTION") != 0)
-	{
-		lose_query(c, out, psprintf("the node answered %s where PREPARE TRANSACTION was expected",
-									c->answer_before_prepare ? PQcmdStatus(c->partial) : "only once"),
-				   REMOTE_FAILURE_MALFORMED);
-		return false;
-	}
-	PQclear(c->partial);
-	c->partial = c->answer_before_prepare;
-	c->answer_before_prepare = NULL;
-	remote_set_xact(c, RXACT_PREPARED);
-	c->xact_depth = 0;
-	return true;
-}
-
 static bool
 absorb_input(RemoteConnection *c, RemoteResult *out)
 {
@@ -2021,8 +1954,6 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 		if (r == NULL)
 		{
 			c->link = LINK_IDLE;
-			if (c->prepares_after && !prepared_after_answer(c, out))
-				return true;
 			finish_query(c, out);
 			return true;
 		}
@@ -2069,15 +2000,10 @@ absorb_input(RemoteConnection *c, RemoteResult *out)
 				count_result(c, r, status);
 			if (++c->ok_results == c->deferred_answer_at)
 				strlcpy(c->deferred_answer, PQcmdStatus(r), sizeof(c->deferred_answer));
-			/* keep the last result, unless an error came first (and the one before a PREPARE that follows it) */
+			/* keep the last result, unless an error came first */
 			if (c->partial == NULL || c->partial_ok)
 			{
-				if (c->partial && c->prepares_after)
-				{
-					drop_answer_before_prepare(c);
-					c->answer_before_prepare = c->partial;
-				}
-				else if (c->partial)
+				if (c->partial)
 					PQclear(c->partial);
 				c->partial = r;
 				c->partial_ok = true;

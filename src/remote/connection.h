@@ -108,16 +108,6 @@ typedef struct RemoteConnection
 	bool		deferred_failed;	/* it failed or answered wrongly: the commit raises that */
 
 	/*
-	 * A part prepared with its statement (remote_prepare_with_next_query):
-	 * the next remote_send ends its text with PREPARE TRANSACTION (asked);
-	 * the query in flight does (prepares_after), and the statement's own
-	 * answer waits here while the PREPARE's comes (answer_before_prepare).
-	 */
-	bool		prepare_next;
-	bool		prepares_after;
-	PGresult   *answer_before_prepare;
-
-	/*
 	 * The query in flight answers one row (counted, changed) for a direct
 	 * UPDATE or DELETE: stat_nodes counts the second column as rows written,
 	 * not the row as read.  Cleared by the next send.
@@ -226,17 +216,6 @@ extern void remote_send_prepared(RemoteConnection *c, const char *sql, int npara
  */
 extern void remote_send_execute(RemoteConnection *c, const char *prepared_sql, int nparams, const char *arguments,
 								const char *sql, bool in_transaction, const void *owner);
-
-/*
- * An UPDATE or DELETE that is its own transaction prepares the node's part
- * of it in the same round trip: the next remote_send on c ends its text with
- * PREPARE TRANSACTION under the part's name (remote_name_part), its answer
- * is the statement's, and once the node confirms the PREPARE the link's
- * remote transaction is prepared, to be committed (or rolled back) with the
- * others at the local commit.  A node's answer other than PREPARE
- * TRANSACTION after the statement's breaks the link.
- */
-extern void remote_prepare_with_next_query(RemoteConnection *c);
 
 /*
  * Writes that travel with the commit.  The last batch of an INSERT that is

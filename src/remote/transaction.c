@@ -382,40 +382,12 @@ record_prepared(Collected *writers)
 							   2, argtypes, values, false, &nrows);
 }
 
-/*
- * The name of the part a node is about to prepare with the statement that
- * writes there (remote_prepare_with_next_query): as make_gid names it at
- * the commit.
- */
-void
-remote_name_part(RemoteConnection *c)
-{
-	make_gid(c, GetTopFullTransactionId());
-}
-
-/*
- * Whether a test injects a fault at a point of the commit: then no part is
- * prepared with its statement, so that each point is reached as it says.
- * The point after such a statement's PREPARE is not one of them.
- */
-bool
-remote_commit_faults_armed(void)
-{
-#ifdef RINGSHARD_FAULT_INJECTION
-	return ringshard_fault_injection != NULL && ringshard_fault_injection[0] != '\0' &&
-		!fault_point_armed("after_statement_prepare");
-#else
-	return false;
-#endif
-}
-
 static void
 pre_commit(bool preparing)
 {
 	Collected	all = collect(COLLECT_IN_TRANSACTION);
 	Collected	writers;
 	Collected	readers;
-	Collected	prepared_early;
 	bool	   *worked;
 	char	  **sql;
 
@@ -424,14 +396,11 @@ pre_commit(bool preparing)
 	drain_in_flight(&all);
 	writers = collect(COLLECT_WRITERS);
 	readers = collect(COLLECT_READERS);
-	/* parts already prepared, each with the statement that wrote there (an UPDATE or DELETE in autocommit) */
-	prepared_early = collect(COLLECT_PREPARED);
 
-	if ((writers.n > 0 || prepared_early.n > 0) && preparing)
+	if (writers.n > 0 && preparing)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot prepare a transaction that wrote to ringshard node \"%s\"",
-						writers.n > 0 ? writers.conns[0]->node : prepared_early.conns[0]->node),
+				 errmsg("cannot prepare a transaction that wrote to ringshard node \"%s\"", writers.conns[0]->node),
 				 errdetail("ringshard commits the nodes' part of a transaction itself, in two phases.")));
 
 	/*
@@ -454,7 +423,7 @@ pre_commit(bool preparing)
 
 	worked = palloc(sizeof(bool) * Max(writers.n, Max(readers.n, 1)));
 	sql = palloc(sizeof(char *) * Max(writers.n, Max(readers.n, 1)));
-	if (writers.n == 1 && prepared_early.n == 0 && !FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+	if (writers.n == 1 && !FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
 	{
 		/*
 		 * One node took writes and the coordinator wrote nothing (no
@@ -485,10 +454,9 @@ pre_commit(bool preparing)
 					 c->link == LINK_IDLE ? errhint("The node rolled its part back: nothing was committed.")
 					 : errhint("The connection was lost during COMMIT: the node may or may not have committed.")));
 	}
-	else if ((writers.n > 0 && ringshard_two_phase_commit) || prepared_early.n > 0)
+	else if (writers.n > 0 && ringshard_two_phase_commit)
 	{
 		FullTransactionId fxid = GetTopFullTransactionId();
-		Collected	parts = writers;
 
 		for (int i = 0; i < writers.n; i++)
 		{
@@ -506,7 +474,7 @@ pre_commit(bool preparing)
 			command_all(writers.conns + 1, writers.n - 1, sql + 1, "PREPARE TRANSACTION", worked + 1,
 						commit_timeout_ms());
 		}
-		else if (writers.n > 0)
+		else
 			command_all(writers.conns, writers.n, sql, "PREPARE TRANSACTION", worked, commit_timeout_ms());
 		for (int i = 0; i < writers.n; i++)
 			if (worked[i])
@@ -523,17 +491,7 @@ pre_commit(bool preparing)
 						 writers.conns[i]->last_sqlstate == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE ?
 						 errhint("Nodes need max_prepared_transactions > 0.") : 0));
 		remote_fault_point("after_prepare");
-		/* the records: of the parts just prepared, and of those prepared with their statement */
-		if (prepared_early.n > 0)
-		{
-			parts.capacity = parts.n = writers.n + prepared_early.n;
-			parts.conns = palloc(sizeof(RemoteConnection *) * parts.n);
-			for (int i = 0; i < writers.n; i++)
-				parts.conns[i] = writers.conns[i];
-			for (int i = 0; i < prepared_early.n; i++)
-				parts.conns[writers.n + i] = prepared_early.conns[i];
-		}
-		record_prepared(&parts);
+		record_prepared(&writers);
 
 		/*
 		 * The local commit is the decision, and post_commit() acts on it: it

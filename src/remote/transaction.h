@@ -40,13 +40,5 @@ extern void remote_rethrow_cancel(ErrorData *edata);
  * PANIC, or sleep, at a named point of the commit protocol.
  */
 extern void remote_fault_point(const char *point);
-/* Tests only: whether a fault is injected at any point. */
-extern bool remote_commit_faults_armed(void);
-
-/*
- * Names the part of this transaction that c's node is about to prepare
- * (c->gid), as the commit names it (the transaction gets its id now).
- */
-extern void remote_name_part(RemoteConnection *c);
 
 #endif							/* RINGSHARD_REMOTE_TRANSACTION_H */
