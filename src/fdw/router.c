@@ -1440,15 +1440,33 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 	/* the plan below, for EXPLAIN and when no node holds every row */
 	if (state->fallback || (eflags & EXEC_FLAG_EXPLAIN_ONLY))
 		start_plan_below(state);
-	/* spread reads over the nodes that can answer */
-	for (int i = state->nnodes - 1; i > 0; i--)
+	/*
+	 * Spread reads over the nodes that can answer; in a transaction that
+	 * keeps one snapshot, those that already work for it first, each group
+	 * in its order (remote_node_in_transaction): a key read again is read
+	 * under the same snapshot.
+	 */
+	if (IsolationUsesXactSnapshot())
 	{
-		int			j = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, i);
-		char	   *t = state->nodes[i];
+		char	  **ordered = palloc(sizeof(char *) * Max(state->nnodes, 1));
+		int			k = 0;
 
-		state->nodes[i] = state->nodes[j];
-		state->nodes[j] = t;
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < state->nnodes; i++)
+				if (remote_node_in_transaction(state->nodes[i], state->userid) == (pass == 0))
+					ordered[k++] = state->nodes[i];
+		memcpy(state->nodes, ordered, sizeof(char *) * k);
+		pfree(ordered);
 	}
+	else
+		for (int i = state->nnodes - 1; i > 0; i--)
+		{
+			int			j = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, i);
+			char	   *t = state->nodes[i];
+
+			state->nodes[i] = state->nodes[j];
+			state->nodes[j] = t;
+		}
 }
 
 /*

@@ -200,7 +200,12 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 	state->scan_cxt = AllocSetContextCreate(estate->es_query_cxt, "ringshard scan", ALLOCSET_DEFAULT_SIZES);
 }
 
-/* The replicas of a key in the order to try them: healthy ones, in random order. */
+/*
+ * The replicas of a key in the order to try them: healthy ones, in random
+ * order; in a transaction that keeps one snapshot, those that already work
+ * for it first, each group in the key's order (remote_node_in_transaction),
+ * so that a key read again is read under the same snapshot.
+ */
 static void
 route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
 {
@@ -237,6 +242,19 @@ route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
 	for (int i = 0; i < n; i++)
 		if (placement_node_up(&state->placement, replicas[i]))
 			route->replicas[route->nreplicas++] = replicas[i];
+	if (IsolationUsesXactSnapshot())
+	{
+		uint16		ordered[PLACEMENT_MAX_REPLICAS];
+		int			k = 0;
+
+		for (int pass = 0; pass < 2; pass++)
+			for (int i = 0; i < route->nreplicas; i++)
+				if (remote_node_in_transaction(placement_node_name(&state->placement, route->replicas[i]),
+											   state->userid) == (pass == 0))
+					ordered[k++] = route->replicas[i];
+		memcpy(route->replicas, ordered, sizeof(uint16) * k);
+		return;
+	}
 	/* shuffle, so reads spread over the replicas */
 	for (int i = route->nreplicas - 1; i > 0; i--)
 	{

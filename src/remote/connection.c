@@ -524,6 +524,12 @@ remote_node_conninfo(const char *node)
 	return buf.data;
 }
 
+bool
+remote_node_in_transaction(const char *node, Oid userid)
+{
+	return remote_connection(node, userid)->xact == RXACT_OPEN;
+}
+
 RemoteConnection *
 remote_connection(const char *node, Oid userid)
 {
