@@ -527,7 +527,20 @@ remote_node_conninfo(const char *node)
 bool
 remote_node_in_transaction(const char *node, Oid userid)
 {
-	return remote_connection(node, userid)->xact == RXACT_OPEN;
+	HASH_SEQ_STATUS scan;
+	RemoteConnection *c;
+
+	/* the links as they are: asking makes none, and a node without an address is simply not one */
+	if (connections == NULL)
+		return false;
+	hash_seq_init(&scan, connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+		if (c->userid == userid && c->xact == RXACT_OPEN && c->node != NULL && strcmp(c->node, node) == 0)
+		{
+			hash_seq_term(&scan);
+			return true;
+		}
+	return false;
 }
 
 RemoteConnection *
@@ -892,10 +905,10 @@ find_user_mapping(Oid userid, Oid serverid)
  * a receive that has its answer from one replica waits for the other one
  * alone, which is another set.  With pgbench's TPC-B at R = 2 over three
  * nodes, sets kept for the same connections in the same order only were
- * made anew for 6 of every 10 waits.  A kept set names sockets by number, and the kernel
- * forgets a closed socket's entry: so a set is kept only for connections
- * that are established (libpq changes sockets only while it connects or
- * after it has lost one), and every link opened or closed here
+ * made anew for 6 of every 10 waits.  A kept set names sockets by number,
+ * and the kernel forgets a closed socket's entry: so a set is kept only for
+ * connections that are established (libpq changes sockets only while it
+ * connects or after it has lost one), and every link opened or closed here
  * (socket_generation) retires them all.
  */
 #define KEPT_WAIT_SETS 16
