@@ -14,10 +14,20 @@
  * the coordinator sees the cycle and cancels one with 40P01, as on one
  * server.  A statement that may write any row (an UPDATE or DELETE that is
  * not by key), a COPY FROM, and a transaction that writes more than
- * RINGSHARD_MAX_KEY_LOCKS keys of one table take the table itself in
- * ExclusiveLock mode instead (the shared lock table holds a few thousand
- * locks, not a bulk load's keys): they wait for, and hold back, every other
- * writer of the table; readers go on.  Every write conflict on the nodes is
+ * RINGSHARD_MAX_KEY_LOCKS keys of one table take the table instead (the
+ * shared lock table holds a few thousand locks, not a bulk load's keys):
+ * they wait for, and hold back, every other writer of the table; readers go
+ * on.  The writers' lock of the table is an advisory lock too, (database,
+ * table, 0, TABLE_LOCK_CLASS), with the modes of a relation's lock: every
+ * writer of keys (and reader of keys FOR UPDATE) holds it in
+ * RowExclusiveLock mode, a writer of the table in ExclusiveLock mode.  Not
+ * the relation's own lock: every writer already holds that in
+ * RowExclusiveLock mode from its statement's start, so two writers of the
+ * table asking for ExclusiveLock on it each waited for the other, a
+ * deadlock (40P01) between two single statements that one server does not
+ * have.  Readers of every row FOR UPDATE or FOR SHARE still take the
+ * relation's lock (ExclusiveLock, ShareLock), which every writer's
+ * RowExclusiveLock meets, as does a move's batch (src/operations).  Every write conflict on the nodes is
  * so a wait on the coordinator first, where PostgreSQL sees it: no
  * wait-for graph across nodes is needed.  SELECT ... FOR UPDATE and FOR
  * SHARE lock the same keys (or the table) the same way, so that a row
@@ -38,6 +48,8 @@
 
 /* What tells ringshard's key locks apart from the advisory locks of users (pg_locks.objsubid). */
 #define KEY_LOCK_CLASS 0x5253		/* "RS" */
+/* ... and its tables' writer locks */
+#define TABLE_LOCK_CLASS 0x5254		/* "RT" */
 
 /* Per table, in this transaction: how many keys are locked, or whether the table is. */
 typedef struct TableWriteLocks
@@ -46,6 +58,7 @@ typedef struct TableWriteLocks
 	int			nkeys;
 	bool		table_locked;
 	bool		table_shared;	/* FOR SHARE of every row: the table in ShareLock mode */
+	bool		table_joined;	/* a writer of keys: the table in RowExclusiveLock mode */
 } TableWriteLocks;
 
 static HTAB *locks_of_transaction = NULL;
@@ -100,6 +113,7 @@ table_locks(Oid relid)
 		entry->nkeys = 0;
 		entry->table_locked = false;
 		entry->table_shared = false;
+		entry->table_joined = false;
 	}
 	return entry;
 }
@@ -112,7 +126,43 @@ lock_not_available(Oid relid)
 			 errmsg("could not obtain lock on row in relation \"%s\"", get_rel_name(relid))));
 }
 
-/* The table, exclusive (a writer of any row) or shared (a reader FOR SHARE of any row). */
+/* The table's writer lock (see the top of this file) in a mode; false if nowait and it is not free. */
+static bool
+lock_table_tag(Oid relid, LOCKMODE mode, bool nowait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, 0, TABLE_LOCK_CLASS);
+	return LockAcquire(&tag, mode, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/* A writer of keys (or a reader of keys FOR UPDATE) joins the table's writers. */
+static void
+join_table_writers(Oid relid, bool nowait)
+{
+	TableWriteLocks *entry = table_locks(relid);
+
+	if (entry->table_joined || entry->table_locked)
+		return;
+	if (!lock_table_tag(relid, RowExclusiveLock, nowait))
+		lock_not_available(relid);
+	entry->table_joined = true;
+}
+
+
+/* A writer of any row: the writers' lock of the table, exclusive. */
+static void
+lock_table_for_writers(Oid relid)
+{
+	TableWriteLocks *entry = table_locks(relid);
+
+	if (entry->table_locked)
+		return;
+	(void) lock_table_tag(relid, ExclusiveLock, false);
+	entry->table_locked = true;
+}
+
+/* The relation, for a reader of any row: exclusive (FOR UPDATE) or shared (FOR SHARE). */
 static void
 lock_whole_table(Oid relid, bool exclusive, bool nowait)
 {
@@ -133,7 +183,7 @@ lock_whole_table(Oid relid, bool exclusive, bool nowait)
 
 /* One key's slot; past RINGSHARD_MAX_KEY_LOCKS keys, the table instead. */
 static void
-lock_key_slot(Oid relid, uint32 slot, bool exclusive, bool nowait)
+lock_key_slot(Oid relid, uint32 slot, bool exclusive, bool nowait, bool writer)
 {
 	TableWriteLocks *entry = table_locks(relid);
 	LOCKTAG		tag;
@@ -144,7 +194,10 @@ lock_key_slot(Oid relid, uint32 slot, bool exclusive, bool nowait)
 	if (entry->nkeys >= RINGSHARD_MAX_KEY_LOCKS)
 	{
 		/* a bulk write: the table instead of more keys (the lock table is shared and small) */
-		lock_whole_table(relid, exclusive, nowait);
+		if (writer)
+			lock_table_for_writers(relid);
+		else
+			lock_whole_table(relid, exclusive, nowait);
 		return;
 	}
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, slot, KEY_LOCK_CLASS);
@@ -166,12 +219,12 @@ compare_slots(const void *a, const void *b)
 
 /* Several keys' slots, in one order, so that two statements locking the same keys cannot wait for each other. */
 static void
-lock_key_slots(Oid relid, uint32 *slots, int n, bool exclusive, bool nowait)
+lock_key_slots(Oid relid, uint32 *slots, int n, bool exclusive, bool nowait, bool writer)
 {
 	qsort(slots, n, sizeof(uint32), compare_slots);
 	for (int i = 0; i < n; i++)
 		if (i == 0 || slots[i] != slots[i - 1])
-			lock_key_slot(relid, slots[i], exclusive, nowait);
+			lock_key_slot(relid, slots[i], exclusive, nowait, writer);
 }
 
 uint32
@@ -188,19 +241,21 @@ rsfdw_key_lock_slot(const char *key_bytes, size_t key_len, const char *keyspace_
 void
 rsfdw_lock_table_for_write(Oid relid)
 {
-	lock_whole_table(relid, true, false);
+	lock_table_for_writers(relid);
 }
 
 void
 rsfdw_lock_key_for_write(Oid relid, uint32 slot)
 {
-	lock_key_slot(relid, slot, true, false);
+	join_table_writers(relid, false);
+	lock_key_slot(relid, slot, true, false, true);
 }
 
 void
 rsfdw_lock_keys_for_write(Oid relid, uint32 *slots, int n)
 {
-	lock_key_slots(relid, slots, n, true, false);
+	join_table_writers(relid, false);
+	lock_key_slots(relid, slots, n, true, false, true);
 }
 
 /*
@@ -221,9 +276,10 @@ rsfdw_lock_keys_for_rows(Oid relid, uint32 *slots, int n, bool exclusive, bool n
 {
 	/*
 	 * A writer of a key holds the table in RowExclusiveLock mode (from its
-	 * statement's start), which a reader of every row FOR SHARE waits for:
-	 * so must a reader FOR UPDATE of a key, or the two would meet only on
-	 * the node, where no deadlock detector sees both.
+	 * statement's start), which a reader of every row FOR SHARE and a move's
+	 * batch wait for, and the writers' lock in the same mode, which a writer
+	 * of the table waits for: so must a reader FOR UPDATE of a key, or they
+	 * would meet only on the node, where no deadlock detector sees both.
 	 */
 	if (exclusive)
 	{
@@ -231,6 +287,7 @@ rsfdw_lock_keys_for_rows(Oid relid, uint32 *slots, int n, bool exclusive, bool n
 			LockRelationOid(relid, RowExclusiveLock);
 		else if (!ConditionalLockRelationOid(relid, RowExclusiveLock))
 			lock_not_available(relid);
+		join_table_writers(relid, nowait);
 	}
-	lock_key_slots(relid, slots, n, exclusive, nowait);
+	lock_key_slots(relid, slots, n, exclusive, nowait, false);
 }

@@ -95,6 +95,24 @@ for my $case ([ 'counters', 2 ], [ 'counters', 8 ], [ 'counters3', 2 ], [ 'count
 	note sprintf('%d sessions, R = %d: %d updates in %.1f s', $clients, $copies, $processed, $seconds);
 }
 
+# Statements that may write any row (not by key: a range of keys) from 4
+# sessions at once: each waits for the one before, as on one server.  Each
+# holds the table in RowExclusiveLock mode from its start; when they asked
+# for the table's own lock in ExclusiveLock mode on top of that, two of them
+# waited for each other: a deadlock (40P01) between single statements.
+for my $case ([ 'UPDATE of a range of keys', "UPDATE counters SET n = n + 1 WHERE id BETWEEN 3 AND 4;\n" ],
+	[ 'DELETE of a range of keys', "DELETE FROM counters WHERE id BETWEEN 200 AND 210;\n" ])
+{
+	my ($what, $script) = @$case;
+	my $before = $coordinator->safe_psql('postgres', 'SELECT n FROM counters WHERE id = 3');
+	my ($failed, $processed, $out) = pgbench($script, [ '-c', 4, '-j', 2, '-t', 40 ]);
+	is($failed, 0, "4 sessions, $what at R = 2: no deadlock, no statement failed") or diag $out;
+	is($processed, 160, "4 sessions, $what at R = 2: every statement ran");
+	is($coordinator->safe_psql('postgres', 'SELECT n FROM counters WHERE id = 3'), $what =~ /UPDATE/ ? $before + 160 : $before,
+		"4 sessions, $what at R = 2: every statement applied once");
+	is(replicas_equal('counters'), '0', "4 sessions, $what at R = 2: every replica holds the same rows");
+}
+
 # Upserts of one key, and writes of one key that read another table (router
 # writes: UPDATE ... FROM a colocated table), hammered by 8 sessions at R = 2:
 # they queue on the key's write lock, none fails, each applies once, and the
