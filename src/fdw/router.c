@@ -1442,23 +1442,11 @@ router_begin(CustomScanState *node, EState *estate, int eflags)
 		start_plan_below(state);
 	/*
 	 * Spread reads over the nodes that can answer; in a transaction that
-	 * keeps one snapshot, those that already work for it first, each group
-	 * in its order (remote_node_in_transaction): a key read again is read
-	 * under the same snapshot.
+	 * keeps one snapshot, keep their order (the key's): a key is read on one
+	 * replica every time, the one a fan-out reads it on (route_key in
+	 * scan.c says why).
 	 */
-	if (IsolationUsesXactSnapshot())
-	{
-		char	  **ordered = palloc(sizeof(char *) * Max(state->nnodes, 1));
-		int			k = 0;
-
-		for (int pass = 0; pass < 2; pass++)
-			for (int i = 0; i < state->nnodes; i++)
-				if (remote_node_in_transaction(state->nodes[i], state->userid) == (pass == 0))
-					ordered[k++] = state->nodes[i];
-		memcpy(state->nodes, ordered, sizeof(char *) * k);
-		pfree(ordered);
-	}
-	else
+	if (!IsolationUsesXactSnapshot())
 		for (int i = state->nnodes - 1; i > 0; i--)
 		{
 			int			j = (int) pg_prng_uint64_range(&pg_global_prng_state, 0, i);

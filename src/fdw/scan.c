@@ -202,9 +202,11 @@ rsBeginForeignScan(ForeignScanState *node, int eflags)
 
 /*
  * The replicas of a key in the order to try them: healthy ones, in random
- * order; in a transaction that keeps one snapshot, those that already work
- * for it first, each group in the key's order (remote_node_in_transaction),
- * so that a key read again is read under the same snapshot.
+ * order; in a transaction that keeps one snapshot (REPEATABLE READ,
+ * SERIALIZABLE), in the key's order: each node keeps the snapshot it took
+ * at the transaction's first statement there, so a key must be read on one
+ * replica every time, and the one a fan-out reads it on (its first healthy
+ * replica, reads_here), or it could show an older value after a newer one.
  */
 static void
 route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
@@ -243,18 +245,7 @@ route_key(RsScanState *state, KeyRoute *route, Datum keyspace)
 		if (placement_node_up(&state->placement, replicas[i]))
 			route->replicas[route->nreplicas++] = replicas[i];
 	if (IsolationUsesXactSnapshot())
-	{
-		uint16		ordered[PLACEMENT_MAX_REPLICAS];
-		int			k = 0;
-
-		for (int pass = 0; pass < 2; pass++)
-			for (int i = 0; i < route->nreplicas; i++)
-				if (remote_node_in_transaction(placement_node_name(&state->placement, route->replicas[i]),
-											   state->userid) == (pass == 0))
-					ordered[k++] = route->replicas[i];
-		memcpy(route->replicas, ordered, sizeof(uint16) * k);
 		return;
-	}
 	/* shuffle, so reads spread over the replicas */
 	for (int i = route->nreplicas - 1; i > 0; i--)
 	{

@@ -524,25 +524,6 @@ remote_node_conninfo(const char *node)
 	return buf.data;
 }
 
-bool
-remote_node_in_transaction(const char *node, Oid userid)
-{
-	HASH_SEQ_STATUS scan;
-	RemoteConnection *c;
-
-	/* the links as they are: asking makes none, and a node without an address is simply not one */
-	if (connections == NULL)
-		return false;
-	hash_seq_init(&scan, connections);
-	while ((c = hash_seq_search(&scan)) != NULL)
-		if (c->userid == userid && c->xact == RXACT_OPEN && c->node != NULL && strcmp(c->node, node) == 0)
-		{
-			hash_seq_term(&scan);
-			return true;
-		}
-	return false;
-}
-
 RemoteConnection *
 remote_connection(const char *node, Oid userid)
 {

@@ -121,15 +121,6 @@ typedef struct RemoteConnection
 	bool		copying_in;		/* the query in flight ends a COPY FROM STDIN (its rows are written) */
 } RemoteConnection;
 
-/*
- * Whether the node already has an open remote transaction of the current
- * one for this role.  A transaction that keeps one snapshot (REPEATABLE
- * READ, SERIALIZABLE) reads a key on such a replica: each node takes its
- * own snapshot at its first statement, so a key read again on another
- * replica could show an older or a newer value.
- */
-extern bool remote_node_in_transaction(const char *node, Oid userid);
-
 /* Register settings and cache invalidation; called from _PG_init. */
 extern void remote_connection_init(void);
 

@@ -188,5 +188,52 @@ for my $case ([ 'REPEATABLE READ', 1001 ], [ 'SERIALIZABLE', 1002 ])
 	is($coordinator->safe_psql('postgres', "SELECT v FROM acct WHERE k = $k"), '12', "$level: the changes are all there afterwards");
 }
 
+# The replica is the key's first, whatever else the transaction opened, and
+# the one a fan-out reads the key on: keys A (replicas p, q), B (first
+# replica q) and D (first replica p).  Read B (the transaction opens q),
+# read A, let another session change A, read D (opens p, after the change),
+# read A again, and read it by a fan-out: all three reads of A show the
+# same value.  (Preferring a replica the transaction had opened read A on q
+# first, then on p: 0, then 1.)
+{
+	$coordinator->safe_psql('postgres', 'INSERT INTO acct SELECT g, 0 FROM generate_series(2001, 2100) g');
+	my %first;
+	my %pair;
+	for my $k (2001 .. 2100)
+	{
+		my @r = replicas($k);
+		$first{$k} = $r[0];
+		$pair{$k} = "$r[0] $r[1]";
+	}
+	my ($a, $b, $d);
+	for my $k (2001 .. 2100)
+	{
+		my ($p, $q) = split / /, $pair{$k};
+		my ($kb) = grep { $first{$_} eq $q && $_ != $k } 2001 .. 2100;
+		my ($kd) = grep { $first{$_} eq $p && $_ != $k && !grep({ $_ eq $q } split / /, $pair{$_}) } 2001 .. 2100;
+		if (defined $kb && defined $kd)
+		{
+			($a, $b, $d) = ($k, $kb, $kd);
+			last;
+		}
+	}
+	die 'no keys A, B, D' unless defined $d;
+	for my $level ('REPEATABLE READ', 'SERIALIZABLE')
+	{
+		my $reader = $coordinator->background_psql('postgres');
+		$reader->query_safe("BEGIN ISOLATION LEVEL $level");
+		$reader->query_safe("SELECT v FROM acct WHERE k = $b");
+		my $first_read = $reader->query_safe("SELECT v FROM acct WHERE k = $a");
+		$coordinator->safe_psql('postgres', "UPDATE acct SET v = v + 1 WHERE k = $a");
+		$reader->query_safe("SELECT v FROM acct WHERE k = $d");
+		my $second_read = $reader->query_safe("SELECT v FROM acct WHERE k = $a");
+		my $fanout = $reader->query_safe("SELECT v FROM acct WHERE k + 0 = $a");
+		$reader->query_safe('COMMIT');
+		$reader->quit;
+		is("$second_read/$fanout", "$first_read/$first_read",
+			"$level: a key read again after the transaction opened its other replica, and read by a fan-out, shows the first value");
+	}
+}
+
 $_->stop for ($coordinator, @workers);
 done_testing();
